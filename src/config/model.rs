@@ -1,0 +1,275 @@
+//! The configuration model: what a parsed file says, before the router is built from it.
+
+use crate::wire::ethernet::Mac;
+use crate::wire::srh::HmacAlgo;
+use ipnet::IpNet;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv6Addr};
+
+/// A whole parsed configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// `link add NAME [address MAC] [mtu N]`, in file order.
+    pub links: Vec<Link>,
+    /// `addr add ADDR/LEN dev NAME`.
+    pub addrs: Vec<Addr>,
+    /// `neigh add ADDR lladdr MAC dev NAME`.
+    pub neighs: Vec<Neigh>,
+    /// `route add ...`, `-6 route add ...`, `-4 route add ...`.
+    pub routes: Vec<Route>,
+    /// `ioam namespace add ID [data D] [wide W]` (+ `ioam namespace set ID schema SID|none`).
+    pub ioam_namespaces: Vec<IoamNamespace>,
+    /// `ioam schema add ID DATA`.
+    pub ioam_schemas: Vec<IoamSchema>,
+    /// `sr tunsrc set ADDR` (`::` clears it).
+    pub sr_tunsrc: Option<Ipv6Addr>,
+    /// `sr hmac set KEYID ALGO [secret S]`.
+    pub hmac_keys: Vec<HmacKey>,
+    /// `sysctl KEY=VALUE`.
+    pub sysctl: Sysctls,
+}
+
+/// An interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Name (1-15 chars, no '/', no whitespace, not "." or "..").
+    pub name: String,
+    /// MAC address; when absent the router derives `02:00:00:00:00:NN` from the link's 1-based index.
+    pub mac: Option<Mac>,
+    /// MTU (68..=65535); default 1500.
+    pub mtu: u32,
+    /// Line the link was declared on.
+    pub line: usize,
+}
+
+/// An address assigned to an interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addr {
+    /// Address.
+    pub addr: IpAddr,
+    /// Prefix length.
+    pub prefix_len: u8,
+    /// Interface name (must be a declared link).
+    pub dev: String,
+    /// Line.
+    pub line: usize,
+}
+
+/// A static neighbour entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neigh {
+    /// Neighbour address.
+    pub addr: IpAddr,
+    /// Its MAC.
+    pub lladdr: Mac,
+    /// Interface name.
+    pub dev: String,
+    /// Line.
+    pub line: usize,
+}
+
+/// A route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// Destination prefix (host bits must be zero, as `ip route` requires; `default` = ::/0 or 0.0.0.0/0).
+    pub prefix: IpNet,
+    /// Gateway (`via`); same family as the prefix, except IPv4 routes may use `via inet6 ADDR`.
+    pub via: Option<IpAddr>,
+    /// Output interface (`dev`).
+    pub dev: Option<String>,
+    /// Metric (`metric` / `preference`); default 1024 for IPv6, 0 for IPv4.
+    pub metric: u32,
+    /// Route MTU (`mtu N` or `mtu lock N`).
+    pub mtu: Option<u32>,
+    /// Tunnel state (`encap ...`).
+    pub encap: Option<Encap>,
+    /// Line the route was declared on.
+    pub line: usize,
+}
+
+/// A lightweight tunnel attached to a route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encap {
+    /// `encap seg6 mode MODE segs A,B,.. [hmac KEYID] [tunsrc ADDR]`.
+    Seg6(Seg6Encap),
+    /// `encap ioam6 [mode inline|encap|auto] [tunsrc A] [tundst B] [freq K/N] trace prealloc type T ns N size S`.
+    Ioam6(Ioam6Encap),
+    /// `encap rpl segs A,B,..`.
+    Rpl(RplEncap),
+}
+
+/// seg6 modes (`SEG6_IPTUN_MODE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Seg6Mode {
+    /// `inline` (0).
+    Inline,
+    /// `encap` (1).
+    Encap,
+    /// `l2encap` (2).
+    L2Encap,
+    /// `encap.red` (3).
+    EncapRed,
+    /// `l2encap.red` (4).
+    L2EncapRed,
+}
+
+impl Seg6Mode {
+    /// The iproute2 keyword.
+    pub fn name(self) -> &'static str {
+        match self {
+            Seg6Mode::Inline => "inline",
+            Seg6Mode::Encap => "encap",
+            Seg6Mode::L2Encap => "l2encap",
+            Seg6Mode::EncapRed => "encap.red",
+            Seg6Mode::L2EncapRed => "l2encap.red",
+        }
+    }
+}
+
+/// seg6 tunnel parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seg6Encap {
+    /// Mode.
+    pub mode: Seg6Mode,
+    /// Segments in CLI order (first = first hop); 1..=255 minus the inline slot.
+    pub segs: Vec<Ipv6Addr>,
+    /// HMAC key id (non-zero; must be configured with `sr hmac set`).
+    pub hmac: Option<u32>,
+    /// Per-route tunnel source (not with inline; not ::, multicast or loopback).
+    pub tunsrc: Option<Ipv6Addr>,
+}
+
+/// IOAM LWT modes (`IOAM6_IPTUNNEL_MODE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoamMode {
+    /// Insert a Hop-by-Hop header into the packet (default).
+    Inline,
+    /// Encapsulate in an outer IPv6 header towards `tundst`.
+    Encap,
+    /// Inline for locally generated packets, encap for forwarded ones.
+    Auto,
+}
+
+/// ioam6 tunnel parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ioam6Encap {
+    /// Mode.
+    pub mode: IoamMode,
+    /// Tunnel source (encap/auto only).
+    pub tunsrc: Option<Ipv6Addr>,
+    /// Tunnel destination (required for encap/auto).
+    pub tundst: Option<Ipv6Addr>,
+    /// Insert into the first `freq_k` of every `freq_n` packets (1..=1_000_000, k <= n).
+    pub freq_k: u32,
+    /// See `freq_k`.
+    pub freq_n: u32,
+    /// 24-bit trace type (`type 0x...`).
+    pub trace_type: u32,
+    /// Namespace id.
+    pub namespace: u16,
+    /// Pre-allocated data size in bytes (`size`): multiple of 4, 4..=244.
+    pub size: u16,
+}
+
+/// rpl tunnel parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RplEncap {
+    /// Segments in CLI order.
+    pub segs: Vec<Ipv6Addr>,
+}
+
+/// An IOAM namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoamNamespace {
+    /// Namespace id.
+    pub id: u16,
+    /// 32-bit namespace data (default 0xFFFFFFFF).
+    pub data: u32,
+    /// 64-bit wide data (default all ones).
+    pub wide: u64,
+    /// Linked schema id.
+    pub schema: Option<u32>,
+}
+
+/// An IOAM schema (opaque state snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoamSchema {
+    /// Schema id (24 bits).
+    pub id: u32,
+    /// Data bytes as given (<= 1020); the router pads them to a multiple of 4.
+    pub data: Vec<u8>,
+}
+
+/// An SRv6 HMAC key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmacKey {
+    /// Key id (non-zero).
+    pub key_id: u32,
+    /// Algorithm (`sha1` or `sha256`).
+    pub algo: HmacAlgo,
+    /// Secret (<= 64 bytes).
+    pub secret: Vec<u8>,
+}
+
+/// Global and per-interface sysctls lwt6 honours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sysctls {
+    /// `net.ipv6.ioam6_id` (24 bits, default 0xFFFFFF).
+    pub ioam6_id: u32,
+    /// `net.ipv6.ioam6_id_wide` (56 bits, default 0x00FFFFFFFFFFFFFF).
+    pub ioam6_id_wide: u64,
+    /// `net.ipv6.seg6_flowlabel` (-1, 0 default, 1).
+    pub seg6_flowlabel: i32,
+    /// `net.ipv6.conf.all.*`.
+    pub all: DevSysctls,
+    /// `net.ipv6.conf.DEV.*` by device name (only devices that have a key set).
+    pub dev: BTreeMap<String, DevSysctls>,
+}
+
+impl Default for Sysctls {
+    fn default() -> Self {
+        Sysctls {
+            ioam6_id: 0xFF_FFFF,
+            ioam6_id_wide: 0x00FF_FFFF_FFFF_FFFF,
+            seg6_flowlabel: 0,
+            all: DevSysctls::default(),
+            dev: BTreeMap::new(),
+        }
+    }
+}
+
+/// Per-interface `net.ipv6.conf.DEV.*` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevSysctls {
+    /// `ioam6_enabled` (0/1, default 0).
+    pub ioam6_enabled: bool,
+    /// `ioam6_id` (16 bits, default 0xFFFF).
+    pub ioam6_id: u16,
+    /// `ioam6_id_wide` (32 bits, default 0xFFFFFFFF).
+    pub ioam6_id_wide: u32,
+    /// `seg6_enabled` (0/1, default 0).
+    pub seg6_enabled: bool,
+    /// `seg6_require_hmac` (-1, 0 default, 1).
+    pub seg6_require_hmac: i8,
+    /// `rpl_seg_enabled` (0/1, default 0).
+    pub rpl_seg_enabled: bool,
+    /// `hop_limit` (1..=255, default 64).
+    pub hop_limit: u8,
+    /// `forwarding` (0/1, default 1: lwt6 is a router).
+    pub forwarding: bool,
+}
+
+impl Default for DevSysctls {
+    fn default() -> Self {
+        DevSysctls {
+            ioam6_enabled: false,
+            ioam6_id: 0xFFFF,
+            ioam6_id_wide: 0xFFFF_FFFF,
+            seg6_enabled: false,
+            seg6_require_hmac: 0,
+            rpl_seg_enabled: false,
+            hop_limit: 64,
+            forwarding: true,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! fib (in progress).

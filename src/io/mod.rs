@@ -1,0 +1,3 @@
+//! Packet I/O: capture files (pcap and pcapng).
+
+pub mod pcap;

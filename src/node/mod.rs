@@ -1,0 +1,1 @@
+//! Node behaviours (in progress).

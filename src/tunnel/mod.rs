@@ -1,0 +1,1 @@
+//! Tunnels (in progress).
