@@ -1,1 +1,223 @@
-//! buffer (in progress).
+//! The packet buffer: one allocation laid out as `headroom | data | tailroom`.
+//!
+//! Headers are pushed into the headroom in front of the data, the way a NIC driver's buffer is used by the
+//! kernel. Growth is explicit ([`PacketBuf::ensure_headroom`]), happens at most once per packet, and is
+//! counted. The receive headroom is chosen at configuration time from the largest route overhead, so that in
+//! steady state nothing is ever reallocated.
+//!
+//! Header views borrow the buffer, and growing needs `&mut self`, so a view cannot outlive a growth: the
+//! use-after-reallocation bug Linux had in `rpl_do_srh_inline()` is a compile error here.
+//!
+//! ```compile_fail
+//! use lwt6::buffer::PacketBuf;
+//! let mut b = PacketBuf::new(2048);
+//! b.load(&[0u8; 60], 0);
+//! let view = &mut b.data_mut()[..40];       // a header view
+//! b.ensure_headroom(128).unwrap();          // growth while the view is alive: rejected by the borrow checker
+//! view[0] = 0x60;
+//! ```
+
+/// Why the buffer refused an operation. The pipeline turns these into named drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BufError {
+    /// A second growth was requested for the same packet: headroom must be planned once, before writing.
+    #[error("second buffer growth for one packet")]
+    SecondGrowth,
+    /// Not enough headroom for a push (the caller did not plan it).
+    #[error("headroom exhausted")]
+    NoHeadroom,
+    /// An offset or length outside the data.
+    #[error("range outside the packet data")]
+    OutOfRange,
+}
+
+/// A packet buffer with headroom accounting.
+#[derive(Debug, Clone)]
+pub struct PacketBuf {
+    mem: Vec<u8>,
+    start: usize,
+    end: usize,
+    grown: bool,
+    reallocs: u64,
+}
+
+impl PacketBuf {
+    /// Creates an empty buffer with `capacity` bytes of storage.
+    pub fn new(capacity: usize) -> Self {
+        PacketBuf { mem: vec![0; capacity], start: 0, end: 0, grown: false, reallocs: 0 }
+    }
+
+    /// Loads a received frame with `headroom` free bytes in front of it, like a driver filling an rx buffer.
+    /// Reuses the storage; it is enlarged only when the frame plus headroom does not fit (not counted as a
+    /// packet reallocation: it is the rx buffer pool being sized, once). Resets the per-packet growth flag.
+    pub fn load(&mut self, frame: &[u8], headroom: usize) {
+        let need = headroom + frame.len();
+        if self.mem.len() < need {
+            self.mem.resize(need.next_power_of_two(), 0);
+        }
+        self.start = headroom;
+        self.end = headroom + frame.len();
+        self.mem[self.start..self.end].copy_from_slice(frame);
+        self.grown = false;
+    }
+
+    /// Free bytes in front of the data.
+    pub fn headroom(&self) -> usize {
+        self.start
+    }
+
+    /// Free bytes after the data.
+    pub fn tailroom(&self) -> usize {
+        self.mem.len() - self.end
+    }
+
+    /// Length of the data.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the data is empty.
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// The data.
+    pub fn data(&self) -> &[u8] {
+        &self.mem[self.start..self.end]
+    }
+
+    /// The data, mutable.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.mem[self.start..self.end]
+    }
+
+    /// Total reallocations performed by [`ensure_headroom`](Self::ensure_headroom) over the buffer's life.
+    pub fn reallocs(&self) -> u64 {
+        self.reallocs
+    }
+
+    /// Whether the current packet has already been grown once.
+    pub fn grown(&self) -> bool {
+        self.grown
+    }
+
+    /// Makes sure at least `need` bytes of headroom exist. Returns `Ok(true)` if it had to reallocate (copying the
+    /// data into a new allocation with exactly the missing headroom added, rounded up to 64 bytes), `Ok(false)`
+    /// if the headroom was already there. A second growth for the same packet is refused.
+    pub fn ensure_headroom(&mut self, need: usize) -> Result<bool, BufError> {
+        if need <= self.start {
+            return Ok(false);
+        }
+        if self.grown {
+            return Err(BufError::SecondGrowth);
+        }
+        let delta = (need - self.start).div_ceil(64) * 64;
+        let mut mem = vec![0u8; self.mem.len() + delta];
+        mem[self.start + delta..self.end + delta].copy_from_slice(&self.mem[self.start..self.end]);
+        self.mem = mem;
+        self.start += delta;
+        self.end += delta;
+        self.grown = true;
+        self.reallocs += 1;
+        Ok(true)
+    }
+
+    /// Moves the data start `n` bytes back and returns the new front bytes (uninitialised content: overwrite it).
+    pub fn push_front(&mut self, n: usize) -> Result<&mut [u8], BufError> {
+        if n > self.start {
+            return Err(BufError::NoHeadroom);
+        }
+        self.start -= n;
+        Ok(&mut self.mem[self.start..self.start + n])
+    }
+
+    /// Drops `n` bytes from the front of the data.
+    pub fn pull_front(&mut self, n: usize) -> Result<(), BufError> {
+        if n > self.len() {
+            return Err(BufError::OutOfRange);
+        }
+        self.start += n;
+        Ok(())
+    }
+
+    /// Opens an `n`-byte gap at `offset` inside the data by moving the first `offset` bytes `n` bytes towards the
+    /// headroom (as Linux moves the IPv6 header forward to insert an extension header). Returns the gap.
+    pub fn insert_gap(&mut self, offset: usize, n: usize) -> Result<&mut [u8], BufError> {
+        if offset > self.len() {
+            return Err(BufError::OutOfRange);
+        }
+        if n > self.start {
+            return Err(BufError::NoHeadroom);
+        }
+        let s = self.start;
+        self.mem.copy_within(s..s + offset, s - n);
+        self.start -= n;
+        Ok(&mut self.mem[self.start + offset..self.start + offset + n])
+    }
+
+    /// Removes `n` bytes at `offset` by moving the first `offset` bytes `n` bytes forward.
+    pub fn remove_range(&mut self, offset: usize, n: usize) -> Result<(), BufError> {
+        if offset.checked_add(n).is_none_or(|e| e > self.len()) {
+            return Err(BufError::OutOfRange);
+        }
+        let s = self.start;
+        self.mem.copy_within(s..s + offset, s + n);
+        self.start += n;
+        Ok(())
+    }
+
+    /// Shortens the data to `len` bytes (no-op if already shorter).
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.end = self.start + len;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_push_pull() {
+        let mut b = PacketBuf::new(256);
+        b.load(&[1, 2, 3, 4], 100);
+        assert_eq!(b.headroom(), 100);
+        assert_eq!(b.data(), &[1, 2, 3, 4]);
+        b.push_front(2).unwrap().copy_from_slice(&[9, 8]);
+        assert_eq!(b.data(), &[9, 8, 1, 2, 3, 4]);
+        b.pull_front(3).unwrap();
+        assert_eq!(b.data(), &[2, 3, 4]);
+        assert_eq!(b.reallocs(), 0);
+    }
+
+    #[test]
+    fn growth_is_counted_and_happens_once() {
+        let mut b = PacketBuf::new(64);
+        b.load(&[7; 10], 8);
+        assert_eq!(b.ensure_headroom(8), Ok(false));
+        assert_eq!(b.ensure_headroom(20), Ok(true));
+        assert!(b.headroom() >= 20);
+        assert_eq!(b.headroom(), 8 + 64, "delta rounded up to 64");
+        assert_eq!(b.data(), &[7; 10]);
+        assert_eq!(b.ensure_headroom(200), Err(BufError::SecondGrowth));
+        assert_eq!(b.reallocs(), 1);
+        // the next packet may grow again
+        b.load(&[1; 4], 0);
+        assert_eq!(b.ensure_headroom(1), Ok(true));
+        assert_eq!(b.reallocs(), 2);
+    }
+
+    #[test]
+    fn insert_and_remove_gap() {
+        let mut b = PacketBuf::new(64);
+        b.load(&[1, 2, 3, 4, 5], 10);
+        b.insert_gap(2, 3).unwrap().copy_from_slice(&[0xa, 0xb, 0xc]);
+        assert_eq!(b.data(), &[1, 2, 0xa, 0xb, 0xc, 3, 4, 5]);
+        b.remove_range(2, 3).unwrap();
+        assert_eq!(b.data(), &[1, 2, 3, 4, 5]);
+        assert_eq!(b.insert_gap(9, 1).err(), Some(BufError::OutOfRange));
+        assert_eq!(b.push_front(11).err(), Some(BufError::NoHeadroom));
+        assert_eq!(b.remove_range(4, 2).err(), Some(BufError::OutOfRange));
+    }
+}
