@@ -68,6 +68,8 @@ drop_reasons! {
     TunnelProtoMismatch => "tunnel_protocol_mismatch",
     /// The packet would exceed 65535 bytes of IPv6 payload after encapsulation.
     TooBig => "too_big",
+    /// A Hop-by-Hop option whose type says "discard if unrecognised" (action bits 01, 10, 11; RFC 8200 §4.2).
+    UnknownOption => "hbh_unknown_option",
     /// IOAM option not 4n-aligned or too short for its RemainingLen.
     IoamMalformed => "ioam_malformed",
     /// IOAM NodeLen inconsistent with the trace type (Linux Feb 2026 rule).
@@ -86,6 +88,8 @@ drop_reasons! {
     Seg6Disabled => "seg6_disabled",
     /// SRH malformed or Segments Left out of range.
     SrhMalformed => "srh_malformed",
+    /// SRH HMAC missing (when required), with an unknown key, or not matching.
+    HmacInvalid => "seg6_hmac_invalid",
     /// Routing header of a type lwt6 does not process, addressed to this node.
     UnknownRoutingType => "unknown_routing_type",
     /// The buffer was asked to grow twice for one packet (planning bug; never expected).

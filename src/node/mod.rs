@@ -1,1 +1,8 @@
-//! Node behaviours (in progress).
+//! What a router does with packets passing through it or addressed to it, beyond plain forwarding:
+//! IOAM transit fill ([`ioam`]), RPL source-route processing ([`rpl`]), SRH endpoint processing ([`srh`]),
+//! and source address selection ([`saddr`]).
+
+pub mod ioam;
+pub mod rpl;
+pub mod saddr;
+pub mod srh;

@@ -1,0 +1,157 @@
+//! IOAM transit processing (behaviour spec §2.4): for each IOAM option of a received Hop-by-Hop header,
+//! in Linux's order of checks, fill this node's data into the pre-allocated trace.
+
+use crate::stats::DropReason;
+use crate::wire::hbh;
+use crate::wire::ioam::{self, NodeData, TraceOption};
+use std::collections::HashMap;
+
+/// An IOAM namespace as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    /// 32-bit namespace data.
+    pub data: u32,
+    /// 64-bit namespace wide data.
+    pub wide: u64,
+    /// Attached schema: id and data padded to a multiple of 4 bytes.
+    pub schema: Option<(u32, Vec<u8>)>,
+}
+
+/// This node's IOAM identity.
+#[derive(Debug, Clone, Default)]
+pub struct IoamNode {
+    /// `net.ipv6.ioam6_id`.
+    pub node_id: u32,
+    /// `net.ipv6.ioam6_id_wide`.
+    pub node_id_wide: u64,
+    /// Namespaces by id.
+    pub namespaces: HashMap<u16, Namespace>,
+}
+
+/// Interface identifiers (per-interface `ioam6_id`, `ioam6_id_wide`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IfIds {
+    /// 16-bit id.
+    pub id: u16,
+    /// 32-bit wide id.
+    pub wide: u32,
+}
+
+/// The "unavailable" interface ids (no device, or loopback egress).
+pub const NO_IF: IfIds = IfIds { id: 0xFFFF, wide: 0xFFFF_FFFF };
+
+/// Everything about the packet and its path that the fill needs.
+#[derive(Debug, Clone, Copy)]
+pub struct FillContext {
+    /// Hop limit to record.
+    pub hop_limit: u8,
+    /// Ingress interface ids.
+    pub ingress: IfIds,
+    /// Egress interface ids ([`NO_IF`] for local delivery).
+    pub egress: IfIds,
+    /// Receive timestamp, nanoseconds since the epoch.
+    pub ts_ns: u64,
+}
+
+impl IoamNode {
+    /// The node data to write for namespace `ns` (None when the namespace is not configured).
+    pub fn node_data<'a>(&'a self, ns: u16, ctx: &FillContext) -> Option<NodeData<'a>> {
+        let n = self.namespaces.get(&ns)?;
+        Some(NodeData {
+            hop_limit: ctx.hop_limit,
+            node_id: self.node_id,
+            ingress_id: ctx.ingress.id,
+            egress_id: ctx.egress.id,
+            ts_sec: (ctx.ts_ns / 1_000_000_000) as u32,
+            ts_frac: ((ctx.ts_ns % 1_000_000_000) / 1000) as u32,
+            ns_data: n.data,
+            // lwt6 has no qdisc: the backlog is 0 bytes, as Linux reports on a noqueue device.
+            queue_depth: 0,
+            node_id_wide: self.node_id_wide,
+            ingress_wide: ctx.ingress.wide,
+            egress_wide: ctx.egress.wide,
+            ns_data_wide: n.wide,
+            schema: n.schema.as_ref().map(|(id, d)| (*id, d.as_slice())),
+        })
+    }
+
+    /// Fills this node's data into the IOAM option that starts at `opt` (its type byte), if the namespace is
+    /// known. Returns whether anything was written or flagged.
+    pub fn fill_option(&self, opt: &mut [u8], ctx: &FillContext) -> Result<bool, DropReason> {
+        let mut view = TraceOption::new_checked(opt).map_err(|_| DropReason::IoamMalformed)?;
+        let hdr = view.header().map_err(|_| DropReason::IoamMalformed)?;
+        let Some(node) = self.node_data(hdr.namespace, ctx) else {
+            return Ok(false);
+        };
+        ioam::fill(&mut view, &node).map_err(|_| DropReason::IoamMalformed)?;
+        Ok(true)
+    }
+
+    /// Transit processing of one received Hop-by-Hop header `hbh` (exactly its length), which sits at
+    /// `hbh_offset` from the start of the IPv6 header. `enabled` is the ingress interface's `ioam6_enabled`.
+    /// Returns the number of traces filled.
+    pub fn transit(&self, hbh: &mut [u8], hbh_offset: usize, enabled: bool, ctx: &FillContext) -> Result<u32, DropReason> {
+        let mut filled = 0;
+        let mut at = 2;
+        while at < hbh.len() {
+            // Walk the options by hand (RFC 8200 §4.2 TLV encoding) so the header can be written while walking.
+            let opt = if hbh[at] == hbh::OPT_PAD1 {
+                hbh::OptionRef { ty: hbh::OPT_PAD1, offset: at, data_len: 0 }
+            } else {
+                let Some(&len) = hbh.get(at + 1) else {
+                    return Err(DropReason::ExtHeaderMalformed);
+                };
+                if at + 2 + len as usize > hbh.len() {
+                    return Err(DropReason::ExtHeaderMalformed);
+                }
+                hbh::OptionRef { ty: hbh[at], offset: at, data_len: len as usize }
+            };
+            at = opt.data_offset() + opt.data_len;
+            match opt.ty {
+                hbh::OPT_PAD1 | hbh::OPT_PADN => {}
+                hbh::OPT_IOAM => {
+                    // 1. The option must start 4n-aligned from the IPv6 header.
+                    if (hbh_offset + opt.offset) % 4 != 0 {
+                        return Err(DropReason::IoamMalformed);
+                    }
+                    // 2. Ignored unless enabled on the ingress interface.
+                    if !enabled {
+                        continue;
+                    }
+                    let bytes = &mut hbh[opt.offset..opt.offset + 2 + opt.data_len];
+                    // 3. opt_len < 2.
+                    if opt.data_len < 2 {
+                        return Err(DropReason::IoamMalformed);
+                    }
+                    // 4. Only the pre-allocated trace is processed.
+                    if bytes[3] != ioam::OPT_TYPE_PREALLOC_TRACE {
+                        continue;
+                    }
+                    // 5. Long enough for the trace header and the announced free space.
+                    if opt.data_len < 10 {
+                        return Err(DropReason::IoamMalformed);
+                    }
+                    let h = ioam::TraceHeader::parse(&bytes[4..12]).map_err(|_| DropReason::IoamMalformed)?;
+                    if opt.data_len < 10 + 4 * h.remaining_len as usize {
+                        return Err(DropReason::IoamMalformed);
+                    }
+                    // 6. NodeLen must match the trace type (Linux, Feb 2026).
+                    if h.node_len != ioam::node_len_for_type(h.trace_type) {
+                        return Err(DropReason::IoamNodeLenMismatch);
+                    }
+                    // 7.-8. Unknown namespace: ignored; otherwise fill.
+                    if self.fill_option(bytes, ctx)? {
+                        filled += 1;
+                    }
+                }
+                ty => {
+                    // RFC 8200 §4.2: the two high-order bits say what to do with an unrecognised option.
+                    if ty >> 6 != 0 {
+                        return Err(DropReason::UnknownOption);
+                    }
+                }
+            }
+        }
+        Ok(filled)
+    }
+}
