@@ -114,7 +114,10 @@ mod tests {
         if v.len() % 2 == 1 {
             v.push(0);
         }
-        let mut total: u64 = v.chunks(2).map(|c| (u64::from(c[0]) << 8) | u64::from(c[1])).sum();
+        let mut total: u64 = v
+            .chunks(2)
+            .map(|c| (u64::from(c[0]) << 8) | u64::from(c[1]))
+            .sum();
         while total >> 16 != 0 {
             total = (total & 0xffff) + (total >> 16);
         }

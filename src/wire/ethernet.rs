@@ -92,7 +92,11 @@ pub struct EthernetRepr {
 impl EthernetRepr {
     /// Parses the header of a checked frame.
     pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<Self> {
-        Ok(EthernetRepr { dst: frame.dst(), src: frame.src(), ethertype: frame.ethertype() })
+        Ok(EthernetRepr {
+            dst: frame.dst(),
+            src: frame.src(),
+            ethertype: frame.ethertype(),
+        })
     }
     /// Writes the 14 header bytes into `out[..14]` (panics if `out` is shorter: callers size it).
     pub fn emit(&self, out: &mut [u8]) {
@@ -109,8 +113,9 @@ mod tests {
 
     /// First 14 bytes of the kernel-captured `encap` output frame (oracles.md §1.4):
     /// dst 02:00:00:00:02:02, src 02:00:00:00:02:01, EtherType 0x86dd.
-    const ENCAP_HDR: [u8; 14] =
-        [0x02, 0x00, 0x00, 0x00, 0x02, 0x02, 0x02, 0x00, 0x00, 0x00, 0x02, 0x01, 0x86, 0xdd];
+    const ENCAP_HDR: [u8; 14] = [
+        0x02, 0x00, 0x00, 0x00, 0x02, 0x02, 0x02, 0x00, 0x00, 0x00, 0x02, 0x01, 0x86, 0xdd,
+    ];
 
     #[test]
     fn parse_kernel_frame() {
@@ -130,11 +135,17 @@ mod tests {
     /// The 67-byte input frame's header (oracles.md §1.3): 02:00:00:00:01:02 <- 02:00:00:00:01:01.
     #[test]
     fn parse_input_frame_header() {
-        let hdr = [0x02, 0, 0, 0, 0x01, 0x02, 0x02, 0, 0, 0, 0x01, 0x01, 0x86, 0xdd];
+        let hdr = [
+            0x02, 0, 0, 0, 0x01, 0x02, 0x02, 0, 0, 0, 0x01, 0x01, 0x86, 0xdd,
+        ];
         let r = EthernetRepr::parse(&Frame::new_checked(&hdr[..]).unwrap()).unwrap();
         assert_eq!(
             r,
-            EthernetRepr { dst: [2, 0, 0, 0, 1, 2], src: [2, 0, 0, 0, 1, 1], ethertype: 0x86dd }
+            EthernetRepr {
+                dst: [2, 0, 0, 0, 1, 2],
+                src: [2, 0, 0, 0, 1, 1],
+                ethertype: 0x86dd
+            }
         );
     }
 
@@ -150,8 +161,16 @@ mod tests {
 
     #[test]
     fn short_is_truncated() {
-        assert_eq!(Frame::new_checked(&[0u8; 13][..]).unwrap_err(), Error::Truncated);
-        assert!(Frame::new_checked(&[0u8; 14][..]).unwrap().payload().is_empty());
+        assert_eq!(
+            Frame::new_checked(&[0u8; 13][..]).unwrap_err(),
+            Error::Truncated
+        );
+        assert!(
+            Frame::new_checked(&[0u8; 14][..])
+                .unwrap()
+                .payload()
+                .is_empty()
+        );
     }
 
     proptest! {

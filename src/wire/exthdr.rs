@@ -31,7 +31,10 @@ pub struct ExtHeader {
 
 /// Whether `nh` is an IPv6 extension header this walker steps over (0, 43, 44, 51, 60).
 pub fn is_extension(nh: u8) -> bool {
-    matches!(nh, proto::HOPOPTS | proto::ROUTING | proto::FRAGMENT | proto::AH | proto::DSTOPTS)
+    matches!(
+        nh,
+        proto::HOPOPTS | proto::ROUTING | proto::FRAGMENT | proto::AH | proto::DSTOPTS
+    )
 }
 
 /// Length of the fixed IPv6 header.
@@ -62,7 +65,12 @@ impl<'a> Walker<'a> {
         } else {
             (packet, proto::NONE)
         };
-        Walker { packet, next, offset: IPV6_HEADER_LEN, done: false }
+        Walker {
+            packet,
+            next,
+            offset: IPV6_HEADER_LEN,
+            done: false,
+        }
     }
     /// After the iterator ends without error: the upper-layer protocol and its offset.
     pub fn upper_layer(&self) -> (u8, usize) {
@@ -91,7 +99,12 @@ impl<'a> Walker<'a> {
         if rest.len() < len {
             return Err(Error::Truncated);
         }
-        let hdr = ExtHeader { kind, offset: self.offset, len, next_header: rest[0] };
+        let hdr = ExtHeader {
+            kind,
+            offset: self.offset,
+            len,
+            next_header: rest[0],
+        };
         self.next = rest[0];
         self.offset += len;
         // RFC 8200 §4.5: Fragment Offset (13 bits) in bytes 2..4; non-zero means a later fragment.
@@ -165,8 +178,9 @@ mod tests {
     /// 53-byte inner IPv6/UDP packet.
     fn encap_packet() -> Vec<u8> {
         let mut v = vec![
-            0x6b, 0x81, 0x23, 0x45, 0x00, 0x6d, 0x2b, 0x3f, 0xfd, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0, 0x01, 0xfc, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, // IPv6
+            0x6b, 0x81, 0x23, 0x45, 0x00, 0x6d, 0x2b, 0x3f, 0xfd, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0x01, 0xfc, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0x0a, // IPv6
             0x29, 0x06, 0x04, 0x02, 0x02, 0x00, 0x00, 0x00, // SRH fixed part
         ];
         for last in [0x0c, 0x0b, 0x0a] {
@@ -176,9 +190,9 @@ mod tests {
             v.extend_from_slice(&seg);
         }
         v.extend_from_slice(&[
-            0x6b, 0x81, 0x23, 0x45, 0x00, 0x0d, 0x11, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0, 0x01, 0xfd, 0x00, 0x00, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x04, 0x57,
-            0x08, 0xae, 0x00, 0x0d, 0x14, 0xa0, b'H', b'E', b'L', b'L', b'O',
+            0x6b, 0x81, 0x23, 0x45, 0x00, 0x0d, 0x11, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0x01, 0xfd, 0x00, 0x00, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01,
+            0x04, 0x57, 0x08, 0xae, 0x00, 0x0d, 0x14, 0xa0, b'H', b'E', b'L', b'L', b'O',
         ]);
         assert_eq!(v.len(), 149);
         v
@@ -188,8 +202,9 @@ mod tests {
     /// bytes: PadN(0) + IOAM option 0x31 len 34), then UDP 1111 -> 2222 "IOAMPKT".
     fn ioam_packet() -> Vec<u8> {
         let mut v = vec![
-            0x60, 0x00, 0x00, 0x00, 0x00, 0x37, 0x00, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0, 0x01, 0xfd, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, // IPv6
+            0x60, 0x00, 0x00, 0x00, 0x00, 0x37, 0x00, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0x01, 0xfd, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0x02, // IPv6
             0x11, 0x04, 0x01, 0x00, 0x31, 0x22, 0x00, 0x00, 0x00, 0x7b, 0x18, 0x06, 0xc4, 0x00,
         ];
         v.resize(40 + 40, 0);
@@ -202,9 +217,11 @@ mod tests {
     /// rpl.pcap frame 1, Ethernet stripped: nh 43, RPL SRH (nh 17, hdrlen 1, type 3, SL 2), UDP.
     fn rpl_packet() -> Vec<u8> {
         let mut v = vec![
-            0x60, 0x00, 0x00, 0x00, 0x00, 0x1e, 0x2b, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0, 0x01, 0xfd, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, // IPv6
-            0x11, 0x01, 0x03, 0x02, 0xff, 0x60, 0x00, 0x00, 0x05, 0x02, 0, 0, 0, 0, 0, 0, // RPL SRH
+            0x60, 0x00, 0x00, 0x00, 0x00, 0x1e, 0x2b, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0x01, 0xfd, 0x00, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0x01, // IPv6
+            0x11, 0x01, 0x03, 0x02, 0xff, 0x60, 0x00, 0x00, 0x05, 0x02, 0, 0, 0, 0, 0,
+            0, // RPL SRH
             0x04, 0x57, 0x08, 0xae, 0x00, 0x0e, 0x00, 0x00,
         ];
         v.extend_from_slice(b"RPLPKT");
@@ -225,7 +242,15 @@ mod tests {
     fn kernel_srh_encap() {
         let p = encap_packet();
         let hdrs: Vec<_> = Walker::new(&p).collect::<Result<_>>().unwrap();
-        assert_eq!(hdrs, vec![ExtHeader { kind: 43, offset: 40, len: 56, next_header: 41 }]);
+        assert_eq!(
+            hdrs,
+            vec![ExtHeader {
+                kind: 43,
+                offset: 40,
+                len: 56,
+                next_header: 41
+            }]
+        );
         let c = chain(&p).unwrap();
         assert_eq!(c.routing, Some(hdrs[0]));
         assert_eq!(c.routing_type, Some(4));
@@ -237,7 +262,15 @@ mod tests {
     fn kernel_ioam_hbh() {
         let p = ioam_packet();
         let c = chain(&p).unwrap();
-        assert_eq!(c.hop_by_hop, Some(ExtHeader { kind: 0, offset: 40, len: 40, next_header: 17 }));
+        assert_eq!(
+            c.hop_by_hop,
+            Some(ExtHeader {
+                kind: 0,
+                offset: 40,
+                len: 40,
+                next_header: 17
+            })
+        );
         assert_eq!((c.upper_proto, c.upper_offset), (17, 80));
         assert!(c.routing.is_none());
     }
@@ -246,7 +279,15 @@ mod tests {
     fn kernel_rpl() {
         let p = rpl_packet();
         let c = chain(&p).unwrap();
-        assert_eq!(c.routing, Some(ExtHeader { kind: 43, offset: 40, len: 16, next_header: 17 }));
+        assert_eq!(
+            c.routing,
+            Some(ExtHeader {
+                kind: 43,
+                offset: 40,
+                len: 16,
+                next_header: 17
+            })
+        );
         assert_eq!(c.routing_type, Some(3));
         assert_eq!((c.upper_proto, c.upper_offset), (17, 56));
     }
@@ -277,10 +318,20 @@ mod tests {
         ext.extend_from_slice(&[128, 0, 0, 0]); // ICMPv6 echo
         let p = build(0, &ext);
         let hdrs: Vec<_> = Walker::new(&p).collect::<Result<_>>().unwrap();
-        let got: Vec<_> = hdrs.iter().map(|h| (h.kind, h.offset, h.len, h.next_header)).collect();
+        let got: Vec<_> = hdrs
+            .iter()
+            .map(|h| (h.kind, h.offset, h.len, h.next_header))
+            .collect();
         assert_eq!(
             got,
-            vec![(0, 40, 8, 60), (60, 48, 16, 43), (43, 64, 8, 43), (43, 72, 8, 44), (44, 80, 8, 51), (51, 88, 24, 58)]
+            vec![
+                (0, 40, 8, 60),
+                (60, 48, 16, 43),
+                (43, 64, 8, 43),
+                (43, 72, 8, 44),
+                (44, 80, 8, 51),
+                (51, 88, 24, 58)
+            ]
         );
         let c = chain(&p).unwrap();
         assert_eq!(c.routing.unwrap().offset, 64);
@@ -294,7 +345,10 @@ mod tests {
         let p = build(60, &[0, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0]);
         let mut w = Walker::new(&p);
         assert!(w.next().unwrap().is_ok());
-        assert_eq!(w.next(), Some(Err(Error::Malformed("hop-by-hop not first"))));
+        assert_eq!(
+            w.next(),
+            Some(Err(Error::Malformed("hop-by-hop not first")))
+        );
         assert_eq!(w.next(), None);
         assert_eq!(chain(&p), Err(Error::Malformed("hop-by-hop not first")));
     }
@@ -303,7 +357,10 @@ mod tests {
     fn truncation() {
         assert_eq!(chain(&[0x60; 39]), Err(Error::Truncated));
         // Header needs 16 bytes, payload holds 8.
-        assert_eq!(chain(&build(43, &[17, 1, 4, 0, 0, 0, 0, 0])), Err(Error::Truncated));
+        assert_eq!(
+            chain(&build(43, &[17, 1, 4, 0, 0, 0, 0, 0])),
+            Err(Error::Truncated)
+        );
         // Only one byte of an extension header.
         assert_eq!(chain(&build(60, &[17])), Err(Error::Truncated));
         // Nothing at all after the header.

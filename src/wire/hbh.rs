@@ -30,7 +30,11 @@ pub struct OptionRef {
 impl OptionRef {
     /// Offset of the option data from the start of the options header.
     pub fn data_offset(&self) -> usize {
-        if self.ty == OPT_PAD1 { self.offset + 1 } else { self.offset + 2 }
+        if self.ty == OPT_PAD1 {
+            self.offset + 1
+        } else {
+            self.offset + 2
+        }
     }
 }
 
@@ -45,7 +49,11 @@ pub struct OptionIter<'a> {
 impl<'a> OptionIter<'a> {
     /// Iterates the options of `header` (which starts at Next Header and is exactly the header's length).
     pub fn new(header: &'a [u8]) -> Self {
-        OptionIter { header, offset: 2, failed: false }
+        OptionIter {
+            header,
+            offset: 2,
+            failed: false,
+        }
     }
 }
 
@@ -60,7 +68,11 @@ impl<'a> Iterator for OptionIter<'a> {
         if ty == OPT_PAD1 {
             // RFC 8200 §4.2: Pad1 is a single zero octet with no length or data fields.
             self.offset += 1;
-            return Some(Ok(OptionRef { ty, offset, data_len: 0 }));
+            return Some(Ok(OptionRef {
+                ty,
+                offset,
+                data_len: 0,
+            }));
         }
         let Some(&len) = self.header.get(offset + 1) else {
             self.failed = true;
@@ -73,7 +85,11 @@ impl<'a> Iterator for OptionIter<'a> {
             return Some(Err(Error::Truncated));
         }
         self.offset = end;
-        Some(Ok(OptionRef { ty, offset, data_len }))
+        Some(Ok(OptionRef {
+            ty,
+            offset,
+            data_len,
+        }))
     }
 }
 
@@ -111,28 +127,43 @@ mod tests {
     use proptest::prelude::*;
 
     fn collect(h: &[u8]) -> Vec<Result<(u8, usize, usize)>> {
-        OptionIter::new(h).map(|r| r.map(|o| (o.ty, o.offset, o.data_len))).collect()
+        OptionIter::new(h)
+            .map(|r| r.map(|o| (o.ty, o.offset, o.data_len)))
+            .collect()
     }
 
     /// The HBH header of ioam_kernel.pcap frame 1 (oracles.md §2/§4): nh 17, hdrlen 4 (40 bytes),
     /// PadN with 0 data bytes, then IOAM (0x31) with 34 data bytes (2 + 2 + 36 = 40).
     #[test]
     fn kernel_ioam_header() {
-        let mut h = vec![0x11, 0x04, 0x01, 0x00, 0x31, 0x22, 0x00, 0x00, 0x00, 0x7b, 0x18, 0x06, 0xc4, 0x00];
+        let mut h = vec![
+            0x11, 0x04, 0x01, 0x00, 0x31, 0x22, 0x00, 0x00, 0x00, 0x7b, 0x18, 0x06, 0xc4, 0x00,
+        ];
         h.resize(40, 0);
-        assert_eq!(collect(&h), vec![Ok((OPT_PADN, 2, 0)), Ok((OPT_IOAM, 4, 34))]);
+        assert_eq!(
+            collect(&h),
+            vec![Ok((OPT_PADN, 2, 0)), Ok((OPT_IOAM, 4, 34))]
+        );
         let ioam = OptionIter::new(&h).nth(1).unwrap().unwrap();
         assert_eq!(ioam.data_offset(), 6);
         // First data bytes: reserved 00, option type 00 (pre-allocated trace), namespace 0x007b.
-        assert_eq!(&h[ioam.data_offset()..ioam.data_offset() + 4], &[0x00, 0x00, 0x00, 0x7b]);
+        assert_eq!(
+            &h[ioam.data_offset()..ioam.data_offset() + 4],
+            &[0x00, 0x00, 0x00, 0x7b]
+        );
     }
 
     /// ioam_kernel.pcap frame 3: hdrlen 16 (136 bytes), PadN(0), IOAM len 130 (2 + 2 + 132 = 136).
     #[test]
     fn kernel_ioam_header_large() {
-        let mut h = vec![0x11, 0x10, 0x01, 0x00, 0x31, 0x82, 0x00, 0x00, 0x00, 0x7b, 0x78, 0x1e, 0xff, 0xf0];
+        let mut h = vec![
+            0x11, 0x10, 0x01, 0x00, 0x31, 0x82, 0x00, 0x00, 0x00, 0x7b, 0x78, 0x1e, 0xff, 0xf0,
+        ];
         h.resize(136, 0);
-        assert_eq!(collect(&h), vec![Ok((OPT_PADN, 2, 0)), Ok((OPT_IOAM, 4, 130))]);
+        assert_eq!(
+            collect(&h),
+            vec![Ok((OPT_PADN, 2, 0)), Ok((OPT_IOAM, 4, 130))]
+        );
     }
 
     /// Hand-built per RFC 8200 §4.2: a run of Pad1 octets followed by a PadN.
@@ -140,8 +171,19 @@ mod tests {
     fn pad1_and_padn() {
         // nh, hdrlen 0, Pad1, Pad1, PadN(2 data), i.e. 8 bytes.
         let h = [59, 0, 0, 0, 1, 2, 0, 0];
-        assert_eq!(collect(&h), vec![Ok((0, 2, 0)), Ok((0, 3, 0)), Ok((1, 4, 2))]);
-        assert_eq!(OptionRef { ty: 0, offset: 3, data_len: 0 }.data_offset(), 4);
+        assert_eq!(
+            collect(&h),
+            vec![Ok((0, 2, 0)), Ok((0, 3, 0)), Ok((1, 4, 2))]
+        );
+        assert_eq!(
+            OptionRef {
+                ty: 0,
+                offset: 3,
+                data_len: 0
+            }
+            .data_offset(),
+            4
+        );
     }
 
     #[test]

@@ -285,21 +285,36 @@ mod tests {
     #[test]
     fn checked_errors() {
         let buf = packet();
-        assert_eq!(Packet::new_checked(&buf[..19]).unwrap_err(), Error::Truncated);
-        assert_eq!(Packet::new_checked(&buf[..0x72]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&buf[..19]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Packet::new_checked(&buf[..0x72]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = buf.clone();
         b[0] = 0x65;
-        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed("ipv4 version"));
+        assert_eq!(
+            Packet::new_checked(&b[..]).unwrap_err(),
+            Error::Malformed("ipv4 version")
+        );
         let mut b = buf.clone();
         b[0] = 0x44;
-        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed("ipv4 ihl"));
+        assert_eq!(
+            Packet::new_checked(&b[..]).unwrap_err(),
+            Error::Malformed("ipv4 ihl")
+        );
         let mut b = buf.clone();
         b[0] = 0x4f; // 60-byte header in a 24-byte buffer
         assert_eq!(Packet::new_checked(&b[..24]).unwrap_err(), Error::Truncated);
         let mut b = buf.clone();
         b[2] = 0;
         b[3] = 19;
-        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed("ipv4 total length"));
+        assert_eq!(
+            Packet::new_checked(&b[..]).unwrap_err(),
+            Error::Malformed("ipv4 total length")
+        );
     }
 
     #[test]
@@ -320,16 +335,27 @@ mod tests {
     }
 
     fn arb_repr() -> impl Strategy<Value = Ipv4Repr> {
-        (any::<u8>(), 20u16..=1500, any::<u16>(), any::<u16>(), any::<u8>(), any::<u8>(), any::<[u8; 4]>(), any::<[u8; 4]>())
-            .prop_map(|(tos, total_len, ident, flags_frag, ttl, protocol, s, d)| Ipv4Repr {
-                tos,
-                total_len,
-                ident,
-                flags_frag,
-                ttl,
-                protocol,
-                src: Ipv4Addr::from(s),
-                dst: Ipv4Addr::from(d),
+        (
+            any::<u8>(),
+            20u16..=1500,
+            any::<u16>(),
+            any::<u16>(),
+            any::<u8>(),
+            any::<u8>(),
+            any::<[u8; 4]>(),
+            any::<[u8; 4]>(),
+        )
+            .prop_map(|(tos, total_len, ident, flags_frag, ttl, protocol, s, d)| {
+                Ipv4Repr {
+                    tos,
+                    total_len,
+                    ident,
+                    flags_frag,
+                    ttl,
+                    protocol,
+                    src: Ipv4Addr::from(s),
+                    dst: Ipv4Addr::from(d),
+                }
             })
     }
 

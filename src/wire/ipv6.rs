@@ -259,7 +259,10 @@ mod tests {
         p.set_hop_limit(64);
         p.set_src_addr("fd00:1::1".parse().unwrap());
         p.set_dst_addr("fd00:99::1".parse().unwrap());
-        assert_eq!(&buf[..10], &[0x6b, 0x81, 0x23, 0x45, 0x00, 0x0d, 0x11, 0x40, 0xfd, 0x00]);
+        assert_eq!(
+            &buf[..10],
+            &[0x6b, 0x81, 0x23, 0x45, 0x00, 0x0d, 0x11, 0x40, 0xfd, 0x00]
+        );
         let p = Packet::new_checked(&buf[..]).unwrap();
         assert_eq!(p.flow_label(), 0x12345);
         assert_eq!(p.traffic_class(), 0xb8);
@@ -276,12 +279,21 @@ mod tests {
     #[test]
     fn checked_errors() {
         let buf = encap_packet();
-        assert_eq!(Packet::new_checked(&buf[..39]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&buf[..39]).unwrap_err(),
+            Error::Truncated
+        );
         // Payload length 109 but one byte missing.
-        assert_eq!(Packet::new_checked(&buf[..148]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&buf[..148]).unwrap_err(),
+            Error::Truncated
+        );
         let mut v4 = buf.clone();
         v4[0] = 0x4b;
-        assert_eq!(Packet::new_checked(&v4[..]).unwrap_err(), Error::Malformed("ipv6 version"));
+        assert_eq!(
+            Packet::new_checked(&v4[..]).unwrap_err(),
+            Error::Malformed("ipv6 version")
+        );
         // Trailing bytes (link padding) are fine and excluded from the payload.
         let mut padded = buf.clone();
         padded.extend_from_slice(&[0xee; 7]);
@@ -302,16 +314,26 @@ mod tests {
     }
 
     fn arb_repr() -> impl Strategy<Value = Ipv6Repr> {
-        (any::<u8>(), 0u32..=FLOW_LABEL_MASK, any::<u16>(), any::<u8>(), any::<u8>(), any::<[u8; 16]>(), any::<[u8; 16]>())
-            .prop_map(|(traffic_class, flow_label, payload_len, next_header, hop_limit, s, d)| Ipv6Repr {
-                traffic_class,
-                flow_label,
-                payload_len,
-                next_header,
-                hop_limit,
-                src: Ipv6Addr::from(s),
-                dst: Ipv6Addr::from(d),
-            })
+        (
+            any::<u8>(),
+            0u32..=FLOW_LABEL_MASK,
+            any::<u16>(),
+            any::<u8>(),
+            any::<u8>(),
+            any::<[u8; 16]>(),
+            any::<[u8; 16]>(),
+        )
+            .prop_map(
+                |(traffic_class, flow_label, payload_len, next_header, hop_limit, s, d)| Ipv6Repr {
+                    traffic_class,
+                    flow_label,
+                    payload_len,
+                    next_header,
+                    hop_limit,
+                    src: Ipv6Addr::from(s),
+                    dst: Ipv6Addr::from(d),
+                },
+            )
     }
 
     proptest! {
