@@ -32,17 +32,30 @@ impl<T: AsRef<[u8]>> Frame<T> {
         }
         Ok(Frame { buffer })
     }
+    /// Wraps without checks (caller guarantees >= 14 bytes).
+    pub fn new_unchecked(buffer: T) -> Self {
+        Frame { buffer }
+    }
+    /// Consumes the view, returning the buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
     /// Destination MAC.
     pub fn dst(&self) -> Mac {
-        todo!()
+        let mut m = [0; 6];
+        m.copy_from_slice(&self.buffer.as_ref()[0..6]);
+        m
     }
     /// Source MAC.
     pub fn src(&self) -> Mac {
-        todo!()
+        let mut m = [0; 6];
+        m.copy_from_slice(&self.buffer.as_ref()[6..12]);
+        m
     }
     /// EtherType.
     pub fn ethertype(&self) -> u16 {
-        todo!()
+        let b = self.buffer.as_ref();
+        u16::from_be_bytes([b[12], b[13]])
     }
     /// Bytes after the header.
     pub fn payload(&self) -> &[u8] {
@@ -53,15 +66,15 @@ impl<T: AsRef<[u8]>> Frame<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// Sets the destination MAC.
     pub fn set_dst(&mut self, mac: Mac) {
-        todo!()
+        self.buffer.as_mut()[0..6].copy_from_slice(&mac);
     }
     /// Sets the source MAC.
     pub fn set_src(&mut self, mac: Mac) {
-        todo!()
+        self.buffer.as_mut()[6..12].copy_from_slice(&mac);
     }
     /// Sets the EtherType.
     pub fn set_ethertype(&mut self, ty: u16) {
-        todo!()
+        self.buffer.as_mut()[12..14].copy_from_slice(&ty.to_be_bytes());
     }
 }
 
@@ -79,10 +92,102 @@ pub struct EthernetRepr {
 impl EthernetRepr {
     /// Parses the header of a checked frame.
     pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<Self> {
-        todo!()
+        Ok(EthernetRepr {
+            dst: frame.dst(),
+            src: frame.src(),
+            ethertype: frame.ethertype(),
+        })
     }
     /// Writes the 14 header bytes into `out[..14]` (panics if `out` is shorter: callers size it).
     pub fn emit(&self, out: &mut [u8]) {
-        todo!()
+        out[0..6].copy_from_slice(&self.dst);
+        out[6..12].copy_from_slice(&self.src);
+        out[12..14].copy_from_slice(&self.ethertype.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// First 14 bytes of the kernel-captured `encap` output frame (oracles.md §1.4):
+    /// dst 02:00:00:00:02:02, src 02:00:00:00:02:01, EtherType 0x86dd.
+    const ENCAP_HDR: [u8; 14] = [
+        0x02, 0x00, 0x00, 0x00, 0x02, 0x02, 0x02, 0x00, 0x00, 0x00, 0x02, 0x01, 0x86, 0xdd,
+    ];
+
+    #[test]
+    fn parse_kernel_frame() {
+        let mut buf = ENCAP_HDR.to_vec();
+        buf.extend_from_slice(&[0x6b, 0x81]);
+        let f = Frame::new_checked(&buf[..]).unwrap();
+        assert_eq!(f.dst(), [0x02, 0, 0, 0, 0x02, 0x02]);
+        assert_eq!(f.src(), [0x02, 0, 0, 0, 0x02, 0x01]);
+        assert_eq!(f.ethertype(), ETHERTYPE_IPV6);
+        assert_eq!(f.payload(), &[0x6b, 0x81]);
+        let r = EthernetRepr::parse(&f).unwrap();
+        let mut out = [0u8; 14];
+        r.emit(&mut out);
+        assert_eq!(out, ENCAP_HDR);
+    }
+
+    /// The 67-byte input frame's header (oracles.md §1.3): 02:00:00:00:01:02 <- 02:00:00:00:01:01.
+    #[test]
+    fn parse_input_frame_header() {
+        let hdr = [
+            0x02, 0, 0, 0, 0x01, 0x02, 0x02, 0, 0, 0, 0x01, 0x01, 0x86, 0xdd,
+        ];
+        let r = EthernetRepr::parse(&Frame::new_checked(&hdr[..]).unwrap()).unwrap();
+        assert_eq!(
+            r,
+            EthernetRepr {
+                dst: [2, 0, 0, 0, 1, 2],
+                src: [2, 0, 0, 0, 1, 1],
+                ethertype: 0x86dd
+            }
+        );
+    }
+
+    #[test]
+    fn setters() {
+        let mut buf = [0u8; 14];
+        let mut f = Frame::new_checked(&mut buf[..]).unwrap();
+        f.set_dst([0x02, 0, 0, 0, 0x02, 0x02]);
+        f.set_src([0x02, 0, 0, 0, 0x02, 0x01]);
+        f.set_ethertype(ETHERTYPE_IPV6);
+        assert_eq!(buf, ENCAP_HDR);
+    }
+
+    #[test]
+    fn short_is_truncated() {
+        assert_eq!(
+            Frame::new_checked(&[0u8; 13][..]).unwrap_err(),
+            Error::Truncated
+        );
+        assert!(
+            Frame::new_checked(&[0u8; 14][..])
+                .unwrap()
+                .payload()
+                .is_empty()
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(dst in any::<[u8; 6]>(), src in any::<[u8; 6]>(), ethertype in any::<u16>()) {
+            let r = EthernetRepr { dst, src, ethertype };
+            let mut out = [0u8; 14];
+            r.emit(&mut out);
+            prop_assert_eq!(EthernetRepr::parse(&Frame::new_checked(&out[..]).unwrap()).unwrap(), r);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(f) = Frame::new_checked(&data[..]) {
+                let _ = EthernetRepr::parse(&f);
+                let _ = f.payload();
+            }
+        }
     }
 }
