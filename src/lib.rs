@@ -9,10 +9,13 @@
 //! - [`router`]: the forwarding pipeline that ties them together, with named drop reasons.
 //! - [`config`]: iproute2-syntax configuration.
 //! - [`io`]: pcap / pcapng files.
+//! - [`decode`]: human / JSON decoding of frames; [`cli`]: the `lwt6` command.
 #![forbid(unsafe_code)]
 
 pub mod buffer;
+pub mod cli;
 pub mod config;
+pub mod decode;
 pub mod fib;
 pub mod io;
 pub mod node;

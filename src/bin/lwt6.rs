@@ -1,4 +1,14 @@
 //! The `lwt6` command line.
-fn main() {
-    println!("lwt6: work in progress");
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = lwt6::cli::Cli::parse();
+    match lwt6::cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("lwt6: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
 }

@@ -1,0 +1,358 @@
+//! The `lwt6` command line: argument definitions and the subcommands.
+
+use crate::config::{self, Config, IoamMode};
+use crate::decode;
+use crate::fib::{Origin, RouteEntry};
+use crate::io::pcap::{self, OutFrame};
+use crate::router::Router;
+use crate::tunnel::Tunnel;
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+/// IPv6 lightweight tunnels (SRv6, IOAM, RPL) in userspace, byte for byte as Linux builds them.
+#[derive(Debug, Parser)]
+#[command(name = "lwt6", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Process a capture offline: every frame of IN as if received on --in-dev of the configured router.
+    Pcap(PcapArgs),
+    /// Show router state (routes) as `ip` would.
+    Show(ShowArgs),
+    /// Decode a capture: Ethernet, IPv6, SRH, RPL, IOAM traces, IPv4, UDP, ICMPv6.
+    Decode(DecodeArgs),
+    /// Check a configuration file and exit (0 when valid).
+    Check(CheckArgs),
+}
+
+/// `lwt6 pcap`.
+#[derive(Debug, Args)]
+pub struct PcapArgs {
+    /// Router configuration (iproute2 syntax; see docs/config.md).
+    #[arg(short = 'c', long = "config")]
+    pub config: PathBuf,
+    /// Interface the input frames are received on.
+    #[arg(long = "in-dev")]
+    pub in_dev: String,
+    /// Input capture (pcap or pcapng, Ethernet).
+    pub input: PathBuf,
+    /// Output pcapng: one interface block per egress device.
+    #[arg(required_unless_present = "out_dir")]
+    pub output: Option<PathBuf>,
+    /// Also (or instead) write one pcap per egress device into DIR, named DEV.pcap.
+    #[arg(long = "out-dir")]
+    pub out_dir: Option<PathBuf>,
+    /// Print counters at the end: packets in/out, drops by reason, buffer reallocations.
+    #[arg(long)]
+    pub stats: bool,
+    /// Machine-readable JSON instead of text.
+    #[arg(short = 'j', long = "json")]
+    pub json: bool,
+    /// Receive headroom in bytes (default: computed from the largest route overhead so nothing is reallocated).
+    #[arg(long = "rx-headroom")]
+    pub rx_headroom: Option<usize>,
+    /// Print one line per output frame (decoded summary).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+/// `lwt6 show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// What to show.
+    #[command(subcommand)]
+    pub what: ShowWhat,
+}
+
+/// Things `lwt6 show` can show.
+#[derive(Debug, Subcommand)]
+pub enum ShowWhat {
+    /// The routing table, like `ip -6 route` and `ip -4 route`, with each route's effective MTU.
+    Routes {
+        /// Router configuration.
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+        /// JSON output.
+        #[arg(short = 'j', long = "json")]
+        json: bool,
+    },
+}
+
+/// `lwt6 decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// Capture to decode.
+    pub input: PathBuf,
+    /// JSON output (an array, one object per frame).
+    #[arg(short = 'j', long = "json")]
+    pub json: bool,
+}
+
+/// `lwt6 check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Router configuration.
+    #[arg(short = 'c', long = "config")]
+    pub config: PathBuf,
+}
+
+/// A command failure: message for stderr and exit status.
+#[derive(Debug)]
+pub struct Failure {
+    /// Message.
+    pub message: String,
+    /// Exit status.
+    pub code: u8,
+}
+
+fn fail(message: impl Into<String>) -> Failure {
+    Failure { message: message.into(), code: 1 }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Pcap(a) => cmd_pcap(a),
+        Command::Show(ShowArgs { what: ShowWhat::Routes { config, json } }) => cmd_show_routes(&config, json),
+        Command::Decode(a) => cmd_decode(&a),
+        Command::Check(a) => {
+            let cfg = load_config(&a.config)?;
+            Router::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
+            println!(
+                "{}: ok ({} links, {} routes, {} tunnels)",
+                a.config.display(),
+                cfg.links.len(),
+                cfg.routes.len(),
+                cfg.routes.iter().filter(|r| r.encap.is_some()).count()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Reads and parses a configuration file. An `sr hmac set` line without `secret` reads the secret from stdin
+/// when stdin is not a terminal.
+pub fn load_config(path: &Path) -> Result<Config, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    let needs_stdin = text.lines().any(|l| {
+        let l = l.split('#').next().unwrap_or("");
+        l.contains("hmac set") && !l.split_whitespace().any(|t| t == "secret")
+    });
+    let mut secret = None;
+    if needs_stdin && !std::io::stdin().is_terminal() {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| fail(format!("reading the HMAC secret from stdin: {e}")))?;
+        secret = Some(s.lines().next().unwrap_or("").to_string());
+    }
+    config::parse_with_stdin(&text, secret.as_deref()).map_err(|e| fail(format!("{}: {e}", path.display())))
+}
+
+fn build_router(path: &Path) -> Result<Router, Failure> {
+    let cfg = load_config(path)?;
+    Router::build(&cfg).map_err(|e| fail(format!("{}: {e}", path.display())))
+}
+
+fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
+    let mut router = build_router(&a.config)?;
+    let in_dev = router.dev_id(&a.in_dev).ok_or_else(|| {
+        let names: Vec<&str> = router.links.iter().map(|l| l.name.as_str()).collect();
+        fail(format!("--in-dev {}: no such interface in {} (have: {})", a.in_dev, a.config.display(), names.join(", ")))
+    })?;
+    if let Some(h) = a.rx_headroom {
+        router.rx_headroom = h;
+    }
+    let frames = pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    if let Some(f) = frames.iter().find(|f| f.linktype != pcap::LINKTYPE_ETHERNET) {
+        return Err(fail(format!("{}: link type {} is not Ethernet (1)", a.input.display(), f.linktype)));
+    }
+    let mut sent: Vec<(usize, u64, Vec<u8>)> = Vec::new();
+    router.process_batch(frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())), &mut |dev, ts, bytes| {
+        sent.push((dev, ts, bytes.to_vec()))
+    });
+    let names: Vec<&str> = router.links.iter().map(|l| l.name.as_str()).collect();
+    if let Some(out) = &a.output {
+        let of: Vec<OutFrame> = sent.iter().map(|(d, ts, b)| OutFrame { iface: *d, ts_ns: *ts, data: b }).collect();
+        pcap::write_atomic(out, &pcap::pcapng_bytes(&names, &of)).map_err(|e| fail(format!("{}: {e}", out.display())))?;
+    }
+    if let Some(dir) = &a.out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        for (i, name) in names.iter().enumerate() {
+            let frames: Vec<(u64, &[u8])> = sent.iter().filter(|s| s.0 == i).map(|s| (s.1, s.2.as_slice())).collect();
+            if frames.is_empty() {
+                continue;
+            }
+            let path = dir.join(format!("{name}.pcap"));
+            pcap::write_atomic(&path, &pcap::pcap_bytes(&frames)).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+        }
+    }
+    if a.verbose && !a.json {
+        for (i, (d, _, b)) in sent.iter().enumerate() {
+            println!("out {:>4} {:<6} {:>5}B  {}", i + 1, names[*d], b.len(), decode::summary(&decode::frame(b)));
+        }
+    }
+    let st = &router.stats;
+    if a.stats {
+        if a.json {
+            let mut v = st.to_json();
+            let mut per_dev = serde_json::Map::new();
+            for (i, n) in names.iter().enumerate() {
+                per_dev.insert(n.to_string(), json!(sent.iter().filter(|s| s.0 == i).count()));
+            }
+            v["frames_out_by_dev"] = json!(per_dev);
+            v["rx_headroom"] = json!(router.rx_headroom);
+            println!("{v}");
+        } else {
+            println!(
+                "frames in {}, forwarded {}, dropped {}, icmp errors sent {}, buffer reallocations {} (rx headroom {} B)",
+                st.rx,
+                st.tx,
+                st.dropped(),
+                st.icmp_tx,
+                st.reallocs,
+                router.rx_headroom
+            );
+            for (k, v) in &st.encapsulated {
+                println!("  encapsulated {k}: {v}");
+            }
+            if st.ioam_transit_filled > 0 {
+                println!("  ioam traces filled in transit: {}", st.ioam_transit_filled);
+            }
+            for (r, n) in &st.drops {
+                println!("  drop {:<28} {n}", r.name());
+            }
+            for (i, n) in names.iter().enumerate() {
+                let c = sent.iter().filter(|s| s.0 == i).count();
+                if c > 0 {
+                    println!("  out {n:<8} {c}");
+                }
+            }
+        }
+    }
+    if !st.balanced() {
+        return Err(fail(format!("internal error: counters do not balance (rx {} != tx {} + dropped {})", st.rx, st.tx, st.dropped())));
+    }
+    Ok(())
+}
+
+fn encap_text(t: &Tunnel) -> String {
+    match t {
+        Tunnel::Seg6(s) => {
+            let segs: Vec<String> = s.segs.iter().map(|a| a.to_string()).collect();
+            let mut x = format!("encap seg6 mode {} segs {} [ {} ]", s.mode.name(), segs.len(), segs.join(" "));
+            if let Some(k) = s.hmac_key {
+                x += &format!(" hmac {k}");
+            }
+            if let Some(src) = s.tunsrc {
+                x += &format!(" tunsrc {src}");
+            }
+            x
+        }
+        Tunnel::Ioam6(i) => {
+            let mode = match i.mode {
+                IoamMode::Inline => "inline",
+                IoamMode::Encap => "encap",
+                IoamMode::Auto => "auto",
+            };
+            let mut x = format!("encap ioam6 freq {}/{} mode {mode}", i.freq_k, i.freq_n);
+            if let Some(s) = i.tunsrc {
+                x += &format!(" tunsrc {s}");
+            }
+            if let Some(d) = i.tundst {
+                x += &format!(" tundst {d}");
+            }
+            x + &format!(
+                " trace prealloc type {:#08x} ns {} size {}",
+                i.trace.trace_type,
+                i.trace.namespace,
+                i.trace.remaining_len as usize * 4
+            )
+        }
+        Tunnel::Rpl(r) => {
+            let segs: Vec<String> = r.segs.iter().map(|a| a.to_string()).collect();
+            format!("encap rpl segs {} [ {} ]", segs.len(), segs.join(" "))
+        }
+    }
+}
+
+fn route_json(router: &Router, r: &RouteEntry) -> serde_json::Value {
+    let (linux_mtu, mtu) = router.route_mtu(r);
+    json!({
+        "dst": if r.prefix.prefix_len() == 0 { "default".to_string() } else { r.prefix.to_string() },
+        "gateway": r.via.map(|v| v.to_string()),
+        "dev": r.dev.map(|d| router.links[d].name.clone()),
+        "protocol": match r.origin { Origin::Connected => "kernel", Origin::Static => "static" },
+        "metric": r.metric,
+        "mtu": r.mtu,
+        "encap": r.tunnel.map(|t| encap_text(&router.tunnels[t])),
+        "effective_mtu": mtu,
+        "linux_effective_mtu": linux_mtu,
+        "line": if r.line == 0 { None } else { Some(r.line) },
+    })
+}
+
+fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
+    let router = build_router(config)?;
+    let fib = router.fib();
+    let routes: Vec<&RouteEntry> = fib.routes_v6().chain(fib.routes_v4()).collect();
+    if as_json {
+        let v: Vec<_> = routes.iter().map(|r| route_json(&router, r)).collect();
+        println!("{}", serde_json::Value::Array(v));
+        return Ok(());
+    }
+    for r in routes {
+        let dst = if r.prefix.prefix_len() == 0 { "default".to_string() } else { r.prefix.to_string() };
+        let mut line = dst;
+        if let Some(t) = r.tunnel {
+            line += &format!("  {}", encap_text(&router.tunnels[t]));
+        }
+        if let Some(v) = r.via {
+            line += &format!(" via {v}");
+        }
+        if let Some(d) = r.dev {
+            line += &format!(" dev {}", router.links[d].name);
+        }
+        if r.origin == Origin::Connected {
+            line += " proto kernel";
+        }
+        if r.prefix.addr().is_ipv6() || r.metric != 0 {
+            line += &format!(" metric {}", r.metric);
+        }
+        if let Some(m) = r.mtu {
+            line += &format!(" mtu {m}");
+        }
+        if r.prefix.addr().is_ipv6() {
+            line += " pref medium";
+        }
+        let (linux, ours) = router.route_mtu(r);
+        if r.tunnel.is_some() {
+            line += &format!("  # effective mtu {ours} (linux reports {linux})");
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
+    let frames = pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    if a.json {
+        let v: Vec<_> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)}))
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+    } else {
+        for (i, f) in frames.iter().enumerate() {
+            println!("{:>4} {:>5}B  {}", i + 1, f.data.len(), decode::summary(&decode::frame(&f.data)));
+        }
+    }
+    Ok(())
+}
