@@ -44,7 +44,13 @@ pub struct PacketBuf {
 impl PacketBuf {
     /// Creates an empty buffer with `capacity` bytes of storage.
     pub fn new(capacity: usize) -> Self {
-        PacketBuf { mem: vec![0; capacity], start: 0, end: 0, grown: false, reallocs: 0 }
+        PacketBuf {
+            mem: vec![0; capacity],
+            start: 0,
+            end: 0,
+            grown: false,
+            reallocs: 0,
+        }
     }
 
     /// Loads a received frame with `headroom` free bytes in front of it, like a driver filling an rx buffer.
@@ -212,7 +218,9 @@ mod tests {
     fn insert_and_remove_gap() {
         let mut b = PacketBuf::new(64);
         b.load(&[1, 2, 3, 4, 5], 10);
-        b.insert_gap(2, 3).unwrap().copy_from_slice(&[0xa, 0xb, 0xc]);
+        b.insert_gap(2, 3)
+            .unwrap()
+            .copy_from_slice(&[0xa, 0xb, 0xc]);
         assert_eq!(b.data(), &[1, 2, 0xa, 0xb, 0xc, 3, 4, 5]);
         b.remove_range(2, 3).unwrap();
         assert_eq!(b.data(), &[1, 2, 3, 4, 5]);

@@ -114,14 +114,19 @@ pub struct Failure {
 }
 
 fn fail(message: impl Into<String>) -> Failure {
-    Failure { message: message.into(), code: 1 }
+    Failure {
+        message: message.into(),
+        code: 1,
+    }
 }
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Pcap(a) => cmd_pcap(a),
-        Command::Show(ShowArgs { what: ShowWhat::Routes { config, json } }) => cmd_show_routes(&config, json),
+        Command::Show(ShowArgs {
+            what: ShowWhat::Routes { config, json },
+        }) => cmd_show_routes(&config, json),
         Command::Decode(a) => cmd_decode(&a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
@@ -141,7 +146,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
 /// Reads and parses a configuration file. An `sr hmac set` line without `secret` reads the secret from stdin
 /// when stdin is not a terminal.
 pub fn load_config(path: &Path) -> Result<Config, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     let needs_stdin = text.lines().any(|l| {
         let l = l.split('#').next().unwrap_or("");
         l.contains("hmac set") && !l.split_whitespace().any(|t| t == "secret")
@@ -149,10 +155,13 @@ pub fn load_config(path: &Path) -> Result<Config, Failure> {
     let mut secret = None;
     if needs_stdin && !std::io::stdin().is_terminal() {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| fail(format!("reading the HMAC secret from stdin: {e}")))?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| fail(format!("reading the HMAC secret from stdin: {e}")))?;
         secret = Some(s.lines().next().unwrap_or("").to_string());
     }
-    config::parse_with_stdin(&text, secret.as_deref()).map_err(|e| fail(format!("{}: {e}", path.display())))
+    config::parse_with_stdin(&text, secret.as_deref())
+        .map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
 fn build_router(path: &Path) -> Result<Router, Failure> {
@@ -164,38 +173,71 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     let mut router = build_router(&a.config)?;
     let in_dev = router.dev_id(&a.in_dev).ok_or_else(|| {
         let names: Vec<&str> = router.links.iter().map(|l| l.name.as_str()).collect();
-        fail(format!("--in-dev {}: no such interface in {} (have: {})", a.in_dev, a.config.display(), names.join(", ")))
+        fail(format!(
+            "--in-dev {}: no such interface in {} (have: {})",
+            a.in_dev,
+            a.config.display(),
+            names.join(", ")
+        ))
     })?;
     if let Some(h) = a.rx_headroom {
         router.rx_headroom = h;
     }
-    let frames = pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
-    if let Some(f) = frames.iter().find(|f| f.linktype != pcap::LINKTYPE_ETHERNET) {
-        return Err(fail(format!("{}: link type {} is not Ethernet (1)", a.input.display(), f.linktype)));
+    let frames =
+        pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    if let Some(f) = frames
+        .iter()
+        .find(|f| f.linktype != pcap::LINKTYPE_ETHERNET)
+    {
+        return Err(fail(format!(
+            "{}: link type {} is not Ethernet (1)",
+            a.input.display(),
+            f.linktype
+        )));
     }
     let mut sent: Vec<(usize, u64, Vec<u8>)> = Vec::new();
-    router.process_batch(frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())), &mut |dev, ts, bytes| {
-        sent.push((dev, ts, bytes.to_vec()))
-    });
+    router.process_batch(
+        frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
+        &mut |dev, ts, bytes| sent.push((dev, ts, bytes.to_vec())),
+    );
     let names: Vec<&str> = router.links.iter().map(|l| l.name.as_str()).collect();
     if let Some(out) = &a.output {
-        let of: Vec<OutFrame> = sent.iter().map(|(d, ts, b)| OutFrame { iface: *d, ts_ns: *ts, data: b }).collect();
-        pcap::write_atomic(out, &pcap::pcapng_bytes(&names, &of)).map_err(|e| fail(format!("{}: {e}", out.display())))?;
+        let of: Vec<OutFrame> = sent
+            .iter()
+            .map(|(d, ts, b)| OutFrame {
+                iface: *d,
+                ts_ns: *ts,
+                data: b,
+            })
+            .collect();
+        pcap::write_atomic(out, &pcap::pcapng_bytes(&names, &of))
+            .map_err(|e| fail(format!("{}: {e}", out.display())))?;
     }
     if let Some(dir) = &a.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
         for (i, name) in names.iter().enumerate() {
-            let frames: Vec<(u64, &[u8])> = sent.iter().filter(|s| s.0 == i).map(|s| (s.1, s.2.as_slice())).collect();
+            let frames: Vec<(u64, &[u8])> = sent
+                .iter()
+                .filter(|s| s.0 == i)
+                .map(|s| (s.1, s.2.as_slice()))
+                .collect();
             if frames.is_empty() {
                 continue;
             }
             let path = dir.join(format!("{name}.pcap"));
-            pcap::write_atomic(&path, &pcap::pcap_bytes(&frames)).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+            pcap::write_atomic(&path, &pcap::pcap_bytes(&frames))
+                .map_err(|e| fail(format!("{}: {e}", path.display())))?;
         }
     }
     if a.verbose && !a.json {
         for (i, (d, _, b)) in sent.iter().enumerate() {
-            println!("out {:>4} {:<6} {:>5}B  {}", i + 1, names[*d], b.len(), decode::summary(&decode::frame(b)));
+            println!(
+                "out {:>4} {:<6} {:>5}B  {}",
+                i + 1,
+                names[*d],
+                b.len(),
+                decode::summary(&decode::frame(b))
+            );
         }
     }
     let st = &router.stats;
@@ -204,7 +246,10 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             let mut v = st.to_json();
             let mut per_dev = serde_json::Map::new();
             for (i, n) in names.iter().enumerate() {
-                per_dev.insert(n.to_string(), json!(sent.iter().filter(|s| s.0 == i).count()));
+                per_dev.insert(
+                    n.to_string(),
+                    json!(sent.iter().filter(|s| s.0 == i).count()),
+                );
             }
             v["frames_out_by_dev"] = json!(per_dev);
             v["rx_headroom"] = json!(router.rx_headroom);
@@ -223,7 +268,10 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 println!("  encapsulated {k}: {v}");
             }
             if st.ioam_transit_filled > 0 {
-                println!("  ioam traces filled in transit: {}", st.ioam_transit_filled);
+                println!(
+                    "  ioam traces filled in transit: {}",
+                    st.ioam_transit_filled
+                );
             }
             for (r, n) in &st.drops {
                 println!("  drop {:<28} {n}", r.name());
@@ -237,7 +285,12 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         }
     }
     if !st.balanced() {
-        return Err(fail(format!("internal error: counters do not balance (rx {} != tx {} + dropped {})", st.rx, st.tx, st.dropped())));
+        return Err(fail(format!(
+            "internal error: counters do not balance (rx {} != tx {} + dropped {})",
+            st.rx,
+            st.tx,
+            st.dropped()
+        )));
     }
     Ok(())
 }
@@ -246,7 +299,12 @@ fn encap_text(t: &Tunnel) -> String {
     match t {
         Tunnel::Seg6(s) => {
             let segs: Vec<String> = s.segs.iter().map(|a| a.to_string()).collect();
-            let mut x = format!("encap seg6 mode {} segs {} [ {} ]", s.mode.name(), segs.len(), segs.join(" "));
+            let mut x = format!(
+                "encap seg6 mode {} segs {} [ {} ]",
+                s.mode.name(),
+                segs.len(),
+                segs.join(" ")
+            );
             if let Some(k) = s.hmac_key {
                 x += &format!(" hmac {k}");
             }
@@ -308,7 +366,11 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     for r in routes {
-        let dst = if r.prefix.prefix_len() == 0 { "default".to_string() } else { r.prefix.to_string() };
+        let dst = if r.prefix.prefix_len() == 0 {
+            "default".to_string()
+        } else {
+            r.prefix.to_string()
+        };
         let mut line = dst;
         if let Some(t) = r.tunnel {
             line += &format!("  {}", encap_text(&router.tunnels[t]));
@@ -341,7 +403,8 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
 }
 
 fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
-    let frames = pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    let frames =
+        pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     if a.json {
         let v: Vec<_> = frames
             .iter()
@@ -351,7 +414,12 @@ fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
         println!("{}", serde_json::Value::Array(v));
     } else {
         for (i, f) in frames.iter().enumerate() {
-            println!("{:>4} {:>5}B  {}", i + 1, f.data.len(), decode::summary(&decode::frame(&f.data)));
+            println!(
+                "{:>4} {:>5}B  {}",
+                i + 1,
+                f.data.len(),
+                decode::summary(&decode::frame(&f.data))
+            );
         }
     }
     Ok(())

@@ -7,7 +7,10 @@ use serde_json::{Value, json};
 use std::net::Ipv6Addr;
 
 fn mac(m: &[u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// Decodes one Ethernet frame into a list of layers (JSON objects with a "layer" key).
@@ -69,7 +72,9 @@ fn ipv6_layers(b: &[u8], layers: &mut Vec<Value>, depth: usize) {
         match h.kind {
             proto::HOPOPTS | proto::DSTOPTS => layers.push(options(h.kind, bytes, h.offset)),
             proto::ROUTING => layers.push(routing(bytes, &da)),
-            k => layers.push(json!({"layer": "exthdr", "type": k, "len": h.len, "next_header": h.next_header})),
+            k => layers.push(
+                json!({"layer": "exthdr", "type": k, "len": h.len, "next_header": h.next_header}),
+            ),
         }
     }
     let (up, off) = walker.upper_layer();
@@ -91,10 +96,11 @@ fn upper(protocol: u8, b: &[u8], layers: &mut Vec<Value>, depth: usize) {
             "dst_port": u16::from_be_bytes([b[2], b[3]]), "len": u16::from_be_bytes([b[4], b[5]]), "payload_len": b.len() - 8})),
         proto::ICMPV6 if b.len() >= 4 => {
             let mut v = json!({"layer": "icmpv6", "type": b[0], "code": b[1]});
-            if b.len() >= 8 && b[0] < 128 {
-                if let Some(e) = icmpv6::IcmpError::from_type_code_field(b[0], b[1], u32::from_be_bytes([b[4], b[5], b[6], b[7]])) {
-                    v["error"] = json!(format!("{e:?}"));
-                }
+            if b.len() >= 8
+                && b[0] < 128
+                && let Some(e) = icmpv6::IcmpError::from_type_code_field(b[0], b[1], u32::from_be_bytes([b[4], b[5], b[6], b[7]]))
+            {
+                v["error"] = json!(format!("{e:?}"));
             }
             layers.push(v)
         }
@@ -113,7 +119,10 @@ fn options(kind: u8, bytes: &[u8], offset: usize) -> Value {
         match o.ty {
             hbh::OPT_PAD1 => opts.push(json!({"type": "pad1"})),
             hbh::OPT_PADN => opts.push(json!({"type": "padn", "len": o.data_len})),
-            hbh::OPT_IOAM => opts.push(ioam_option(&bytes[o.offset..o.offset + 2 + o.data_len], offset + o.offset)),
+            hbh::OPT_IOAM => opts.push(ioam_option(
+                &bytes[o.offset..o.offset + 2 + o.data_len],
+                offset + o.offset,
+            )),
             t => opts.push(json!({"type": t, "len": o.data_len})),
         }
     }
@@ -142,8 +151,10 @@ pub fn ioam_option(opt: &[u8], offset: usize) -> Value {
 
 fn routing(bytes: &[u8], da: &Ipv6Addr) -> Value {
     match bytes.get(2) {
-        Some(&srh::ROUTING_TYPE) => match srh::Header::new_checked(bytes).and_then(|h| srh::SrhRepr::parse(&h)) {
-            Ok(r) => json!({"layer": "srh", "next_header": r.next_header, "segments_left": r.segments_left,
+        Some(&srh::ROUTING_TYPE) => {
+            match srh::Header::new_checked(bytes).and_then(|h| srh::SrhRepr::parse(&h)) {
+                Ok(r) => {
+                    json!({"layer": "srh", "next_header": r.next_header, "segments_left": r.segments_left,
                 "last_entry": r.last_entry, "flags": r.flags, "tag": r.tag,
                 "segments": r.segments.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
                 "tlvs": r.tlvs.iter().map(|t| match t {
@@ -152,15 +163,21 @@ fn routing(bytes: &[u8], da: &Ipv6Addr) -> Value {
                     srh::TlvRepr::Pad1 => json!({"type": "pad1"}),
                     srh::TlvRepr::PadN(n) => json!({"type": "padn", "len": n}),
                     srh::TlvRepr::Other { ty, data } => json!({"type": ty, "len": data.len()}),
-                }).collect::<Vec<_>>()}),
-            Err(e) => json!({"layer": "srh", "error": e.to_string()}),
-        },
+                }).collect::<Vec<_>>()})
+                }
+                Err(e) => json!({"layer": "srh", "error": e.to_string()}),
+            }
+        }
         Some(&rpl::ROUTING_TYPE) => {
             let Ok(h) = rpl::Header::new_checked(bytes) else {
                 return json!({"layer": "rpl", "error": "truncated"});
             };
             let mut addrs = [Ipv6Addr::UNSPECIFIED; 128];
-            let full = h.address_count().ok().filter(|&n| n <= 128).and_then(|n| rpl::decompress(&h, da, &mut addrs[..n]).ok());
+            let full = h
+                .address_count()
+                .ok()
+                .filter(|&n| n <= 128)
+                .and_then(|n| rpl::decompress(&h, da, &mut addrs[..n]).ok());
             json!({"layer": "rpl", "next_header": h.next_header(), "segments_left": h.segments_left(),
                 "cmpr_i": h.cmpr_i(), "cmpr_e": h.cmpr_e(), "pad": h.pad(),
                 "addresses": full.map(|n| addrs[..n].iter().map(|a| a.to_string()).collect::<Vec<_>>())})
@@ -175,21 +192,49 @@ pub fn summary(layers: &[Value]) -> String {
     for l in layers {
         let s = match l["layer"].as_str().unwrap_or("") {
             "ethernet" => continue,
-            "ipv6" => format!("IPv6 {} > {} hlim {}", l["src"].as_str().unwrap_or(""), l["dst"].as_str().unwrap_or(""), l["hop_limit"]),
-            "ipv4" => format!("IPv4 {} > {} ttl {}", l["src"].as_str().unwrap_or(""), l["dst"].as_str().unwrap_or(""), l["ttl"]),
+            "ipv6" => format!(
+                "IPv6 {} > {} hlim {}",
+                l["src"].as_str().unwrap_or(""),
+                l["dst"].as_str().unwrap_or(""),
+                l["hop_limit"]
+            ),
+            "ipv4" => format!(
+                "IPv4 {} > {} ttl {}",
+                l["src"].as_str().unwrap_or(""),
+                l["dst"].as_str().unwrap_or(""),
+                l["ttl"]
+            ),
             "srh" => format!(
                 "SRH sl {} le {} [{}]{}",
                 l["segments_left"],
                 l["last_entry"],
-                l["segments"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default(),
-                if l["tlvs"].as_array().is_some_and(|t| !t.is_empty()) { " +HMAC" } else { "" }
+                l["segments"]
+                    .as_array()
+                    .map(|a| a
+                        .iter()
+                        .filter_map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "))
+                    .unwrap_or_default(),
+                if l["tlvs"].as_array().is_some_and(|t| !t.is_empty()) {
+                    " +HMAC"
+                } else {
+                    ""
+                }
             ),
             "rpl" => format!(
                 "RPL sl {} cmpr {}/{} [{}]",
                 l["segments_left"],
                 l["cmpr_i"],
                 l["cmpr_e"],
-                l["addresses"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+                l["addresses"]
+                    .as_array()
+                    .map(|a| a
+                        .iter()
+                        .filter_map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "))
+                    .unwrap_or_default()
             ),
             "hop_by_hop" => {
                 let traces: Vec<String> = l["options"]
@@ -204,18 +249,40 @@ pub fn summary(layers: &[Value]) -> String {
                             o["trace_type"].as_str().unwrap_or(""),
                             o["remaining_len"],
                             o["nodes"].as_array().map_or(0, |n| n.len()),
-                            if o["overflow"] == true { " OVERFLOW" } else { "" }
+                            if o["overflow"] == true {
+                                " OVERFLOW"
+                            } else {
+                                ""
+                            }
                         )
                     })
                     .collect();
-                if traces.is_empty() { "HBH".to_string() } else { format!("HBH {}", traces.join(", ")) }
+                if traces.is_empty() {
+                    "HBH".to_string()
+                } else {
+                    format!("HBH {}", traces.join(", "))
+                }
             }
-            "udp" => format!("UDP {} > {} len {}", l["src_port"], l["dst_port"], l["payload_len"]),
-            "icmpv6" => format!("ICMPv6 type {} code {}{}", l["type"], l["code"], l.get("error").map(|e| format!(" {}", e.as_str().unwrap_or(""))).unwrap_or_default()),
+            "udp" => format!(
+                "UDP {} > {} len {}",
+                l["src_port"], l["dst_port"], l["payload_len"]
+            ),
+            "icmpv6" => format!(
+                "ICMPv6 type {} code {}{}",
+                l["type"],
+                l["code"],
+                l.get("error")
+                    .map(|e| format!(" {}", e.as_str().unwrap_or("")))
+                    .unwrap_or_default()
+            ),
             "error" => format!("ERROR {}", l["error"].as_str().unwrap_or("")),
             other => other.to_string(),
         };
-        parts.push(if l.get("inner").is_some() { format!("[L2] {s}") } else { s });
+        parts.push(if l.get("inner").is_some() {
+            format!("[L2] {s}")
+        } else {
+            s
+        });
     }
     parts.join(" | ")
 }

@@ -60,7 +60,11 @@ impl Fib {
 
     /// Adds a route; routes for the same prefix are kept sorted by metric.
     pub fn insert(&mut self, r: RouteEntry) {
-        fn add<P: prefix_trie::Prefix>(map: &mut PrefixMap<P, Vec<RouteEntry>>, p: P, r: RouteEntry) {
+        fn add<P: prefix_trie::Prefix>(
+            map: &mut PrefixMap<P, Vec<RouteEntry>>,
+            p: P,
+            r: RouteEntry,
+        ) {
             if let Some(v) = map.get_mut(&p) {
                 let pos = v.partition_point(|x| x.metric <= r.metric);
                 v.insert(pos, r);
@@ -106,7 +110,9 @@ pub struct FibHandle {
 impl FibHandle {
     /// Publishes an initial table.
     pub fn new(fib: Fib) -> Self {
-        FibHandle { current: ArcSwap::from_pointee(fib) }
+        FibHandle {
+            current: ArcSwap::from_pointee(fib),
+        }
     }
 
     /// Replaces the table; workers see it at their next batch.
@@ -150,7 +156,10 @@ mod tests {
         assert_eq!(dev("2001:db8::1"), Some(0));
         assert_eq!(f.lookup_v4("10.0.0.1".parse().unwrap()), None);
         f.insert(r("10.0.0.0/8", 0, 4));
-        assert_eq!(f.lookup_v4("10.1.2.3".parse().unwrap()).unwrap().dev, Some(4));
+        assert_eq!(
+            f.lookup_v4("10.1.2.3".parse().unwrap()).unwrap().dev,
+            Some(4)
+        );
         assert_eq!(f.routes_v6().count(), 4);
     }
 

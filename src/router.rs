@@ -101,7 +101,11 @@ struct Stage {
 }
 
 fn cfg_err(line: usize, token: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError { line, token: token.to_string(), reason: reason.into() }
+    ConfigError {
+        line,
+        token: token.to_string(),
+        reason: reason.into(),
+    }
 }
 
 impl Router {
@@ -114,10 +118,20 @@ impl Router {
             let mac = l.mac.unwrap_or([0x02, 0, 0, 0, 0, (i + 1) as u8]);
             let sysctl = cfg.sysctl.dev.get(&l.name).copied().unwrap_or_default();
             by_name.insert(l.name.clone(), i);
-            links.push(Link { name: l.name.clone(), mac, mtu: l.mtu, sysctl, addrs6: vec![], addrs4: vec![] });
+            links.push(Link {
+                name: l.name.clone(),
+                mac,
+                mtu: l.mtu,
+                sysctl,
+                addrs6: vec![],
+                addrs4: vec![],
+            });
         }
         let dev = |name: &str, line: usize| -> Result<DevId, ConfigError> {
-            by_name.get(name).copied().ok_or_else(|| cfg_err(line, name, "no such device (declare it with 'link add')"))
+            by_name
+                .get(name)
+                .copied()
+                .ok_or_else(|| cfg_err(line, name, "no such device (declare it with 'link add')"))
         };
         let mut fib = Fib::new();
         let mut local6 = HashSet::new();
@@ -134,7 +148,8 @@ impl Router {
                     local4.insert(v4);
                 }
             }
-            let net = IpNet::new(a.addr, a.prefix_len).map_err(|_| cfg_err(a.line, &a.prefix_len.to_string(), "bad prefix length"))?;
+            let net = IpNet::new(a.addr, a.prefix_len)
+                .map_err(|_| cfg_err(a.line, &a.prefix_len.to_string(), "bad prefix length"))?;
             fib.insert(RouteEntry {
                 prefix: net.trunc(),
                 via: None,
@@ -157,7 +172,13 @@ impl Router {
         }
         let mut hmac = HashMap::new();
         for k in &cfg.hmac_keys {
-            hmac.insert(k.key_id, HmacSecret { algo: k.algo, secret: k.secret.clone() });
+            hmac.insert(
+                k.key_id,
+                HmacSecret {
+                    algo: k.algo,
+                    secret: k.secret.clone(),
+                },
+            );
         }
         let connected = fib.clone();
         let mut tunnels = Vec::new();
@@ -172,11 +193,13 @@ impl Router {
                     IpAddr::V6(a) => connected.lookup_v6(a),
                     IpAddr::V4(a) => connected.lookup_v4(a),
                 };
-                d = Some(
-                    found
-                        .and_then(|c| c.dev)
-                        .ok_or_else(|| cfg_err(r.line, &via.to_string(), "gateway is not on a connected network (add 'dev')"))?,
-                );
+                d = Some(found.and_then(|c| c.dev).ok_or_else(|| {
+                    cfg_err(
+                        r.line,
+                        &via.to_string(),
+                        "gateway is not on a connected network (add 'dev')",
+                    )
+                })?);
             }
             let tunnel = r.encap.as_ref().map(|e| {
                 tunnels.push(match e {
@@ -197,14 +220,28 @@ impl Router {
                 line: r.line,
             });
         }
-        let mut ioam = IoamNode { node_id: cfg.sysctl.ioam6_id, node_id_wide: cfg.sysctl.ioam6_id_wide, namespaces: HashMap::new() };
+        let mut ioam = IoamNode {
+            node_id: cfg.sysctl.ioam6_id,
+            node_id_wide: cfg.sysctl.ioam6_id_wide,
+            namespaces: HashMap::new(),
+        };
         for ns in &cfg.ioam_namespaces {
-            let schema = ns.schema.and_then(|sid| cfg.ioam_schemas.iter().find(|s| s.id == sid)).map(|s| {
-                let mut d = s.data.clone();
-                d.resize(s.data.len().div_ceil(4) * 4, 0);
-                (s.id, d)
-            });
-            ioam.namespaces.insert(ns.id, Namespace { data: ns.data, wide: ns.wide, schema });
+            let schema = ns
+                .schema
+                .and_then(|sid| cfg.ioam_schemas.iter().find(|s| s.id == sid))
+                .map(|s| {
+                    let mut d = s.data.clone();
+                    d.resize(s.data.len().div_ceil(4) * 4, 0);
+                    (s.id, d)
+                });
+            ioam.namespaces.insert(
+                ns.id,
+                Namespace {
+                    data: ns.data,
+                    wide: ns.wide,
+                    schema,
+                },
+            );
         }
         let max_overhead = tunnels.iter().map(Tunnel::overhead).max().unwrap_or(0);
         let rx_headroom = (max_overhead + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
@@ -245,7 +282,9 @@ impl Router {
     /// The effective MTU of a route: route MTU or the device's, minus what its tunnel adds as Linux reports it
     /// (`lwtunnel_headroom`), and lwt6's own figure (the bytes really added).
     pub fn route_mtu(&self, r: &RouteEntry) -> (u32, u32) {
-        let base = r.mtu.unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
+        let base = r
+            .mtu
+            .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
         match r.tunnel.map(|t| &self.tunnels[t]) {
             Some(t) => {
                 let linux = t.linux_mtu_headroom() as u32;
@@ -273,14 +312,23 @@ impl Router {
     }
 
     /// Processes one received frame.
-    pub fn process(&mut self, fib: &Fib, in_dev: DevId, ts_ns: u64, frame: &[u8], out: &mut dyn FnMut(DevId, u64, &[u8])) {
+    pub fn process(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts_ns: u64,
+        frame: &[u8],
+        out: &mut dyn FnMut(DevId, u64, &[u8]),
+    ) {
         self.stats.rx += 1;
         let mut buf = std::mem::replace(&mut self.buf, PacketBuf::new(0));
         buf.load(frame, self.rx_headroom);
         self.ingress_ids = if_ids(&self.links[in_dev].sysctl);
         self.now_ns = ts_ns;
         let before = buf.reallocs();
-        let verdict = self.ethernet_in(fib, in_dev, ts_ns, &mut buf, &mut |dev, bytes| out(dev, ts_ns, bytes));
+        let verdict = self.ethernet_in(fib, in_dev, ts_ns, &mut buf, &mut |dev, bytes| {
+            out(dev, ts_ns, bytes)
+        });
         self.stats.reallocs += buf.reallocs() - before;
         match verdict {
             Ok(()) => self.stats.tx += 1,
@@ -289,14 +337,23 @@ impl Router {
         self.buf = buf;
     }
 
-    fn ethernet_in(&mut self, fib: &Fib, in_dev: DevId, ts: u64, buf: &mut PacketBuf, out: &mut dyn FnMut(DevId, &[u8])) -> Verdict {
-        let eth = ethernet::Frame::new_checked(buf.data()).map_err(|_| DropReason::EthernetTruncated)?;
+    fn ethernet_in(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts: u64,
+        buf: &mut PacketBuf,
+        out: &mut dyn FnMut(DevId, &[u8]),
+    ) -> Verdict {
+        let eth =
+            ethernet::Frame::new_checked(buf.data()).map_err(|_| DropReason::EthernetTruncated)?;
         let dst = eth.dst();
         if dst != self.links[in_dev].mac && dst[0] & 1 == 0 {
             return Err(DropReason::NotForUs);
         }
         let ethertype = eth.ethertype();
-        buf.pull_front(ethernet::HEADER_LEN).map_err(|_| DropReason::EthernetTruncated)?;
+        buf.pull_front(ethernet::HEADER_LEN)
+            .map_err(|_| DropReason::EthernetTruncated)?;
         match ethertype {
             ethernet::ETHERTYPE_IPV6 => self.ipv6_in(fib, in_dev, ts, buf, out, 0),
             ethernet::ETHERTYPE_IPV4 => self.ipv4_in(fib, in_dev, buf, out),
@@ -304,7 +361,15 @@ impl Router {
         }
     }
 
-    fn ipv6_in(&mut self, fib: &Fib, in_dev: DevId, ts: u64, buf: &mut PacketBuf, out: &mut dyn FnMut(DevId, &[u8]), pass: usize) -> Verdict {
+    fn ipv6_in(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts: u64,
+        buf: &mut PacketBuf,
+        out: &mut dyn FnMut(DevId, &[u8]),
+        pass: usize,
+    ) -> Verdict {
         if pass >= MAX_PASSES {
             return Err(DropReason::TunnelLoop);
         }
@@ -341,10 +406,25 @@ impl Router {
     }
 
     /// IOAM transit on a received Hop-by-Hop header.
-    fn hop_by_hop_in(&mut self, buf: &mut PacketBuf, h: exthdr::ExtHeader, in_dev: DevId, route: Option<&RouteEntry>, hlim: u8, ts: u64) -> Verdict {
+    fn hop_by_hop_in(
+        &mut self,
+        buf: &mut PacketBuf,
+        h: exthdr::ExtHeader,
+        in_dev: DevId,
+        route: Option<&RouteEntry>,
+        hlim: u8,
+        ts: u64,
+    ) -> Verdict {
         let ingress = &self.links[in_dev];
-        let egress = route.and_then(|r| r.dev).map_or(NO_IF, |d| if_ids(&self.links[d].sysctl));
-        let ctx = FillContext { hop_limit: hlim.wrapping_sub(1), ingress: if_ids(&ingress.sysctl), egress, ts_ns: ts };
+        let egress = route
+            .and_then(|r| r.dev)
+            .map_or(NO_IF, |d| if_ids(&self.links[d].sysctl));
+        let ctx = FillContext {
+            hop_limit: hlim.wrapping_sub(1),
+            ingress: if_ids(&ingress.sysctl),
+            egress,
+            ts_ns: ts,
+        };
         let enabled = ingress.sysctl.ioam6_enabled;
         let hbh = &mut buf.data_mut()[h.offset..h.offset + h.len];
         let filled = self.ioam.transit(hbh, h.offset, enabled, &ctx)?;
@@ -377,11 +457,17 @@ impl Router {
                 match node_rpl::process(buf, rh.offset, &|a| local6.contains(a))? {
                     RplAction::Deliver => Err(DropReason::LocalDelivery),
                     RplAction::Decap { inner_offset } => {
-                        buf.pull_front(inner_offset).map_err(|_| DropReason::RplMalformed)?;
+                        buf.pull_front(inner_offset)
+                            .map_err(|_| DropReason::RplMalformed)?;
                         self.ipv6_in(fib, in_dev, ts, buf, out, pass + 1)
                     }
                     RplAction::ParamProblem { pointer, reason } => {
-                        self.icmp_error(fib, buf.data(), IcmpError::ParamProblem { code: 0, pointer }, out);
+                        self.icmp_error(
+                            fib,
+                            buf.data(),
+                            IcmpError::ParamProblem { code: 0, pointer },
+                            out,
+                        );
                         Err(reason)
                     }
                     RplAction::Forward => self.after_local_rh(fib, in_dev, ts, buf, out, pass),
@@ -394,8 +480,12 @@ impl Router {
                 node_srh::check_hmac(buf.data(), rh.offset, dev.seg6_require_hmac, &self.hmac)?;
                 match node_srh::process(buf, rh.offset)? {
                     SrhAction::Deliver => Err(DropReason::LocalDelivery),
-                    SrhAction::Decap { inner_offset, proto: p } => {
-                        buf.pull_front(inner_offset).map_err(|_| DropReason::SrhMalformed)?;
+                    SrhAction::Decap {
+                        inner_offset,
+                        proto: p,
+                    } => {
+                        buf.pull_front(inner_offset)
+                            .map_err(|_| DropReason::SrhMalformed)?;
                         if p == proto::IPV6 {
                             self.ipv6_in(fib, in_dev, ts, buf, out, pass + 1)
                         } else {
@@ -403,7 +493,12 @@ impl Router {
                         }
                     }
                     SrhAction::ParamProblem { pointer } => {
-                        self.icmp_error(fib, buf.data(), IcmpError::ParamProblem { code: 0, pointer }, out);
+                        self.icmp_error(
+                            fib,
+                            buf.data(),
+                            IcmpError::ParamProblem { code: 0, pointer },
+                            out,
+                        );
                         Err(DropReason::SrhMalformed)
                     }
                     SrhAction::Forward => self.after_local_rh(fib, in_dev, ts, buf, out, pass),
@@ -415,7 +510,15 @@ impl Router {
 
     /// After a routing header advanced the destination: local again → hop limit check, decrement and process
     /// again; otherwise forward.
-    fn after_local_rh(&mut self, fib: &Fib, in_dev: DevId, ts: u64, buf: &mut PacketBuf, out: &mut dyn FnMut(DevId, &[u8]), pass: usize) -> Verdict {
+    fn after_local_rh(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts: u64,
+        buf: &mut PacketBuf,
+        out: &mut dyn FnMut(DevId, &[u8]),
+        pass: usize,
+    ) -> Verdict {
         let p = ipv6::Packet::new_unchecked(buf.data());
         let dst = p.dst_addr();
         if self.local6.contains(&dst) {
@@ -434,7 +537,13 @@ impl Router {
         self.forward(fib, buf, route, L3::V6, out)
     }
 
-    fn ipv4_in(&mut self, fib: &Fib, _in_dev: DevId, buf: &mut PacketBuf, out: &mut dyn FnMut(DevId, &[u8])) -> Verdict {
+    fn ipv4_in(
+        &mut self,
+        fib: &Fib,
+        _in_dev: DevId,
+        buf: &mut PacketBuf,
+        out: &mut dyn FnMut(DevId, &[u8]),
+    ) -> Verdict {
         let p = ipv4::Packet::new_checked(buf.data()).map_err(|_| DropReason::Ipv4Malformed)?;
         if !p.verify_checksum() {
             return Err(DropReason::Ipv4Malformed);
@@ -453,7 +562,14 @@ impl Router {
 
     /// Plans and carries out the forwarding of the packet in `buf` (which starts at its L3 header) along
     /// `route`, applying the route's tunnel and, after a destination change, the next route's output tunnel.
-    fn forward(&mut self, fib: &Fib, buf: &mut PacketBuf, route: &RouteEntry, l3: L3, out: &mut dyn FnMut(DevId, &[u8])) -> Verdict {
+    fn forward(
+        &mut self,
+        fib: &Fib,
+        buf: &mut PacketBuf,
+        route: &RouteEntry,
+        l3: L3,
+        out: &mut dyn FnMut(DevId, &[u8]),
+    ) -> Verdict {
         // ---- plan ----
         let mut stages: [Option<Stage>; 2] = [None, None];
         let mut route = route;
@@ -465,7 +581,10 @@ impl Router {
                         return Err(DropReason::TunnelProtoMismatch);
                     }
                     l2_frame = s.is_l2();
-                    (s.overhead() + if l2_frame { ethernet::HEADER_LEN } else { 0 }, s.first_sid)
+                    (
+                        s.overhead() + if l2_frame { ethernet::HEADER_LEN } else { 0 },
+                        s.first_sid,
+                    )
                 }
                 Tunnel::Rpl(r) => {
                     if l3 == L3::V4 {
@@ -476,7 +595,12 @@ impl Router {
                 }
                 Tunnel::Ioam6(_) => unreachable!("ioam6 is an output tunnel"),
             };
-            stages[0] = Some(Stage { tunnel: tid, growth, new_dst: Some(new_dst), route_dev: route.dev });
+            stages[0] = Some(Stage {
+                tunnel: tid,
+                growth,
+                new_dst: Some(new_dst),
+                route_dev: route.dev,
+            });
             let next = fib.lookup_v6(new_dst).ok_or(DropReason::NoRoute)?;
             match next.tunnel {
                 Some(t) if t == tid => {}
@@ -498,24 +622,44 @@ impl Router {
                 }
             }
             L3::V4 => {
-                let ttl_or_outer = if stages[0].is_some() { out_hlim_v4 } else { buf.data()[8] };
+                let ttl_or_outer = if stages[0].is_some() {
+                    out_hlim_v4
+                } else {
+                    buf.data()[8]
+                };
                 if ttl_or_outer <= 1 {
                     return Err(DropReason::HopLimitExceeded);
                 }
             }
         }
         if let Some(tid) = route.tunnel.filter(|&t| !self.tunnels[t].on_input()) {
-            let Tunnel::Ioam6(t) = &self.tunnels[tid] else { unreachable!() };
+            let Tunnel::Ioam6(t) = &self.tunnels[tid] else {
+                unreachable!()
+            };
             let carries_v6 = l3 == L3::V6 || stages[0].is_some();
             let has_hbh = stages[0].is_none() && buf.data()[6] == proto::HOPOPTS;
             if carries_v6 && t.should_insert(&mut self.freq[tid]) {
                 match t.effective_mode() {
                     IoamMode::Inline if has_hbh => {}
-                    IoamMode::Inline => stages[1] = Some(Stage { tunnel: tid, growth: t.hbh_len, new_dst: None, route_dev: route.dev }),
+                    IoamMode::Inline => {
+                        stages[1] = Some(Stage {
+                            tunnel: tid,
+                            growth: t.hbh_len,
+                            new_dst: None,
+                            route_dev: route.dev,
+                        })
+                    }
                     _ => {
                         let growth = ipv6::HEADER_LEN + t.hbh_len;
-                        stages[1] = Some(Stage { tunnel: tid, growth, new_dst: t.tundst, route_dev: route.dev });
-                        let next = fib.lookup_v6(t.tundst.ok_or(DropReason::NoRoute)?).ok_or(DropReason::NoRoute)?;
+                        stages[1] = Some(Stage {
+                            tunnel: tid,
+                            growth,
+                            new_dst: t.tundst,
+                            route_dev: route.dev,
+                        });
+                        let next = fib
+                            .lookup_v6(t.tundst.ok_or(DropReason::NoRoute)?)
+                            .ok_or(DropReason::NoRoute)?;
                         if next.tunnel.is_some_and(|n| n != tid) {
                             return Err(DropReason::TunnelLoop);
                         }
@@ -532,18 +676,34 @@ impl Router {
         if final_len > mtu {
             if l3 == L3::V6 {
                 let reported = mtu.saturating_sub(growth).max(ipv6::MIN_MTU) as u32;
-                self.icmp_error(fib, buf.data(), IcmpError::PacketTooBig { mtu: reported }, out);
+                self.icmp_error(
+                    fib,
+                    buf.data(),
+                    IcmpError::PacketTooBig { mtu: reported },
+                    out,
+                );
             }
             return Err(DropReason::MtuExceeded);
         }
         // Next hop: the gateway, or the final destination on a connected route.
-        let final_dst = stages.iter().flatten().filter_map(|s| s.new_dst).last();
+        let final_dst = stages
+            .iter()
+            .flatten()
+            .filter_map(|s| s.new_dst)
+            .next_back();
         let dst_mac = match (route.via, final_dst, l3) {
             (Some(IpAddr::V6(gw)), _, _) => self.neigh6.get(&(egress, gw)),
             (Some(IpAddr::V4(gw)), None, L3::V4) => self.neigh4.get(&(egress, gw)),
             (None, Some(d), _) => self.neigh6.get(&(egress, d)),
-            (None, None, L3::V6) => self.neigh6.get(&(egress, ipv6::Packet::new_unchecked(buf.data()).dst_addr())),
-            (None, None, L3::V4) => self.neigh4.get(&(egress, ipv4::Packet::new_checked(buf.data()).map_err(|_| DropReason::Ipv4Malformed)?.dst_addr())),
+            (None, None, L3::V6) => self
+                .neigh6
+                .get(&(egress, ipv6::Packet::new_unchecked(buf.data()).dst_addr())),
+            (None, None, L3::V4) => self.neigh4.get(&(
+                egress,
+                ipv4::Packet::new_checked(buf.data())
+                    .map_err(|_| DropReason::Ipv4Malformed)?
+                    .dst_addr(),
+            )),
             (Some(IpAddr::V4(_)), _, _) => None,
         }
         .copied()
@@ -552,10 +712,13 @@ impl Router {
         // ---- write: one headroom reservation, then the headers ----
         if l2_frame {
             // The received Ethernet header is still in the headroom, untouched: take it back as payload.
-            buf.push_front(ethernet::HEADER_LEN).map_err(|_| DropReason::BufferPlanning)?;
+            buf.push_front(ethernet::HEADER_LEN)
+                .map_err(|_| DropReason::BufferPlanning)?;
         }
-        let reserve = growth - if l2_frame { ethernet::HEADER_LEN } else { 0 } + ethernet::HEADER_LEN;
-        buf.ensure_headroom(reserve).map_err(|_| DropReason::BufferPlanning)?;
+        let reserve =
+            growth - if l2_frame { ethernet::HEADER_LEN } else { 0 } + ethernet::HEADER_LEN;
+        buf.ensure_headroom(reserve)
+            .map_err(|_| DropReason::BufferPlanning)?;
         if let Some(s) = stages[0] {
             self.apply_input_tunnel(s, buf, l3, out_hlim_v4)?;
         }
@@ -563,28 +726,53 @@ impl Router {
         if l3 == L3::V6 || stages[0].is_some() {
             buf.data_mut()[7] -= 1;
         } else {
-            let mut p = ipv4::Packet::new_checked(buf.data_mut()).map_err(|_| DropReason::Ipv4Malformed)?;
+            let mut p =
+                ipv4::Packet::new_checked(buf.data_mut()).map_err(|_| DropReason::Ipv4Malformed)?;
             p.decrement_ttl();
         }
         if let Some(s) = stages[1] {
             self.apply_ioam(s, buf)?;
         }
-        let ethertype = if l3 == L3::V4 && stages[0].is_none() { ethernet::ETHERTYPE_IPV4 } else { ethernet::ETHERTYPE_IPV6 };
-        let hdr = buf.push_front(ethernet::HEADER_LEN).map_err(|_| DropReason::BufferPlanning)?;
-        EthernetRepr { dst: dst_mac, src: self.links[egress].mac, ethertype }.emit(hdr);
+        let ethertype = if l3 == L3::V4 && stages[0].is_none() {
+            ethernet::ETHERTYPE_IPV4
+        } else {
+            ethernet::ETHERTYPE_IPV6
+        };
+        let hdr = buf
+            .push_front(ethernet::HEADER_LEN)
+            .map_err(|_| DropReason::BufferPlanning)?;
+        EthernetRepr {
+            dst: dst_mac,
+            src: self.links[egress].mac,
+            ethertype,
+        }
+        .emit(hdr);
         for s in stages.iter().flatten() {
-            *self.stats.encapsulated.entry(self.tunnels[s.tunnel].kind()).or_insert(0) += 1;
+            *self
+                .stats
+                .encapsulated
+                .entry(self.tunnels[s.tunnel].kind())
+                .or_insert(0) += 1;
         }
         out(egress, buf.data());
         Ok(())
     }
 
     /// seg6 / rpl on the input path. `buf` starts at the L3 header (at the Ethernet header for L2 modes).
-    fn apply_input_tunnel(&mut self, stage: Stage, buf: &mut PacketBuf, l3: L3, v4_hlim: u8) -> Verdict {
+    fn apply_input_tunnel(
+        &mut self,
+        stage: Stage,
+        buf: &mut PacketBuf,
+        l3: L3,
+        v4_hlim: u8,
+    ) -> Verdict {
         match &self.tunnels[stage.tunnel] {
             Tunnel::Rpl(r) => r.insert(buf).map(|_| ()),
             Tunnel::Seg6(s) => {
-                let hmac = s.hmac_key.map(|k| self.hmac.get(&k).ok_or(DropReason::HmacKeyMissing)).transpose()?;
+                let hmac = s
+                    .hmac_key
+                    .map(|k| self.hmac.get(&k).ok_or(DropReason::HmacKeyMissing))
+                    .transpose()?;
                 if s.mode == Seg6Mode::Inline {
                     return s.insert_inline(buf, hmac);
                 }
@@ -614,7 +802,13 @@ impl Router {
                     .or(self.tunsrc)
                     .or_else(|| self.source_for(stage.route_dev, &s.first_sid))
                     .ok_or(DropReason::NoSourceAddress)?;
-                let outer = Outer { src, traffic_class: tc, flow_label, hop_limit: hlim, inner_proto };
+                let outer = Outer {
+                    src,
+                    traffic_class: tc,
+                    flow_label,
+                    hop_limit: hlim,
+                    inner_proto,
+                };
                 s.push_encap(buf, &outer, hmac)
             }
             Tunnel::Ioam6(_) => unreachable!("ioam6 is an output tunnel"),
@@ -623,12 +817,17 @@ impl Router {
 
     /// ioam6 on the output path (after the hop limit decrement), then this node fills its own data.
     fn apply_ioam(&mut self, stage: Stage, buf: &mut PacketBuf) -> Verdict {
-        let Tunnel::Ioam6(t) = &self.tunnels[stage.tunnel] else { unreachable!() };
+        let Tunnel::Ioam6(t) = &self.tunnels[stage.tunnel] else {
+            unreachable!()
+        };
         let opt_at = match t.effective_mode() {
             IoamMode::Inline => t.insert_inline(buf)?,
             _ => {
                 let dst = t.tundst.ok_or(DropReason::NoRoute)?;
-                let src = t.tunsrc.or_else(|| self.source_for(stage.route_dev, &dst)).ok_or(DropReason::NoSourceAddress)?;
+                let src = t
+                    .tunsrc
+                    .or_else(|| self.source_for(stage.route_dev, &dst))
+                    .ok_or(DropReason::NoSourceAddress)?;
                 Some(t.push_encap(buf, src)?)
             }
         };
@@ -636,44 +835,80 @@ impl Router {
             let hlim = buf.data()[7];
             let pkt = buf.data_mut();
             let opt_len = 2 + pkt[at + 1] as usize;
-            let egress = stage.route_dev.map_or(NO_IF, |d| if_ids(&self.links[d].sysctl));
+            let egress = stage
+                .route_dev
+                .map_or(NO_IF, |d| if_ids(&self.links[d].sysctl));
             // The inserting node records the hop limit as is (Linux: is_input = false) and the ingress interface
             // of the packet; lwt6 reports its ingress as unavailable only when there is none.
-            let ctx = FillContext { hop_limit: hlim, ingress: self.ingress_ids, egress, ts_ns: self.now_ns };
+            let ctx = FillContext {
+                hop_limit: hlim,
+                ingress: self.ingress_ids,
+                egress,
+                ts_ns: self.now_ns,
+            };
             self.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
         }
         Ok(())
     }
 
     fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
-        let cands = self.links.iter().enumerate().flat_map(|(i, l)| l.addrs6.iter().map(move |(a, _)| (*a, Some(i) == dev)));
+        let cands = self
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| l.addrs6.iter().map(move |(a, _)| (*a, Some(i) == dev)));
         saddr::select(cands, dst)
     }
 
     /// Sends an ICMPv6 error about `invoking` (an IPv6 packet) back to its source, if that is possible and allowed
     /// (RFC 4443 §2.4 (e): never about an ICMPv6 error, a multicast or unspecified source, or our own packets).
-    fn icmp_error(&mut self, fib: &Fib, invoking: &[u8], err: IcmpError, out: &mut dyn FnMut(DevId, &[u8])) {
+    fn icmp_error(
+        &mut self,
+        fib: &Fib,
+        invoking: &[u8],
+        err: IcmpError,
+        out: &mut dyn FnMut(DevId, &[u8]),
+    ) {
         let p = ipv6::Packet::new_unchecked(invoking);
         let to = p.src_addr();
         if to.is_unspecified() || to.is_multicast() || self.local6.contains(&to) {
             return;
         }
-        if let Ok(c) = exthdr::chain(invoking) {
-            if c.upper_proto == proto::ICMPV6 && invoking.get(c.upper_offset).is_some_and(|t| *t < 128) {
-                return;
-            }
+        if let Ok(c) = exthdr::chain(invoking)
+            && c.upper_proto == proto::ICMPV6
+            && invoking.get(c.upper_offset).is_some_and(|t| *t < 128)
+        {
+            return;
         }
-        let Some(route) = fib.lookup_v6(to) else { return };
+        let Some(route) = fib.lookup_v6(to) else {
+            return;
+        };
         let Some(dev) = route.dev else { return };
-        let Some(src) = self.source_for(Some(dev), &to) else { return };
+        let Some(src) = self.source_for(Some(dev), &to) else {
+            return;
+        };
         let nh = match route.via {
             Some(IpAddr::V6(gw)) => gw,
             _ => to,
         };
-        let Some(&mac) = self.neigh6.get(&(dev, nh)) else { return };
+        let Some(&mac) = self.neigh6.get(&(dev, nh)) else {
+            return;
+        };
         let hl = self.links[dev].sysctl.hop_limit;
-        let len = icmpv6::emit(&mut self.icmp[ethernet::HEADER_LEN..], src, to, hl, err, invoking);
-        EthernetRepr { dst: mac, src: self.links[dev].mac, ethertype: ethernet::ETHERTYPE_IPV6 }.emit(&mut self.icmp[..ethernet::HEADER_LEN]);
+        let len = icmpv6::emit(
+            &mut self.icmp[ethernet::HEADER_LEN..],
+            src,
+            to,
+            hl,
+            err,
+            invoking,
+        );
+        EthernetRepr {
+            dst: mac,
+            src: self.links[dev].mac,
+            ethertype: ethernet::ETHERTYPE_IPV6,
+        }
+        .emit(&mut self.icmp[..ethernet::HEADER_LEN]);
         out(dev, &self.icmp[..ethernet::HEADER_LEN + len]);
         self.stats.icmp_tx += 1;
     }
@@ -691,7 +926,10 @@ fn is_link_local(a: &Ipv6Addr) -> bool {
 }
 
 fn if_ids(s: &DevSysctls) -> IfIds {
-    IfIds { id: s.ioam6_id, wide: s.ioam6_id_wide }
+    IfIds {
+        id: s.ioam6_id,
+        wide: s.ioam6_id_wide,
+    }
 }
 
 /// Length of the RPL header `r` inserts for a packet to `orig`.
@@ -713,7 +951,9 @@ fn flow_key_hash(pkt: &[u8], l3: L3) -> u32 {
             if fl != 0 {
                 flow_hash(&[&pkt[8..40], &fl.to_be_bytes()])
             } else {
-                let (up, off) = exthdr::chain(pkt).map(|c| (c.upper_proto, c.upper_offset)).unwrap_or((p.next_header(), 40));
+                let (up, off) = exthdr::chain(pkt)
+                    .map(|c| (c.upper_proto, c.upper_offset))
+                    .unwrap_or((p.next_header(), 40));
                 let ports = pkt.get(off..off + 4).unwrap_or(&[]);
                 flow_hash(&[&pkt[8..40], &[up], ports])
             }

@@ -163,13 +163,21 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for r in DropReason::ALL {
             assert!(seen.insert(r.name()), "duplicate {}", r.name());
-            assert!(r.name().chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()));
+            assert!(
+                r.name()
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+            );
         }
     }
 
     #[test]
     fn balance() {
-        let mut s = Stats { rx: 3, tx: 1, ..Default::default() };
+        let mut s = Stats {
+            rx: 3,
+            tx: 1,
+            ..Default::default()
+        };
         assert!(!s.balanced());
         s.drop(DropReason::NoRoute);
         s.drop(DropReason::NoRoute);

@@ -20,13 +20,38 @@ fn a(s: &str) -> Ipv6Addr {
 
 fn topology(encap: Encap) -> Config {
     let mut c = Config::default();
-    let link = |name: &str, mac: [u8; 6], line| Link { name: name.into(), mac: Some(mac), mtu: 1500, line };
+    let link = |name: &str, mac: [u8; 6], line| Link {
+        name: name.into(),
+        mac: Some(mac),
+        mtu: 1500,
+        line,
+    };
     c.links.push(link("r0", [2, 0, 0, 0, 1, 2], 1));
     c.links.push(link("r1", [2, 0, 0, 0, 2, 1], 2));
-    c.addrs.push(Addr { addr: "fd00:1::2".parse().unwrap(), prefix_len: 64, dev: "r0".into(), line: 3 });
-    c.addrs.push(Addr { addr: "fd00:2::1".parse().unwrap(), prefix_len: 64, dev: "r1".into(), line: 4 });
-    c.neighs.push(Neigh { addr: "fd00:2::2".parse().unwrap(), lladdr: [2, 0, 0, 0, 2, 2], dev: "r1".into(), line: 5 });
-    c.neighs.push(Neigh { addr: "fd00:1::1".parse().unwrap(), lladdr: [2, 0, 0, 0, 1, 1], dev: "r0".into(), line: 6 });
+    c.addrs.push(Addr {
+        addr: "fd00:1::2".parse().unwrap(),
+        prefix_len: 64,
+        dev: "r0".into(),
+        line: 3,
+    });
+    c.addrs.push(Addr {
+        addr: "fd00:2::1".parse().unwrap(),
+        prefix_len: 64,
+        dev: "r1".into(),
+        line: 4,
+    });
+    c.neighs.push(Neigh {
+        addr: "fd00:2::2".parse().unwrap(),
+        lladdr: [2, 0, 0, 0, 2, 2],
+        dev: "r1".into(),
+        line: 5,
+    });
+    c.neighs.push(Neigh {
+        addr: "fd00:1::1".parse().unwrap(),
+        lladdr: [2, 0, 0, 0, 1, 1],
+        dev: "r0".into(),
+        line: 6,
+    });
     let route = |prefix: &str, via: Option<&str>, encap, line| Route {
         prefix: prefix.parse().unwrap(),
         via: via.map(|v| v.parse().unwrap()),
@@ -36,26 +61,42 @@ fn topology(encap: Encap) -> Config {
         encap,
         line,
     };
-    c.routes.push(route("fc00::/16", Some("fd00:2::2"), None, 7));
+    c.routes
+        .push(route("fc00::/16", Some("fd00:2::2"), None, 7));
     c.routes.push(route("fd00:99::/64", None, Some(encap), 8));
-    c.hmac_keys.push(HmacKey { key_id: 42, algo: HmacAlgo::Sha256, secret: b"mysecret".to_vec() });
+    c.hmac_keys.push(HmacKey {
+        key_id: 42,
+        algo: HmacAlgo::Sha256,
+        secret: b"mysecret".to_vec(),
+    });
     c
 }
 
 fn seg6(mode: Seg6Mode, segs: &[&str], hmac: Option<u32>) -> Encap {
-    Encap::Seg6(Seg6Encap { mode, segs: segs.iter().map(|s| a(s)).collect(), hmac, tunsrc: None })
+    Encap::Seg6(Seg6Encap {
+        mode,
+        segs: segs.iter().map(|s| a(s)).collect(),
+        hmac,
+        tunsrc: None,
+    })
 }
 
 fn run(cfg: &Config, input: &[u8]) -> (Router, Vec<(usize, Vec<u8>)>) {
     let mut r = Router::build(cfg).unwrap();
     let mut out = Vec::new();
-    r.process_batch([(0usize, 0u64, input)], &mut |d, _, b| out.push((d, b.to_vec())));
+    r.process_batch([(0usize, 0u64, input)], &mut |d, _, b| {
+        out.push((d, b.to_vec()))
+    });
     assert!(r.stats.balanced());
     (r, out)
 }
 
 fn kernel_frames() -> Vec<Vec<u8>> {
-    pcap::read_capture(KERNEL).unwrap().into_iter().map(|f| f.data).collect()
+    pcap::read_capture(KERNEL)
+        .unwrap()
+        .into_iter()
+        .map(|f| f.data)
+        .collect()
 }
 
 fn input_frame() -> Vec<u8> {
@@ -66,7 +107,15 @@ fn input_frame() -> Vec<u8> {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.chunks(16).map(|c| c.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n")
+    b.chunks(16)
+        .map(|c| {
+            c.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn check(idx: usize, encap: Encap) {
@@ -74,7 +123,13 @@ fn check(idx: usize, encap: Encap) {
     let (r, out) = run(&topology(encap), &input_frame());
     assert_eq!(out.len(), 1, "one frame out; drops: {:?}", r.stats.drops);
     assert_eq!(out[0].0, 1, "leaves on r1");
-    assert_eq!(out[0].1, *kernel, "\nlwt6:\n{}\nkernel:\n{}", hex(&out[0].1), hex(kernel));
+    assert_eq!(
+        out[0].1,
+        *kernel,
+        "\nlwt6:\n{}\nkernel:\n{}",
+        hex(&out[0].1),
+        hex(kernel)
+    );
     assert_eq!(r.stats.reallocs, 0, "default rx headroom: no reallocation");
 }
 
@@ -116,7 +171,10 @@ fn tiny_headroom_reallocates_exactly_once() {
     r.rx_headroom = 0;
     let input = input_frame();
     let mut out = Vec::new();
-    r.process_batch([(0usize, 0u64, input.as_slice()), (0, 0, input.as_slice())], &mut |_, _, b| out.push(b.to_vec()));
+    r.process_batch(
+        [(0usize, 0u64, input.as_slice()), (0, 0, input.as_slice())],
+        &mut |_, _, b| out.push(b.to_vec()),
+    );
     assert_eq!(out.len(), 2);
     assert_eq!(out[0], kernel_frames()[1]);
     assert_eq!(r.stats.reallocs, 2, "one per packet, never two");
@@ -127,12 +185,21 @@ fn hop_limit_one_is_time_exceeded_to_the_sender() {
     let mut input = input_frame();
     input[14 + 7] = 1;
     let (r, out) = run(&topology(seg6(Seg6Mode::Encap, SEGS, None)), &input);
-    assert_eq!(r.stats.drops.get(&lwt6::stats::DropReason::HopLimitExceeded), Some(&1));
+    assert_eq!(
+        r.stats
+            .drops
+            .get(&lwt6::stats::DropReason::HopLimitExceeded),
+        Some(&1)
+    );
     assert_eq!(out.len(), 1, "an ICMPv6 error");
     let (dev, icmp) = &out[0];
     assert_eq!(*dev, 0, "back out of r0 towards the sender");
     assert_eq!(&icmp[0..6], &[2, 0, 0, 0, 1, 1]);
-    assert_eq!(&icmp[14 + 24..14 + 40], &a("fd00:1::1").octets(), "to the original sender");
+    assert_eq!(
+        &icmp[14 + 24..14 + 40],
+        &a("fd00:1::1").octets(),
+        "to the original sender"
+    );
     assert_eq!(icmp[14 + 40], 3, "Time Exceeded");
     // The invoking packet is quoted from its IPv6 header on.
     assert_eq!(&icmp[14 + 48..14 + 48 + 40], &input[14..14 + 40]);
@@ -149,11 +216,17 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
     let plen = (1200 - 40) as u16;
     input[14 + 4..14 + 6].copy_from_slice(&plen.to_be_bytes());
     let (r, out) = run(&cfg, &input);
-    assert_eq!(r.stats.drops.get(&lwt6::stats::DropReason::MtuExceeded), Some(&1));
+    assert_eq!(
+        r.stats.drops.get(&lwt6::stats::DropReason::MtuExceeded),
+        Some(&1)
+    );
     assert_eq!(out.len(), 1);
     let icmp = &out[0].1[14..];
     assert_eq!(&icmp[24..40], &a("fd00:1::1").octets());
     assert_eq!(icmp[40], 2, "Packet Too Big");
     // 1280 - (40 outer + 56 SRH) = 1184 would be below the IPv6 minimum, so the report is clamped to 1280.
-    assert_eq!(u32::from_be_bytes([icmp[44], icmp[45], icmp[46], icmp[47]]), 1280);
+    assert_eq!(
+        u32::from_be_bytes([icmp[44], icmp[45], icmp[46], icmp[47]]),
+        1280
+    );
 }

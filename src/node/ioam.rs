@@ -38,7 +38,10 @@ pub struct IfIds {
 }
 
 /// The "unavailable" interface ids (no device, or loopback egress).
-pub const NO_IF: IfIds = IfIds { id: 0xFFFF, wide: 0xFFFF_FFFF };
+pub const NO_IF: IfIds = IfIds {
+    id: 0xFFFF,
+    wide: 0xFFFF_FFFF,
+};
 
 /// Everything about the packet and its path that the fill needs.
 #[derive(Debug, Clone, Copy)]
@@ -90,13 +93,23 @@ impl IoamNode {
     /// Transit processing of one received Hop-by-Hop header `hbh` (exactly its length), which sits at
     /// `hbh_offset` from the start of the IPv6 header. `enabled` is the ingress interface's `ioam6_enabled`.
     /// Returns the number of traces filled.
-    pub fn transit(&self, hbh: &mut [u8], hbh_offset: usize, enabled: bool, ctx: &FillContext) -> Result<u32, DropReason> {
+    pub fn transit(
+        &self,
+        hbh: &mut [u8],
+        hbh_offset: usize,
+        enabled: bool,
+        ctx: &FillContext,
+    ) -> Result<u32, DropReason> {
         let mut filled = 0;
         let mut at = 2;
         while at < hbh.len() {
             // Walk the options by hand (RFC 8200 §4.2 TLV encoding) so the header can be written while walking.
             let opt = if hbh[at] == hbh::OPT_PAD1 {
-                hbh::OptionRef { ty: hbh::OPT_PAD1, offset: at, data_len: 0 }
+                hbh::OptionRef {
+                    ty: hbh::OPT_PAD1,
+                    offset: at,
+                    data_len: 0,
+                }
             } else {
                 let Some(&len) = hbh.get(at + 1) else {
                     return Err(DropReason::ExtHeaderMalformed);
@@ -104,14 +117,18 @@ impl IoamNode {
                 if at + 2 + len as usize > hbh.len() {
                     return Err(DropReason::ExtHeaderMalformed);
                 }
-                hbh::OptionRef { ty: hbh[at], offset: at, data_len: len as usize }
+                hbh::OptionRef {
+                    ty: hbh[at],
+                    offset: at,
+                    data_len: len as usize,
+                }
             };
             at = opt.data_offset() + opt.data_len;
             match opt.ty {
                 hbh::OPT_PAD1 | hbh::OPT_PADN => {}
                 hbh::OPT_IOAM => {
                     // 1. The option must start 4n-aligned from the IPv6 header.
-                    if (hbh_offset + opt.offset) % 4 != 0 {
+                    if !(hbh_offset + opt.offset).is_multiple_of(4) {
                         return Err(DropReason::IoamMalformed);
                     }
                     // 2. Ignored unless enabled on the ingress interface.
@@ -131,7 +148,8 @@ impl IoamNode {
                     if opt.data_len < 10 {
                         return Err(DropReason::IoamMalformed);
                     }
-                    let h = ioam::TraceHeader::parse(&bytes[4..12]).map_err(|_| DropReason::IoamMalformed)?;
+                    let h = ioam::TraceHeader::parse(&bytes[4..12])
+                        .map_err(|_| DropReason::IoamMalformed)?;
                     if opt.data_len < 10 + 4 * h.remaining_len as usize {
                         return Err(DropReason::IoamMalformed);
                     }

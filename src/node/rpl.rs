@@ -32,14 +32,20 @@ pub enum RplAction {
 
 /// Processes the RPL header at `rh_offset` of the IPv6 packet in `buf` (addressed to this node).
 /// `is_local` says whether an address belongs to this node.
-pub fn process(buf: &mut PacketBuf, rh_offset: usize, is_local: &dyn Fn(&Ipv6Addr) -> bool) -> Result<RplAction, DropReason> {
+pub fn process(
+    buf: &mut PacketBuf,
+    rh_offset: usize,
+    is_local: &dyn Fn(&Ipv6Addr) -> bool,
+) -> Result<RplAction, DropReason> {
     let pkt = buf.data();
     let h = rpl::Header::new_checked(&pkt[rh_offset..]).map_err(|_| DropReason::RplMalformed)?;
     let old_len = (h.hdr_len() as usize + 1) * 8;
     let sl = h.segments_left() as usize;
     if sl == 0 {
         return Ok(if h.next_header() == proto::IPV6 {
-            RplAction::Decap { inner_offset: rh_offset + old_len }
+            RplAction::Decap {
+                inner_offset: rh_offset + old_len,
+            }
         } else {
             RplAction::Deliver
         });
@@ -49,7 +55,10 @@ pub fn process(buf: &mut PacketBuf, rh_offset: usize, is_local: &dyn Fn(&Ipv6Add
         return Err(DropReason::RplMalformed);
     }
     if sl > count {
-        return Ok(RplAction::ParamProblem { pointer: (rh_offset + 3) as u32, reason: DropReason::RplSegmentsLeft });
+        return Ok(RplAction::ParamProblem {
+            pointer: (rh_offset + 3) as u32,
+            reason: DropReason::RplSegmentsLeft,
+        });
     }
     let sl = sl - 1;
     let i = count - 1 - sl;
@@ -65,7 +74,10 @@ pub fn process(buf: &mut PacketBuf, rh_offset: usize, is_local: &dyn Fn(&Ipv6Add
     for j in 0..count {
         if is_local(&addrs[j]) {
             if locals >= 2 && j > 0 && !is_local(&addrs[j - 1]) {
-                return Ok(RplAction::ParamProblem { pointer: 0, reason: DropReason::RplLoop });
+                return Ok(RplAction::ParamProblem {
+                    pointer: 0,
+                    reason: DropReason::RplLoop,
+                });
             }
             locals += 1;
         }
@@ -80,13 +92,22 @@ pub fn process(buf: &mut PacketBuf, rh_offset: usize, is_local: &dyn Fn(&Ipv6Add
     }
     if new_len > old_len {
         let extra = new_len - old_len;
-        buf.ensure_headroom(extra + crate::wire::ethernet::HEADER_LEN).map_err(|_| DropReason::BufferPlanning)?;
-        buf.insert_gap(rh_offset, extra).map_err(|_| DropReason::BufferPlanning)?;
+        buf.ensure_headroom(extra + crate::wire::ethernet::HEADER_LEN)
+            .map_err(|_| DropReason::BufferPlanning)?;
+        buf.insert_gap(rh_offset, extra)
+            .map_err(|_| DropReason::BufferPlanning)?;
     } else if new_len < old_len {
-        buf.remove_range(rh_offset, old_len - new_len).map_err(|_| DropReason::BufferPlanning)?;
+        buf.remove_range(rh_offset, old_len - new_len)
+            .map_err(|_| DropReason::BufferPlanning)?;
     }
     let pkt = buf.data_mut();
-    rpl::emit_compressed(&mut pkt[rh_offset..rh_offset + new_len], next_header, sl as u8, addrs, &new_da);
+    rpl::emit_compressed(
+        &mut pkt[rh_offset..rh_offset + new_len],
+        next_header,
+        sl as u8,
+        addrs,
+        &new_da,
+    );
     let new_plen = (plen + new_len - old_len) as u16;
     let mut p = ipv6::Packet::new_unchecked(&mut pkt[..ipv6::HEADER_LEN]);
     p.set_payload_len(new_plen);

@@ -45,7 +45,10 @@ fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> u32 {
 }
 
 /// Chooses a source for `dst` among `candidates` (address, on the outgoing interface?).
-pub fn select(candidates: impl Iterator<Item = (Ipv6Addr, bool)>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
+pub fn select(
+    candidates: impl Iterator<Item = (Ipv6Addr, bool)>,
+    dst: &Ipv6Addr,
+) -> Option<Ipv6Addr> {
     let dscope = scope(dst);
     let dlabel = label(dst);
     candidates
@@ -53,8 +56,17 @@ pub fn select(candidates: impl Iterator<Item = (Ipv6Addr, bool)>, dst: &Ipv6Addr
         .max_by_key(|(a, on_dev)| {
             let sc = scope(a);
             // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
-            let scope_rank = if sc >= dscope { 1000 - sc as i32 } else { sc as i32 };
-            (scope_rank, *on_dev, label(a) == dlabel, common_prefix(a, dst))
+            let scope_rank = if sc >= dscope {
+                1000 - sc as i32
+            } else {
+                sc as i32
+            };
+            (
+                scope_rank,
+                *on_dev,
+                label(a) == dlabel,
+                common_prefix(a, dst),
+            )
         })
         .map(|(a, _)| a)
 }
@@ -73,13 +85,19 @@ mod tests {
         let c = vec![(a("fd00:1::2"), false), (a("fd00:2::1"), true)];
         assert_eq!(select(c.into_iter(), &a("fc00::a")), Some(a("fd00:2::1")));
         let c = vec![(a("2001:db8:1::1"), false), (a("2001:db8:2::1"), false)];
-        assert_eq!(select(c.into_iter(), &a("2001:db8:2::99")), Some(a("2001:db8:2::1")));
+        assert_eq!(
+            select(c.into_iter(), &a("2001:db8:2::99")),
+            Some(a("2001:db8:2::1"))
+        );
     }
 
     #[test]
     fn avoids_link_local_for_global_destinations() {
         let c = vec![(a("fe80::1"), true), (a("2001:db8::1"), false)];
-        assert_eq!(select(c.into_iter(), &a("2001:db8:9::1")), Some(a("2001:db8::1")));
+        assert_eq!(
+            select(c.into_iter(), &a("2001:db8:9::1")),
+            Some(a("2001:db8::1"))
+        );
         let c = vec![(a("fe80::1"), true), (a("2001:db8::1"), true)];
         assert_eq!(select(c.into_iter(), &a("fe80::9")), Some(a("fe80::1")));
         assert_eq!(select(std::iter::empty(), &a("fe80::9")), None);

@@ -30,24 +30,42 @@ pub enum SrhAction {
 }
 
 /// Checks the HMAC TLV per `seg6_require_hmac` (-1 ignore, 0 verify if present, 1 required).
-pub fn check_hmac(packet: &[u8], rh_offset: usize, require: i8, keys: &HashMap<u32, HmacSecret>) -> Result<(), DropReason> {
+pub fn check_hmac(
+    packet: &[u8],
+    rh_offset: usize,
+    require: i8,
+    keys: &HashMap<u32, HmacSecret>,
+) -> Result<(), DropReason> {
     if require < 0 {
         return Ok(());
     }
     let h = srh::Header::new_checked(&packet[rh_offset..]).map_err(|_| DropReason::SrhMalformed)?;
     let bytes = &packet[rh_offset..rh_offset + h.header_len()];
     let Some(off) = srh::hmac_tlv_offset(bytes) else {
-        return if require > 0 { Err(DropReason::HmacInvalid) } else { Ok(()) };
+        return if require > 0 {
+            Err(DropReason::HmacInvalid)
+        } else {
+            Ok(())
+        };
     };
-    let key_id = u32::from_be_bytes([bytes[off + 4], bytes[off + 5], bytes[off + 6], bytes[off + 7]]);
+    let key_id = u32::from_be_bytes([
+        bytes[off + 4],
+        bytes[off + 5],
+        bytes[off + 6],
+        bytes[off + 7],
+    ]);
     let key = keys.get(&key_id).ok_or(DropReason::HmacInvalid)?;
     let src = ipv6::Packet::new_unchecked(packet).src_addr();
     let mut zeroed = [0u8; 2048];
     zeroed[..bytes.len()].copy_from_slice(bytes);
     zeroed[off + 8..off + 40].fill(0);
-    let mac = srh::compute_hmac(key.algo, &key.secret, &src, &zeroed[..bytes.len()], key_id).map_err(|_| DropReason::HmacInvalid)?;
+    let mac = srh::compute_hmac(key.algo, &key.secret, &src, &zeroed[..bytes.len()], key_id)
+        .map_err(|_| DropReason::HmacInvalid)?;
     // Constant-time comparison over the 32 bytes.
-    let diff = mac.iter().zip(&bytes[off + 8..off + 40]).fold(0u8, |d, (a, b)| d | (a ^ b));
+    let diff = mac
+        .iter()
+        .zip(&bytes[off + 8..off + 40])
+        .fold(0u8, |d, (a, b)| d | (a ^ b));
     if diff != 0 {
         return Err(DropReason::HmacInvalid);
     }
@@ -58,20 +76,32 @@ pub fn check_hmac(packet: &[u8], rh_offset: usize, require: i8, keys: &HashMap<u
 pub fn process(buf: &mut PacketBuf, rh_offset: usize) -> Result<SrhAction, DropReason> {
     let pkt = buf.data_mut();
     let (sl, last, hdr_len, nh) = {
-        let h = srh::Header::new_checked(&pkt[rh_offset..]).map_err(|_| DropReason::SrhMalformed)?;
-        (h.segments_left() as usize, h.last_entry() as usize, h.hdr_len() as usize, h.next_header())
+        let h =
+            srh::Header::new_checked(&pkt[rh_offset..]).map_err(|_| DropReason::SrhMalformed)?;
+        (
+            h.segments_left() as usize,
+            h.last_entry() as usize,
+            h.hdr_len() as usize,
+            h.next_header(),
+        )
     };
     if sl == 0 {
         return Ok(match nh {
-            proto::IPV6 | proto::IPV4 => SrhAction::Decap { inner_offset: rh_offset + (hdr_len + 1) * 8, proto: nh },
+            proto::IPV6 | proto::IPV4 => SrhAction::Decap {
+                inner_offset: rh_offset + (hdr_len + 1) * 8,
+                proto: nh,
+            },
             _ => SrhAction::Deliver,
         });
     }
     if sl >= hdr_len / 2 || sl - 1 > last {
-        return Ok(SrhAction::ParamProblem { pointer: (rh_offset + 3) as u32 });
+        return Ok(SrhAction::ParamProblem {
+            pointer: (rh_offset + 3) as u32,
+        });
     }
     let next: Ipv6Addr = {
-        let mut h = srh::Header::new_checked(&mut pkt[rh_offset..]).map_err(|_| DropReason::SrhMalformed)?;
+        let mut h = srh::Header::new_checked(&mut pkt[rh_offset..])
+            .map_err(|_| DropReason::SrhMalformed)?;
         h.set_segments_left((sl - 1) as u8);
         h.segment(sl - 1)
     };

@@ -88,7 +88,9 @@ impl Ioam6Tunnel {
             return Err(DropReason::TooBig);
         }
         let old_nh = buf.data()[6];
-        let gap = buf.insert_gap(ipv6::HEADER_LEN, self.hbh_len).map_err(|_| DropReason::BufferPlanning)?;
+        let gap = buf
+            .insert_gap(ipv6::HEADER_LEN, self.hbh_len)
+            .map_err(|_| DropReason::BufferPlanning)?;
         ioam::emit_lwt_hbh(gap, old_nh, &self.trace);
         let pkt = buf.data_mut();
         pkt[6] = proto::HOPOPTS;
@@ -107,7 +109,9 @@ impl Ioam6Tunnel {
         }
         let mut inner = [0u8; ipv6::HEADER_LEN];
         inner.copy_from_slice(&buf.data()[..ipv6::HEADER_LEN]);
-        let front = buf.push_front(ipv6::HEADER_LEN + self.hbh_len).map_err(|_| DropReason::BufferPlanning)?;
+        let front = buf
+            .push_front(ipv6::HEADER_LEN + self.hbh_len)
+            .map_err(|_| DropReason::BufferPlanning)?;
         front[..ipv6::HEADER_LEN].copy_from_slice(&inner);
         let mut outer = ipv6::Packet::new_unchecked(&mut front[..ipv6::HEADER_LEN]);
         outer.set_next_header(proto::HOPOPTS);

@@ -73,7 +73,11 @@ pub fn insertion_offset(packet: &[u8]) -> usize {
 /// Sets the Next Header field of whatever header precedes `offset` (the IPv6 header when `offset` is 40,
 /// otherwise the Hop-by-Hop header at 40), returning the old value.
 pub fn replace_next_header_before(packet: &mut [u8], offset: usize, nh: u8) -> u8 {
-    let at = if offset == crate::wire::ipv6::HEADER_LEN { 6 } else { crate::wire::ipv6::HEADER_LEN };
+    let at = if offset == crate::wire::ipv6::HEADER_LEN {
+        6
+    } else {
+        crate::wire::ipv6::HEADER_LEN
+    };
     std::mem::replace(&mut packet[at], nh)
 }
 

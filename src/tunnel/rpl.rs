@@ -20,7 +20,9 @@ pub struct RplTunnel {
 impl RplTunnel {
     /// Builds the tunnel from its configuration.
     pub fn new(cfg: &RplEncap) -> Self {
-        RplTunnel { segs: cfg.segs.clone() }
+        RplTunnel {
+            segs: cfg.segs.clone(),
+        }
     }
 
     /// Upper bound of the inserted header: N uncompressed addresses (8 + 16N bytes).
@@ -43,7 +45,8 @@ impl RplTunnel {
         if plen + len > u16::MAX as usize {
             return Err(DropReason::TooBig);
         }
-        buf.insert_gap(at, len).map_err(|_| DropReason::BufferPlanning)?;
+        buf.insert_gap(at, len)
+            .map_err(|_| DropReason::BufferPlanning)?;
         let pkt = buf.data_mut();
         let old_nh = super::replace_next_header_before(pkt, at, proto::ROUTING);
         rpl::emit_compressed(&mut pkt[at..at + len], old_nh, n as u8, addrs, &daddr);

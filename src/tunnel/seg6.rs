@@ -61,7 +61,11 @@ impl Seg6Tunnel {
         let mut configured = vec![0u8; repr.buffer_len()];
         repr.emit(&mut configured);
         let reduced = matches!(cfg.mode, Seg6Mode::EncapRed | Seg6Mode::L2EncapRed);
-        let wire = if reduced { reduce(&repr) } else { configured.clone() };
+        let wire = if reduced {
+            reduce(&repr)
+        } else {
+            configured.clone()
+        };
         Seg6Tunnel {
             mode: cfg.mode,
             configured,
@@ -104,19 +108,34 @@ impl Seg6Tunnel {
 
     /// H.Encaps / H.Encaps.Red: pushes the outer IPv6 header and the SRH in front of the data (which is the
     /// inner packet, or the inner Ethernet frame for the L2 modes). The headroom must already be there.
-    pub fn push_encap(&self, buf: &mut PacketBuf, outer: &Outer, hmac: Option<&HmacSecret>) -> Result<(), DropReason> {
+    pub fn push_encap(
+        &self,
+        buf: &mut PacketBuf,
+        outer: &Outer,
+        hmac: Option<&HmacSecret>,
+    ) -> Result<(), DropReason> {
         let srh_len = self.wire.len();
         let payload_len = buf.len() + srh_len;
         if payload_len > u16::MAX as usize {
             return Err(DropReason::TooBig);
         }
-        let hmac_at = if srh_len > 0 { srh::hmac_tlv_offset(&self.wire) } else { None };
-        let front = buf.push_front(ipv6::HEADER_LEN + srh_len).map_err(|_| DropReason::BufferPlanning)?;
+        let hmac_at = if srh_len > 0 {
+            srh::hmac_tlv_offset(&self.wire)
+        } else {
+            None
+        };
+        let front = buf
+            .push_front(ipv6::HEADER_LEN + srh_len)
+            .map_err(|_| DropReason::BufferPlanning)?;
         Ipv6Repr {
             traffic_class: outer.traffic_class,
             flow_label: outer.flow_label,
             payload_len: payload_len as u16,
-            next_header: if srh_len > 0 { proto::ROUTING } else { outer.inner_proto },
+            next_header: if srh_len > 0 {
+                proto::ROUTING
+            } else {
+                outer.inner_proto
+            },
             hop_limit: outer.hop_limit,
             src: outer.src,
             dst: self.first_sid,
@@ -136,7 +155,11 @@ impl Seg6Tunnel {
     /// H.Insert as Linux's inline mode: the configured SRH is inserted after the IPv6 header (after the
     /// Hop-by-Hop header if there is one), Segment List[0] := original DA, DA := first SID. Source, traffic class,
     /// flow label and hop limit are untouched. The headroom must already be there.
-    pub fn insert_inline(&self, buf: &mut PacketBuf, hmac: Option<&HmacSecret>) -> Result<(), DropReason> {
+    pub fn insert_inline(
+        &self,
+        buf: &mut PacketBuf,
+        hmac: Option<&HmacSecret>,
+    ) -> Result<(), DropReason> {
         let n = self.configured.len();
         let at = super::insertion_offset(buf.data());
         let plen = u16::from_be_bytes([buf.data()[4], buf.data()[5]]) as usize;
@@ -144,7 +167,9 @@ impl Seg6Tunnel {
             return Err(DropReason::TooBig);
         }
         let hmac_at = srh::hmac_tlv_offset(&self.configured);
-        buf.insert_gap(at, n).map_err(|_| DropReason::BufferPlanning)?.copy_from_slice(&self.configured);
+        buf.insert_gap(at, n)
+            .map_err(|_| DropReason::BufferPlanning)?
+            .copy_from_slice(&self.configured);
         let pkt = buf.data_mut();
         let old_nh = super::replace_next_header_before(pkt, at, proto::ROUTING);
         super::grow_payload_len(pkt, n)?;
@@ -175,7 +200,8 @@ fn sign(
     let key = key.ok_or(DropReason::HmacKeyMissing)?;
     let key_id = key_id.ok_or(DropReason::HmacKeyMissing)?;
     srh_bytes[off + 8..off + 40].fill(0);
-    let mac = srh::compute_hmac(key.algo, &key.secret, src, srh_bytes, key_id).map_err(|_| DropReason::HmacTooLong)?;
+    let mac = srh::compute_hmac(key.algo, &key.secret, src, srh_bytes, key_id)
+        .map_err(|_| DropReason::HmacTooLong)?;
     srh_bytes[off + 8..off + 40].copy_from_slice(&mac);
     Ok(())
 }
@@ -223,8 +249,15 @@ mod tests {
     use super::*;
 
     fn t(mode: Seg6Mode, n: usize, hmac: Option<u32>) -> Seg6Tunnel {
-        let segs = (1..=n).map(|i| Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, i as u16)).collect();
-        Seg6Tunnel::new(&Seg6Encap { mode, segs, hmac, tunsrc: None })
+        let segs = (1..=n)
+            .map(|i| Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, i as u16))
+            .collect();
+        Seg6Tunnel::new(&Seg6Encap {
+            mode,
+            segs,
+            hmac,
+            tunsrc: None,
+        })
     }
 
     #[test]

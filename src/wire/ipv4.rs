@@ -320,7 +320,7 @@ mod tests {
     #[test]
     fn options_are_covered_by_checksum() {
         // IHL 6 with a 4-byte NOP option block (01 01 01 01).
-        let mut buf = vec![0u8; 24];
+        let mut buf = [0u8; 24];
         buf[0] = 0x46;
         buf[3] = 24;
         buf[8] = 9;
