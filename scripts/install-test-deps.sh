@@ -1,0 +1,25 @@
+#!/bin/bash
+# Install what tests/kernel needs: tshark, iproute2 (ip), scapy, pytest.
+# Idempotent and quick when everything is already present. Run as root.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+PY=${PYTHON:-python3}
+
+need_apt=()
+command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+if ((${#need_apt[@]})); then
+    # tshark asks whether non-root users may capture; answer "no" without a prompt.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${need_apt[@]}"
+fi
+
+need_pip=()
+"$PY" -c 'import scapy' 2>/dev/null || need_pip+=(scapy)
+"$PY" -c 'import pytest' 2>/dev/null || need_pip+=(pytest)
+if ((${#need_pip[@]})); then
+    "$PY" -m pip install -q "${need_pip[@]}"
+fi
+
+echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"

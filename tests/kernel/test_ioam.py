@@ -1,0 +1,221 @@
+"""IOAM: (a) transit differential (kernel vs lwt6 filling a pre-allocated trace),
+(b) lwt6 inline insertion -> kernel transit -> `lwt6 decode`."""
+import struct
+
+import pytest
+
+from kttopo import RTR_BASE
+from ktconf import render
+from ktnet import xfer
+from ktpcap import write_pcap
+from ktlwt6 import ioam_traces_from_decode
+from ktpkt import (MAC_R0, MAC_S0, compare_frames, ioam_frame, ioam_hbh, nodelen_of, parse_ioam, ts_offsets,
+                   udp6, with_marker, type_bits)
+
+NS_DATA, NS_WIDE = 0xDEADBEEF, 0xCAFEC0DEDEADBEEF
+NODE_ID, NODE_ID_WIDE = 0x111111, 0x22222222222222
+IF_IN, IF_OUT = 0x0A0A, 0x0C0C
+IF_IN_W, IF_OUT_W = 0x0B0B0B0B, 0x0D0D0D0D
+SCHEMA = b"ABCDEFGH"
+
+
+def ioam_config(enabled=True):
+    return [
+        f"ioam namespace add 123 data 0x{NS_DATA:08x} wide 0x{NS_WIDE:016x}",
+        "ioam schema add 7 ABCDEFGH",
+        "ioam namespace set 123 schema 7",
+        "ioam namespace add 200",                       # defaults, no schema
+        f"sysctl net.ipv6.ioam6_id=0x{NODE_ID:x}",
+        f"sysctl net.ipv6.ioam6_id_wide=0x{NODE_ID_WIDE:x}",
+        f"sysctl net.ipv6.conf.r0.ioam6_enabled={1 if enabled else 0}",
+        f"sysctl net.ipv6.conf.r0.ioam6_id=0x{IF_IN:04x}",
+        f"sysctl net.ipv6.conf.r0.ioam6_id_wide=0x{IF_IN_W:08x}",
+        f"sysctl net.ipv6.conf.r1.ioam6_id=0x{IF_OUT:04x}",
+        f"sysctl net.ipv6.conf.r1.ioam6_id_wide=0x{IF_OUT_W:08x}",
+    ]
+
+
+class TCase:
+    """One transit case: a trace header shape and what the kernel should do with it."""
+
+    def __init__(self, cid, ttype, remlen, ns=123, enabled=True, nodelen=None, flags=0, fill=b"", expect="fill"):
+        self.id, self.ttype, self.remlen, self.ns, self.enabled = cid, ttype, remlen, ns, enabled
+        self.nodelen, self.flags, self.fill, self.expect = nodelen, flags, fill, expect
+
+    def sclen(self):
+        if 22 not in type_bits(self.ttype):
+            return 0
+        return 1 + (len(SCHEMA) // 4 if self.ns == 123 else 0)
+
+    def frames(self):
+        hbh = ioam_hbh(self.ns, self.ttype, self.remlen, nodelen=self.nodelen, flags=self.flags, fill=self.fill)
+        return [ioam_frame(hbh, hlim=h, size=s, tag=i) for i, (h, s) in enumerate([(64, 8), (2, 100), (255, 700)])]
+
+
+PREFILLED = bytes.fromhex("3a999999 01020304 77777777")   # an earlier node, bits 0,1,5
+TCASES = [
+    TCase("basic-c40000", 0xC40000, 6),
+    TCase("one-node-odd-remlen-padn", 0xC40000, 3),
+    TCase("all-bits-fff002-schema", 0xFFF002, 2 * (15 + 3)),
+    TCase("wide-00e000", 0x00E000, 12),
+    TCase("timestamps-f00000", 0xF00000, 8),
+    TCase("bit22-no-schema", 0x800002, 4, ns=200),
+    TCase("second-node-after-prefilled", 0xC40000, 3, fill=PREFILLED),
+    TCase("overflow-no-room", 0xC40000, 0, expect="overflow"),
+    TCase("overflow-too-small", 0xC40000, 2, expect="overflow"),
+    TCase("overflow-flag-already-set", 0xC40000, 6, flags=0x8, expect="same"),
+    TCase("unknown-namespace", 0xC40000, 6, ns=124, expect="same"),
+    TCase("ioam6-disabled-on-ingress", 0xC40000, 6, enabled=False, expect="same"),
+    TCase("inconsistent-nodelen-dropped", 0xC40000, 6, nodelen=2, expect="drop"),
+]
+
+
+def node_start(case, frame):
+    """Frame offset where the kernel writes this hop's node (end of the free space)."""
+    tr = parse_ioam(frame[14:])[0]
+    return 14 + tr["data_off"] + 4 * (case.remlen - nodelen_of(case.ttype) - case.sclen())
+
+
+def mask_ts(case, frame):
+    if case.expect != "fill" or not {2, 3} & set(type_bits(case.ttype)):
+        return frame
+    b = bytearray(frame)
+    for o in ts_offsets(case.ttype, node_start(case, frame)):
+        b[o:o + 4] = b"TSTS"
+    return bytes(b)
+
+
+_kcache = {}
+
+
+def kernel_transit(topo3, case):
+    if case.id not in _kcache:
+        try:
+            topo3.rtr.apply(ioam_config(case.enabled))
+            fr = case.frames()
+            got = xfer(topo3.s0, fr, topo3.d0, expect=0 if case.expect == "drop" else len(fr),
+                       timeout=0.15 if case.expect == "drop" else 1.0, keep=with_marker)
+        finally:
+            topo3.rtr.undo()
+        _kcache[case.id] = got[topo3.d0.label]
+    return _kcache[case.id]
+
+
+@pytest.mark.parametrize("case", TCASES, ids=lambda c: c.id)
+def test_kernel_ioam_transit(topo3, case):
+    """The kernel half alone, checked against oracles.md §2 / linux-lwt-behaviour.md §2.4."""
+    out, ins = kernel_transit(topo3, case), case.frames()
+    if case.expect == "drop":
+        assert out == []
+        return
+    assert len(out) == len(ins)
+    for fin, fo in zip(ins, out):
+        tin, tout = parse_ioam(fin[14:])[0], parse_ioam(fo[14:])[0]
+        assert fo[14 + 7] == fin[14 + 7] - 1, "forwarded: hop limit decremented"
+        if case.expect == "same":
+            assert fo[14 + 40:] == fin[14 + 40:], "trace must be untouched"
+        elif case.expect == "overflow":
+            assert tout["flags"] & 0x8 and tout["data"] == tin["data"] and tout["remlen"] == tin["remlen"]
+        else:
+            used = nodelen_of(case.ttype) + case.sclen()
+            assert tout["remlen"] == case.remlen - used
+            node = tout["nodes"][0]
+            bits = type_bits(case.ttype)
+            if 0 in bits:
+                assert (node["hop_limit"], node["node_id"]) == (fin[14 + 7] - 1, NODE_ID)
+            if 1 in bits:
+                assert (node["ingress_id"], node["egress_id"]) == (IF_IN, IF_OUT)
+            if 5 in bits:
+                assert node["ns_data"] == (NS_DATA if case.ns == 123 else 0xFFFFFFFF)
+            if 9 in bits:
+                assert (node["ingress_id_wide"], node["egress_id_wide"]) == (IF_IN_W, IF_OUT_W)
+            if 10 in bits:
+                assert node["ns_data_wide"] == NS_WIDE
+            if 22 in bits:
+                assert (node["schema_id"], node["opaque"]) == ((7, SCHEMA) if case.ns == 123 else (0xFFFFFF, b""))
+            if case.fill:
+                assert tout["nodes"][1]["node_id"] == 0x999999, "earlier node data kept"
+            # only the hop limit, the RemainingLen field and the node area changed
+            s = node_start(case, fo)
+            e = s + 4 * used
+            exp = bytearray(fin)
+            exp[14 + 7] -= 1
+            w = 14 + tin["data_off"] - 6
+            exp[w:w + 2] = fo[w:w + 2]
+            assert struct.unpack(">H", fo[w:w + 2])[0] & 0x7F == tout["remlen"]
+            assert fo[12:s] == bytes(exp[12:s]) and fo[e:] == bytes(exp[e:])
+
+
+@pytest.mark.parametrize("case", TCASES, ids=lambda c: c.id)
+def test_lwt6_ioam_transit(topo3, lwt6, case):
+    """lwt6 as IOAM transit router == the kernel, timestamps (bits 2, 3) masked."""
+    kern = kernel_transit(topo3, case)
+    conf = render(RTR_BASE + ioam_config(case.enabled))[1]
+    res = lwt6.pcap(conf, case.frames(), in_dev="r0", label=f"ioam-transit-{case.id}")
+    compare_frames([mask_ts(case, f) for f in kern], [mask_ts(case, f) for f in res.on("r1")],
+                   f"IOAM transit {case.id}")
+    if case.expect == "drop":
+        assert res.drops() == len(case.frames()), res.stats
+
+
+# ------------------------------------------------------------------------------------------------
+# (b) lwt6 inserts (inline) -> kernel transit -> lwt6 decode
+
+MAC_LI = "02:00:00:00:00:11"
+L_NODE_ID, L_IF_IN, L_IF_OUT, L_NS_DATA = 0x333333, 0x0505, 0x0606, 0x12345678
+
+
+def inserter_config(ttype, size):
+    return [
+        f"link add li address {MAC_LI} mtu 1500",
+        f"link add r1 address {MAC_S0} mtu 1500",
+        "addr add fd00:a::1/64 dev li",
+        "addr add fd00:1::1/64 dev r1",
+        f"neigh add fd00:1::2 lladdr {MAC_R0} dev r1",
+        f"ioam namespace add 123 data 0x{L_NS_DATA:08x}",
+        f"sysctl net.ipv6.ioam6_id=0x{L_NODE_ID:x}",
+        f"sysctl net.ipv6.conf.li.ioam6_id=0x{L_IF_IN:04x}",
+        f"sysctl net.ipv6.conf.r1.ioam6_id=0x{L_IF_OUT:04x}",
+        f"-6 route add fd00:2::/64 encap ioam6 mode inline trace prealloc type 0x{ttype:06x} ns 123 size {size} "
+        f"via fd00:1::2 dev r1",
+    ]
+
+
+INSERT_CASES = [(0xC40000, 24, True), (0xC4E000, 2 * 4 * 9, True), (0xC40000, 12, False)]
+
+
+@pytest.mark.parametrize("ttype,size,room", INSERT_CASES,
+                         ids=[f"type{t:06x}-size{s}-{'room' if r else 'kernel-overflows'}" for t, s, r in INSERT_CASES])
+def test_lwt6_insert_kernel_transit_decode(topo3, rtr, lwt6, tmp_path, ttype, size, room):
+    hlims = [64, 10, 255]
+    ins = [udp6("fd00:2::2", src="fd00:a::5", hlim=h, size=20 + i * 50, tag=i, smac="02:00:00:00:00:55",
+                dmac=MAC_LI) for i, h in enumerate(hlims)]
+    res = lwt6.pcap(render(inserter_config(ttype, size))[1], ins, in_dev="li", label=f"ioam-insert-{ttype:x}-{size}")
+    mid = res.on("r1")
+    assert len(mid) == len(ins), f"lwt6 emitted {len(mid)} frames on r1, stats {res.stats}"
+    for f in mid:
+        tr = parse_ioam(f[14:])
+        assert len(tr) == 1 and tr[0]["ttype"] == ttype, f"lwt6 output lacks the IOAM trace: {tr}"
+        assert f[:12] == bytes.fromhex((MAC_R0 + MAC_S0).replace(":", "")), "lwt6 must address k's r0 from r1"
+    rtr.apply(ioam_config())
+    got = xfer(topo3.s0, mid, topo3.d0, expect=len(mid), keep=with_marker)[topo3.d0.label]
+    assert len(got) == len(mid), "kernel did not forward lwt6's IOAM frames"
+    cap = tmp_path / "after-kernel.pcap"
+    write_pcap(cap, got)
+    decoded = lwt6.decode(cap)
+    assert isinstance(decoded, list) and len(decoded) == len(got), f"decode returned {decoded!r:.300}"
+    for h, fo, dobj in zip(hlims, got, decoded):
+        mine = parse_ioam(fo[14:])
+        assert len(mine) == 1 and mine[0]["namespace"] == 123
+        want = {L_NODE_ID: (h - 1, L_IF_IN, L_IF_OUT)}
+        if room:
+            want[NODE_ID] = (h - 2, IF_IN, IF_OUT)
+        else:
+            assert mine[0]["flags"] & 0x8, "no room for the kernel node: overflow flag expected"
+        got_nodes = {n["node_id"]: (n["hop_limit"], n["ingress_id"], n["egress_id"]) for n in mine[0]["nodes"]}
+        assert got_nodes == want, f"raw trace nodes {got_nodes} != expected {want}"
+        traces = ioam_traces_from_decode(dobj)
+        assert len(traces) == 1 and traces[0]["namespace"] == 123, f"lwt6 decode: {dobj}"
+        dn = {n["node_id"]: (n["hop_limit"], n["ingress_id"], n["egress_id"]) for n in traces[0]["nodes"]}
+        assert dn == want, f"lwt6 decode nodes {dn} != expected {want}"
+        assert fo[14 + 7] == h - 2
