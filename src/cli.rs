@@ -8,8 +8,17 @@ use crate::router::Router;
 use crate::tunnel::Tunnel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
+
+/// Prints a line to stdout; a closed pipe (`lwt6 ... | head`) ends the program quietly instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {
+        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
+            std::process::exit(0)
+        }
+    };
+}
 
 /// IPv6 lightweight tunnels (SRv6, IOAM, RPL) in userspace, byte for byte as Linux builds them.
 #[derive(Debug, Parser)]
@@ -131,7 +140,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             Router::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
-            println!(
+            out!(
                 "{}: ok ({} links, {} routes, {} tunnels)",
                 a.config.display(),
                 cfg.links.len(),
@@ -231,7 +240,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     }
     if a.verbose && !a.json {
         for (i, (d, _, b)) in sent.iter().enumerate() {
-            println!(
+            out!(
                 "out {:>4} {:<6} {:>5}B  {}",
                 i + 1,
                 names[*d],
@@ -253,9 +262,9 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             }
             v["frames_out_by_dev"] = json!(per_dev);
             v["rx_headroom"] = json!(router.rx_headroom);
-            println!("{v}");
+            out!("{v}");
         } else {
-            println!(
+            out!(
                 "frames in {}, forwarded {}, dropped {}, icmp errors sent {}, buffer reallocations {} (rx headroom {} B)",
                 st.rx,
                 st.tx,
@@ -265,21 +274,21 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 router.rx_headroom
             );
             for (k, v) in &st.encapsulated {
-                println!("  encapsulated {k}: {v}");
+                out!("  encapsulated {k}: {v}");
             }
             if st.ioam_transit_filled > 0 {
-                println!(
+                out!(
                     "  ioam traces filled in transit: {}",
                     st.ioam_transit_filled
                 );
             }
             for (r, n) in &st.drops {
-                println!("  drop {:<28} {n}", r.name());
+                out!("  drop {:<28} {n}", r.name());
             }
             for (i, n) in names.iter().enumerate() {
                 let c = sent.iter().filter(|s| s.0 == i).count();
                 if c > 0 {
-                    println!("  out {n:<8} {c}");
+                    out!("  out {n:<8} {c}");
                 }
             }
         }
@@ -362,7 +371,7 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
     let routes: Vec<&RouteEntry> = fib.routes_v6().chain(fib.routes_v4()).collect();
     if as_json {
         let v: Vec<_> = routes.iter().map(|r| route_json(&router, r)).collect();
-        println!("{}", serde_json::Value::Array(v));
+        out!("{}", serde_json::Value::Array(v));
         return Ok(());
     }
     for r in routes {
@@ -397,7 +406,7 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
         if r.tunnel.is_some() {
             line += &format!("  # effective mtu {ours} (linux reports {linux})");
         }
-        println!("{line}");
+        out!("{line}");
     }
     Ok(())
 }
@@ -411,10 +420,10 @@ fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
             .enumerate()
             .map(|(i, f)| json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)}))
             .collect();
-        println!("{}", serde_json::Value::Array(v));
+        out!("{}", serde_json::Value::Array(v));
     } else {
         for (i, f) in frames.iter().enumerate() {
-            println!(
+            out!(
                 "{:>4} {:>5}B  {}",
                 i + 1,
                 f.data.len(),

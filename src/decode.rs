@@ -244,16 +244,19 @@ pub fn summary(layers: &[Value]) -> String {
                     .filter(|o| o["type"] == "ioam_prealloc_trace")
                     .map(|o| {
                         format!(
-                            "IOAM ns {} type {} remlen {} nodes {}{}",
+                            "IOAM ns {} type {} remlen {}{} nodes [{}]",
                             o["namespace"],
                             o["trace_type"].as_str().unwrap_or(""),
                             o["remaining_len"],
-                            o["nodes"].as_array().map_or(0, |n| n.len()),
                             if o["overflow"] == true {
                                 " OVERFLOW"
                             } else {
                                 ""
-                            }
+                            },
+                            o["nodes"]
+                                .as_array()
+                                .map(|n| n.iter().map(node_summary).collect::<Vec<_>>().join(", "))
+                                .unwrap_or_default()
                         )
                     })
                     .collect();
@@ -285,4 +288,33 @@ pub fn summary(layers: &[Value]) -> String {
         });
     }
     parts.join(" | ")
+}
+
+/// A compact view of one decoded IOAM node: the fields it carries.
+fn node_summary(n: &Value) -> String {
+    let mut f = Vec::new();
+    let hex = |v: &Value, w: usize| v.as_u64().map(|x| format!("{x:#0w$x}", w = w + 2));
+    if let (Some(h), Some(id)) = (n["hop_limit"].as_u64(), hex(&n["node_id"], 6)) {
+        f.push(format!("hlim {h} id {id}"));
+    }
+    if let (Some(i), Some(e)) = (n["ingress_id"].as_u64(), n["egress_id"].as_u64()) {
+        f.push(format!("if {i:#x}>{e:#x}"));
+    }
+    if let (Some(s), Some(us)) = (n["ts_sec"].as_u64(), n["ts_frac"].as_u64()) {
+        f.push(format!("ts {s}.{us:06}"));
+    }
+    if let Some(d) = hex(&n["ns_data"], 8) {
+        f.push(format!("ns-data {d}"));
+    }
+    if let (Some(h), Some(id)) = (n["hop_limit_wide"].as_u64(), hex(&n["node_id_wide"], 14)) {
+        f.push(format!("hlim {h} wide-id {id}"));
+    }
+    if let Some(d) = hex(&n["ns_data_wide"], 16) {
+        f.push(format!("ns-wide {d}"));
+    }
+    if f.is_empty() {
+        "-".to_string()
+    } else {
+        f.join(" ")
+    }
 }

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The project's whole test run (what CI runs): installs what it needs, then
+#   formatting, clippy, unit/property/golden tests, and the differential tests against the Linux kernel
+#   in network namespaces (needs root; fails loudly without it, never skips).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf '\n== %s\n' "$*"; }
+
+if [ "$(id -u)" != 0 ]; then
+    echo "scripts/test.sh: must run as root (the kernel differential tests build network namespaces)" >&2
+    exit 1
+fi
+
+say "dependencies"
+scripts/install-test-deps.sh
+command -v cargo >/dev/null || { echo "cargo not found: install Rust 1.95 (rustup)" >&2; exit 1; }
+for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+done
+
+say "cargo fmt --check"
+cargo fmt --check
+
+say "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --quiet -- -D warnings
+
+say "cargo test (unit, property, golden vectors)"
+cargo test --quiet 2>&1 | tee target/cargo-test.log
+grep -q "test result: ok" target/cargo-test.log
+
+say "cargo build --release"
+cargo build --release --quiet
+
+say "demo (README's first command)"
+scripts/demo.sh >target/demo.log
+tail -n 3 target/demo.log
+
+say "differential tests against the Linux kernel (pytest tests/kernel)"
+LWT6_BIN="$PWD/target/release/lwt6" python3 -m pytest -q tests/kernel

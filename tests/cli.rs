@@ -1,0 +1,125 @@
+//! The `lwt6` binary: exit codes, error messages naming what is wrong, no partial output.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn lwt6() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_lwt6"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lwt6-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn truncated_capture_is_an_error_and_writes_nothing() {
+    let d = tmp("trunc");
+    let full = std::fs::read(root().join("examples/seg6/input.pcap")).unwrap();
+    let cut = d.join("cut.pcap");
+    std::fs::write(&cut, &full[..full.len() - 5]).unwrap();
+    let out = d.join("out.pcapng");
+    let o = lwt6()
+        .args(["pcap", "-c"])
+        .arg(root().join("examples/seg6/router.conf"))
+        .args(["--in-dev", "r0"])
+        .arg(&cut)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("truncated capture") && err.contains("frame 9"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no partial output");
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "no temporary files left"
+    );
+}
+
+#[test]
+fn bad_config_names_line_and_token() {
+    let d = tmp("badconf");
+    let conf = d.join("r.conf");
+    std::fs::write(&conf, "link add r0\n# comment\n-6 route add fd00::/64 encap seg6 mode encapz segs fc00::1 dev r0\n").unwrap();
+    let o = lwt6().args(["check", "-c"]).arg(&conf).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 3") && err.contains("'encapz'") && err.contains("l2encap.red"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_in_dev_lists_the_interfaces() {
+    let o = lwt6()
+        .args(["pcap", "-c"])
+        .arg(root().join("examples/rpl/router.conf"))
+        .args(["--in-dev", "eth9"])
+        .arg(root().join("examples/rpl/input.pcap"))
+        .arg("/nonexistent/out.pcapng")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("eth9") && err.contains("r0, r1"), "{err}");
+}
+
+#[test]
+fn stats_json_balances_and_out_dir_splits_by_device() {
+    let d = tmp("json");
+    let o = lwt6()
+        .args(["pcap", "-c"])
+        .arg(root().join("examples/seg6/router.conf"))
+        .args(["--in-dev", "r0", "--stats", "-j", "--out-dir"])
+        .arg(&d)
+        .arg(root().join("examples/seg6/input.pcap"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rx"], 9);
+    assert_eq!(v["tx"], 6);
+    assert_eq!(v["dropped"], 3);
+    assert_eq!(v["drops"]["no_route"], 1);
+    assert_eq!(v["balanced"], true);
+    assert_eq!(v["reallocs"], 0);
+    let r1 = lwt6::io::pcap::read_file(&d.join("r1.pcap")).unwrap();
+    let r0 = lwt6::io::pcap::read_file(&d.join("r0.pcap")).unwrap();
+    assert_eq!(
+        (r1.len(), r0.len()),
+        (6, 2),
+        "6 tunnelled frames on r1, 2 ICMPv6 errors back on r0"
+    );
+}
+
+#[test]
+fn show_routes_json_reports_linux_and_lwt6_mtu() {
+    let o = lwt6()
+        .args(["show", "routes", "-j", "-c"])
+        .arg(root().join("examples/seg6/router.conf"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let red = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dst"] == "fd00:93::/64")
+        .unwrap();
+    // encap.red, 3 SIDs: Linux subtracts the unreduced 40 + 56 = 96 (1404); the real overhead is 40 + 40 (1420).
+    assert_eq!(red["linux_effective_mtu"], 1404);
+    assert_eq!(red["effective_mtu"], 1420);
+}
