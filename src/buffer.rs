@@ -128,6 +128,32 @@ impl PacketBuf {
         Ok(true)
     }
 
+    /// Linux's `skb_cow_head(skb, need)` on this buffer, for modelling the kernel: when `need` exceeds the headroom,
+    /// reallocates like `pskb_expand_head` (a new allocation, the data copied, headroom grown by
+    /// `ALIGN(need - headroom, pad)`), counted like any growth but, unlike [`ensure_headroom`](Self::ensure_headroom),
+    /// allowed more than once per packet: that is the behaviour being modelled. Returns whether it reallocated.
+    pub fn kernel_cow_head(&mut self, need: usize, pad: usize) -> bool {
+        match crate::analysis::skb::cow_head(self.start, need, pad) {
+            Some(delta) => {
+                self.kernel_expand_head(delta);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Linux's `pskb_expand_head(skb, nhead, 0)`: always reallocates, growing the headroom by exactly `nhead`
+    /// (the l2encap modes do this unconditionally with `nhead = mac_len`). Counted.
+    pub fn kernel_expand_head(&mut self, nhead: usize) {
+        let mut mem = vec![0u8; self.mem.len() + nhead];
+        mem[self.start + nhead..self.end + nhead].copy_from_slice(&self.mem[self.start..self.end]);
+        self.mem = mem;
+        self.start += nhead;
+        self.end += nhead;
+        self.grown = true;
+        self.reallocs += 1;
+    }
+
     /// Moves the data start `n` bytes back and returns the new front bytes (uninitialised content: overwrite it).
     pub fn push_front(&mut self, n: usize) -> Result<&mut [u8], BufError> {
         if n > self.start {

@@ -10,8 +10,9 @@
 //! - [`config`]: iproute2-syntax configuration.
 //! - [`io`]: pcap / pcapng files.
 //! - [`decode`]: human / JSON decoding of frames; [`cli`]: the `lwt6` command.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+pub mod analysis;
 pub mod buffer;
 pub mod cli;
 pub mod config;

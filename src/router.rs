@@ -28,6 +28,29 @@ pub const MIN_RX_HEADROOM: usize = 64;
 /// How many decapsulations or local routing-header passes one packet may go through.
 const MAX_PASSES: usize = 8;
 
+/// How the router makes room for the headers it adds.
+///
+/// `Native` is lwt6: the growth of the whole packet is planned first and reserved once (zero reallocations when the
+/// rx headroom covers the largest route). The two `Linux*` strategies reproduce the kernel's `skb_cow_head` calls
+/// with its alignment, with real allocation and copy, for the forwarding-rate sweeps and the analyzer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BufferStrategy {
+    /// lwt6: plan, reserve once, write.
+    #[default]
+    Native,
+    /// Linux before the 2024 fix: `skb_cow_head(O + mac_len)` before the push, then
+    /// `skb_cow_head(LL_RESERVED_SPACE(dev))` after the route lookup, on every packet.
+    LinuxPreFix {
+        /// L1 cache line size (NET_SKB_PAD = max(32, line)).
+        cache_line: usize,
+    },
+    /// Linux after the fix, warm route cache: one `skb_cow_head(O + LL_RESERVED_SPACE(cached dev))`.
+    LinuxPostFix {
+        /// L1 cache line size.
+        cache_line: usize,
+    },
+}
+
 /// An interface of the router.
 #[derive(Debug, Clone)]
 pub struct Link {
@@ -71,8 +94,10 @@ pub struct Router {
     ioam: IoamNode,
     seg6_flowlabel: i32,
     all: DevSysctls,
-    /// Headroom every received frame is loaded with.
+    /// Headroom every received frame is loaded with (in front of its Ethernet header).
     pub rx_headroom: usize,
+    /// How headroom is made for added headers.
+    pub strategy: BufferStrategy,
     // --- per-worker state (no atomics) ---
     buf: PacketBuf,
     icmp: Vec<u8>,
@@ -260,6 +285,7 @@ impl Router {
             seg6_flowlabel: cfg.sysctl.seg6_flowlabel,
             all: cfg.sysctl.all,
             rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
+            strategy: BufferStrategy::Native,
             buf: PacketBuf::new(4096),
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
             freq: vec![0; n_tunnels],
@@ -715,12 +741,46 @@ impl Router {
             buf.push_front(ethernet::HEADER_LEN)
                 .map_err(|_| DropReason::BufferPlanning)?;
         }
-        let reserve =
-            growth - if l2_frame { ethernet::HEADER_LEN } else { 0 } + ethernet::HEADER_LEN;
-        buf.ensure_headroom(reserve)
-            .map_err(|_| DropReason::BufferPlanning)?;
+        // Linux's model: `skb_cow_head` around each tunnel, with LL_RESERVED_SPACE of an Ethernet device.
+        let (kernel_pad, ll) = match self.strategy {
+            BufferStrategy::Native => {
+                let reserve =
+                    growth - if l2_frame { ethernet::HEADER_LEN } else { 0 } + ethernet::HEADER_LEN;
+                buf.ensure_headroom(reserve)
+                    .map_err(|_| DropReason::BufferPlanning)?;
+                (0, 0)
+            }
+            BufferStrategy::LinuxPreFix { cache_line }
+            | BufferStrategy::LinuxPostFix { cache_line } => (
+                crate::analysis::skb::net_skb_pad(cache_line),
+                crate::analysis::skb::ll_reserved_space(ethernet::HEADER_LEN, 0),
+            ),
+        };
+        let kernel_cow =
+            |buf: &mut PacketBuf, s: &Stage, l2_stage: bool, strategy: BufferStrategy| {
+                if strategy == BufferStrategy::Native {
+                    return;
+                }
+                let l2 = if l2_stage { ethernet::HEADER_LEN } else { 0 };
+                if l2_stage {
+                    // l2encap: unconditional pskb_expand_head(skb, mac_len).
+                    buf.kernel_expand_head(ethernet::HEADER_LEN);
+                }
+                let o = s.growth - l2;
+                match strategy {
+                    BufferStrategy::LinuxPreFix { .. } => {
+                        buf.kernel_cow_head(o + ethernet::HEADER_LEN, kernel_pad)
+                    }
+                    BufferStrategy::LinuxPostFix { .. } => buf.kernel_cow_head(o + ll, kernel_pad),
+                    BufferStrategy::Native => false,
+                };
+            };
         if let Some(s) = stages[0] {
+            kernel_cow(buf, &s, l2_frame, self.strategy);
             self.apply_input_tunnel(s, buf, l3, out_hlim_v4)?;
+            if matches!(self.strategy, BufferStrategy::LinuxPreFix { .. }) {
+                buf.kernel_cow_head(ll, kernel_pad);
+            }
         }
         // ip6_forward: decrement the (outer) hop limit; plain IPv4 forwarding: TTL.
         if l3 == L3::V6 || stages[0].is_some() {
@@ -731,7 +791,11 @@ impl Router {
             p.decrement_ttl();
         }
         if let Some(s) = stages[1] {
+            kernel_cow(buf, &s, false, self.strategy);
             self.apply_ioam(s, buf)?;
+            if matches!(self.strategy, BufferStrategy::LinuxPreFix { .. }) {
+                buf.kernel_cow_head(ll, kernel_pad);
+            }
         }
         let ethertype = if l3 == L3::V4 && stages[0].is_none() {
             ethernet::ETHERTYPE_IPV4

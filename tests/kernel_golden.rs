@@ -230,3 +230,39 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
         1280
     );
 }
+
+/// The Linux buffer strategies reproduce the double reallocation with i40e's headroom (behaviour spec §5.2):
+/// H0 = 206 at the IPv6 header, i.e. 192 in front of the Ethernet header. seg6 encap with 13 SIDs (O = 256)
+/// reallocates twice before the fix and once after; 12 SIDs (O = 240) once in both; lwt6 never.
+#[test]
+fn linux_strategies_reproduce_the_double_reallocation() {
+    use lwt6::router::BufferStrategy;
+    let segs: Vec<String> = (1..=13).map(|i| format!("fc00::{i:x}")).collect();
+    let seg_refs: Vec<&str> = segs.iter().map(|s| s.as_str()).collect();
+    for (n, pre, post) in [(13usize, 2u64, 1u64), (12, 1, 1), (17, 2, 1), (2, 0, 0)] {
+        for (strategy, want) in [
+            (BufferStrategy::LinuxPreFix { cache_line: 64 }, pre),
+            (BufferStrategy::LinuxPostFix { cache_line: 64 }, post),
+            (BufferStrategy::Native, 0),
+        ] {
+            let segs17: Vec<String> = (1..=n).map(|i| format!("fc00::{i:x}")).collect();
+            let refs: Vec<&str> = if n <= 13 {
+                seg_refs[..n].to_vec()
+            } else {
+                segs17.iter().map(|s| s.as_str()).collect()
+            };
+            let mut r = Router::build(&topology(seg6(Seg6Mode::Encap, &refs, None))).unwrap();
+            if strategy != BufferStrategy::Native {
+                r.rx_headroom = 192;
+            }
+            r.strategy = strategy;
+            let input = input_frame();
+            let mut out = Vec::new();
+            r.process_batch([(0usize, 0u64, input.as_slice())], &mut |_, _, b| {
+                out.push(b.to_vec())
+            });
+            assert_eq!(out.len(), 1, "{n} SIDs {strategy:?}: {:?}", r.stats.drops);
+            assert_eq!(r.stats.reallocs, want, "{n} SIDs {strategy:?}");
+        }
+    }
+}

@@ -40,6 +40,12 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Check a configuration file and exit (0 when valid).
     Check(CheckArgs),
+    /// Predict buffer reallocations per packet (Linux before/after the 2024 fix, and lwt6) for a tunnel and size.
+    Headroom(headroom::HeadroomArgs),
+    /// Measure the running kernel's skb reallocations per packet for seg6 routes (root; network namespaces).
+    Audit(audit::AuditArgs),
+    /// Benchmarks: forwarding-rate sweeps of the real pipeline with three buffer strategies.
+    Bench(bench::BenchArgs),
 }
 
 /// `lwt6 pcap`.
@@ -113,6 +119,10 @@ pub struct CheckArgs {
     pub config: PathBuf,
 }
 
+pub mod audit;
+pub mod bench;
+pub mod headroom;
+
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
 pub struct Failure {
@@ -122,7 +132,8 @@ pub struct Failure {
     pub code: u8,
 }
 
-fn fail(message: impl Into<String>) -> Failure {
+/// A failure with exit status 1.
+pub fn fail(message: impl Into<String>) -> Failure {
     Failure {
         message: message.into(),
         code: 1,
@@ -137,6 +148,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             what: ShowWhat::Routes { config, json },
         }) => cmd_show_routes(&config, json),
         Command::Decode(a) => cmd_decode(&a),
+        Command::Headroom(a) => headroom::run(a),
+        Command::Audit(a) => audit::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             Router::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;

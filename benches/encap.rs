@@ -1,0 +1,9 @@
+//! Criterion benchmarks of the forwarding pipeline (in progress).
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn placeholder(c: &mut Criterion) {
+    c.bench_function("noop", |b| b.iter(|| 1 + 1));
+}
+
+criterion_group!(benches, placeholder);
+criterion_main!(benches);

@@ -1,0 +1,2 @@
+//! Explaining the double reallocation: the kernel's skb headroom arithmetic ([`skb`]).
+pub mod skb;
