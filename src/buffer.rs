@@ -39,6 +39,10 @@ pub struct PacketBuf {
     end: usize,
     grown: bool,
     reallocs: u64,
+    /// The rx-sized storage set aside when a packet had to be reallocated: the next [`load`](Self::load) goes
+    /// back to it (and frees the grown copy), as a driver refills its ring with an rx-sized buffer, instead of
+    /// keeping a buffer that would grow with every reallocating packet.
+    spare: Vec<u8>,
 }
 
 impl PacketBuf {
@@ -50,6 +54,7 @@ impl PacketBuf {
             end: 0,
             grown: false,
             reallocs: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -58,6 +63,9 @@ impl PacketBuf {
     /// packet reallocation: it is the rx buffer pool being sized, once). Resets the per-packet growth flag.
     pub fn load(&mut self, frame: &[u8], headroom: usize) {
         let need = headroom + frame.len();
+        if !self.spare.is_empty() {
+            self.mem = std::mem::take(&mut self.spare);
+        }
         if self.mem.len() < need {
             self.mem.resize(need.next_power_of_two(), 0);
         }
@@ -120,7 +128,7 @@ impl PacketBuf {
         let delta = (need - self.start).div_ceil(64) * 64;
         let mut mem = vec![0u8; self.mem.len() + delta];
         mem[self.start + delta..self.end + delta].copy_from_slice(&self.mem[self.start..self.end]);
-        self.mem = mem;
+        self.replace_mem(mem);
         self.start += delta;
         self.end += delta;
         self.grown = true;
@@ -147,11 +155,19 @@ impl PacketBuf {
     pub fn kernel_expand_head(&mut self, nhead: usize) {
         let mut mem = vec![0u8; self.mem.len() + nhead];
         mem[self.start + nhead..self.end + nhead].copy_from_slice(&self.mem[self.start..self.end]);
-        self.mem = mem;
+        self.replace_mem(mem);
         self.start += nhead;
         self.end += nhead;
         self.grown = true;
         self.reallocs += 1;
+    }
+
+    /// Installs a reallocated storage; the first one replaced since the last load is kept as the rx buffer.
+    fn replace_mem(&mut self, mem: Vec<u8>) {
+        let old = std::mem::replace(&mut self.mem, mem);
+        if self.spare.is_empty() {
+            self.spare = old;
+        }
     }
 
     /// Moves the data start `n` bytes back and returns the new front bytes (uninitialised content: overwrite it).

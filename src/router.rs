@@ -7,7 +7,7 @@
 
 use crate::buffer::PacketBuf;
 use crate::config::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
-use crate::fib::{DevId, Fib, FibHandle, Origin, RouteEntry, TunnelId};
+use crate::fib::{DevId, FastBuild, Fib, FibHandle, Origin, RouteEntry, TunnelId};
 use crate::node::ioam::{FillContext, IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
@@ -82,10 +82,22 @@ pub struct Sent {
 pub struct Router {
     /// Interfaces.
     pub links: Vec<Link>,
-    neigh6: HashMap<(DevId, Ipv6Addr), Mac>,
-    neigh4: HashMap<(DevId, Ipv4Addr), Mac>,
-    local6: HashSet<Ipv6Addr>,
-    local4: HashSet<Ipv4Addr>,
+    neigh6: HashMap<(DevId, Ipv6Addr), Mac, FastBuild>,
+    neigh4: HashMap<(DevId, Ipv4Addr), Mac, FastBuild>,
+    local6: HashSet<Ipv6Addr, FastBuild>,
+    local4: HashSet<Ipv4Addr, FastBuild>,
+    /// Per tunnel: the device of the route carrying it and the outer source address selected on it for the
+    /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once at build time as Linux caches it per
+    /// tunnel; used when the packet's route device is that one.
+    tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>)>,
+    /// Per tunnel: the route to its new destination (first SID, first RPL segment, ioam6 tundst) as found in the
+    /// FIB snapshot of generation `nh_gen` (Linux's per-tunnel dst_cache). Valid only for the current generation:
+    /// every batch (one snapshot) and every direct [`Router::process`] call starts a new one.
+    nh_cache: Vec<(u64, Ipv6Addr, Option<RouteEntry>)>,
+    nh_gen: u64,
+    /// Tunnel applications by kind (seg6, ioam6, rpl), added to `stats.encapsulated` at the end of each
+    /// `process` / `process_batch` call rather than per packet.
+    encap_pending: [u64; 3],
     fib: FibHandle,
     /// Installed tunnels, indexed by [`TunnelId`].
     pub tunnels: Vec<Tunnel>,
@@ -159,8 +171,8 @@ impl Router {
                 .ok_or_else(|| cfg_err(line, name, "no such device (declare it with 'link add')"))
         };
         let mut fib = Fib::new();
-        let mut local6 = HashSet::new();
-        let mut local4 = HashSet::new();
+        let mut local6 = HashSet::default();
+        let mut local4 = HashSet::default();
         for a in &cfg.addrs {
             let d = dev(&a.dev, a.line)?;
             match a.addr {
@@ -186,8 +198,8 @@ impl Router {
                 line: a.line,
             });
         }
-        let mut neigh6 = HashMap::new();
-        let mut neigh4 = HashMap::new();
+        let mut neigh6 = HashMap::default();
+        let mut neigh4 = HashMap::default();
         for n in &cfg.neighs {
             let d = dev(&n.dev, n.line)?;
             match n.addr {
@@ -207,6 +219,7 @@ impl Router {
         }
         let connected = fib.clone();
         let mut tunnels = Vec::new();
+        let mut tunnel_dev = Vec::new();
         for r in &cfg.routes {
             let mut d = match &r.dev {
                 Some(n) => Some(dev(n, r.line)?),
@@ -232,6 +245,7 @@ impl Router {
                     Encap::Ioam6(i) => Tunnel::Ioam6(Ioam6Tunnel::new(i)),
                     Encap::Rpl(p) => Tunnel::Rpl(RplTunnel::new(p)),
                 });
+                tunnel_dev.push(d);
                 tunnels.len() - 1
             });
             fib.insert(RouteEntry {
@@ -271,7 +285,7 @@ impl Router {
         let max_overhead = tunnels.iter().map(Tunnel::overhead).max().unwrap_or(0);
         let rx_headroom = (max_overhead + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
         let n_tunnels = tunnels.len();
-        Ok(Router {
+        let mut router = Router {
             links,
             neigh6,
             neigh4,
@@ -292,7 +306,25 @@ impl Router {
             ingress_ids: NO_IF,
             now_ns: 0,
             stats: Stats::default(),
-        })
+            tun_src: Vec::new(),
+            nh_cache: Vec::new(),
+            nh_gen: 0,
+            encap_pending: [0; 3],
+        };
+        router.tun_src = tunnel_dev
+            .iter()
+            .zip(&router.tunnels)
+            .map(|(&d, t)| {
+                let dst = match t {
+                    Tunnel::Seg6(s) => Some(s.first_sid),
+                    Tunnel::Ioam6(i) => i.tundst,
+                    Tunnel::Rpl(_) => None,
+                };
+                (d, dst.and_then(|a| router.source_for(d, &a)))
+            })
+            .collect();
+        router.nh_cache = vec![(0, Ipv6Addr::UNSPECIFIED, None); n_tunnels];
+        Ok(router)
     }
 
     /// The interface called `name`.
@@ -332,13 +364,53 @@ impl Router {
         out: &mut dyn FnMut(DevId, u64, &[u8]),
     ) {
         let fib = self.fib.snapshot();
+        self.nh_gen += 1;
         for (dev, ts, frame) in frames {
-            self.process(&fib, dev, ts, frame, out);
+            self.process_one(&fib, dev, ts, frame, out);
         }
+        self.flush_counters();
     }
 
     /// Processes one received frame.
     pub fn process(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts_ns: u64,
+        frame: &[u8],
+        out: &mut dyn FnMut(DevId, u64, &[u8]),
+    ) {
+        self.nh_gen += 1;
+        self.process_one(fib, in_dev, ts_ns, frame, out);
+        self.flush_counters();
+    }
+
+    /// Adds the pending per-kind tunnel counts to `stats.encapsulated`.
+    fn flush_counters(&mut self) {
+        for (k, kind) in ["seg6", "ioam6", "rpl"].into_iter().enumerate() {
+            let n = std::mem::take(&mut self.encap_pending[k]);
+            if n > 0 {
+                *self.stats.encapsulated.entry(kind).or_insert(0) += n;
+            }
+        }
+    }
+
+    /// The route to `dst`, the new destination of tunnel `tid`, through the per-tunnel cache.
+    fn tunnel_route(&mut self, fib: &Fib, tid: TunnelId, dst: Ipv6Addr) -> Option<RouteEntry> {
+        let generation = self.nh_gen;
+        match self.nh_cache.get_mut(tid) {
+            Some(c) if c.0 == generation && c.1 == dst => c.2.clone(),
+            Some(c) => {
+                let r = fib.lookup_v6(dst).cloned();
+                *c = (generation, dst, r.clone());
+                r
+            }
+            None => fib.lookup_v6(dst).cloned(),
+        }
+    }
+
+    /// Processes one frame (the caller manages the next-hop cache generation and the counters).
+    fn process_one(
         &mut self,
         fib: &Fib,
         in_dev: DevId,
@@ -598,6 +670,8 @@ impl Router {
     ) -> Verdict {
         // ---- plan ----
         let mut stages: [Option<Stage>; 2] = [None, None];
+        let next0: RouteEntry;
+        let next1: RouteEntry;
         let mut route = route;
         let mut l2_frame = false;
         if let Some(tid) = route.tunnel.filter(|&t| self.tunnels[t].on_input()) {
@@ -627,13 +701,15 @@ impl Router {
                 new_dst: Some(new_dst),
                 route_dev: route.dev,
             });
-            let next = fib.lookup_v6(new_dst).ok_or(DropReason::NoRoute)?;
-            match next.tunnel {
+            next0 = self
+                .tunnel_route(fib, tid, new_dst)
+                .ok_or(DropReason::NoRoute)?;
+            match next0.tunnel {
                 Some(t) if t == tid => {}
                 Some(t) if self.tunnels[t].on_input() => return Err(DropReason::TunnelLoop),
                 _ => {}
             }
-            route = next;
+            route = &next0;
         } else if l3 == L3::V4 && route.tunnel.is_some() {
             return Err(DropReason::TunnelProtoMismatch);
         }
@@ -683,13 +759,14 @@ impl Router {
                             new_dst: t.tundst,
                             route_dev: route.dev,
                         });
-                        let next = fib
-                            .lookup_v6(t.tundst.ok_or(DropReason::NoRoute)?)
+                        let tundst = t.tundst.ok_or(DropReason::NoRoute)?;
+                        next1 = self
+                            .tunnel_route(fib, tid, tundst)
                             .ok_or(DropReason::NoRoute)?;
-                        if next.tunnel.is_some_and(|n| n != tid) {
+                        if next1.tunnel.is_some_and(|n| n != tid) {
                             return Err(DropReason::TunnelLoop);
                         }
-                        route = next;
+                        route = &next1;
                     }
                 }
             }
@@ -812,11 +889,12 @@ impl Router {
         }
         .emit(hdr);
         for s in stages.iter().flatten() {
-            *self
-                .stats
-                .encapsulated
-                .entry(self.tunnels[s.tunnel].kind())
-                .or_insert(0) += 1;
+            let k = match self.tunnels[s.tunnel] {
+                Tunnel::Seg6(_) => 0,
+                Tunnel::Ioam6(_) => 1,
+                Tunnel::Rpl(_) => 2,
+            };
+            self.encap_pending[k] += 1;
         }
         out(egress, buf.data());
         Ok(())
@@ -864,7 +942,7 @@ impl Router {
                 let src = s
                     .tunsrc
                     .or(self.tunsrc)
-                    .or_else(|| self.source_for(stage.route_dev, &s.first_sid))
+                    .or_else(|| self.tunnel_source(stage, &s.first_sid))
                     .ok_or(DropReason::NoSourceAddress)?;
                 let outer = Outer {
                     src,
@@ -890,7 +968,7 @@ impl Router {
                 let dst = t.tundst.ok_or(DropReason::NoRoute)?;
                 let src = t
                     .tunsrc
-                    .or_else(|| self.source_for(stage.route_dev, &dst))
+                    .or_else(|| self.tunnel_source(stage, &dst))
                     .ok_or(DropReason::NoSourceAddress)?;
                 Some(t.push_encap(buf, src)?)
             }
@@ -913,6 +991,15 @@ impl Router {
             self.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
         }
         Ok(())
+    }
+
+    /// The outer source address of a tunnel stage towards `dst` (its configured destination): resolved at build
+    /// time for the tunnel's own route device, selected now otherwise.
+    fn tunnel_source(&self, stage: Stage, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
+        match self.tun_src.get(stage.tunnel) {
+            Some(&(dev, src)) if dev == stage.route_dev => src,
+            _ => self.source_for(stage.route_dev, dst),
+        }
     }
 
     fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {

@@ -1,13 +1,368 @@
-//! `lwt6 bench` (in progress).
+//! `lwt6 bench`: forwarding-rate sweeps (the paper's Fig. 6) and the physical floor, see [`crate::bench`].
 
 use super::Failure;
-use clap::Args;
+use crate::bench::{self, Family, Options, Seg6ModeKey, Strategy, Sweep};
+use clap::{Args, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
 
 /// Arguments of `lwt6 bench`.
 #[derive(Debug, Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// What to measure.
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+/// `lwt6 bench` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BenchWhat {
+    /// Forwarding rate against tunnel size under the buffer strategies; writes CSV, SVG plots and a summary.
+    Sweep(SweepArgs),
+    /// lwt6 native on one tunnel beside a bare loop that only copies the header template (the physical floor).
+    Floor(FloorArgs),
+}
+
+/// Settings shared by both subcommands.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Packets per run (rounded up to whole batches of 256 frames).
+    #[arg(long, default_value_t = 200_000)]
+    pub packets: usize,
+    /// Runs per point (median, min and max are reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Rx headroom in front of the Ethernet header for the Linux strategies (overrides --nic).
+    #[arg(long = "rx-headroom")]
+    pub rx_headroom: Option<usize>,
+    /// NIC whose rx headroom the Linux strategies get: i40e (192 bytes), legacy-rx (64), none (0).
+    #[arg(long, default_value = "i40e")]
+    pub nic: String,
+    /// Rx headroom for lwt6 (default: the one lwt6 computes from its routes).
+    #[arg(long = "native-headroom")]
+    pub native_headroom: Option<usize>,
+    /// Rx headroom for the `lwt6-tiny` strategy.
+    #[arg(long = "tiny-headroom", default_value_t = 0)]
+    pub tiny_headroom: usize,
+    /// L1 cache line size (NET_SKB_PAD = max(32, line)).
+    #[arg(long = "cache-line", default_value_t = 64)]
+    pub cache_line: usize,
+    /// Received frame length in bytes.
+    #[arg(long = "frame-len", default_value_t = bench::DEFAULT_FRAME_LEN)]
+    pub frame_len: usize,
+}
+
+/// `lwt6 bench sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Protocols: seg6, ioam6, rpl or all (the IPv6 forwarding baseline is always measured).
+    #[arg(long, default_value = "all")]
+    pub proto: String,
+    /// Modes, comma separated (seg6: inline,encap,encap.red,l2encap,l2encap.red; ioam6: inline,encap). Default: all.
+    #[arg(long)]
+    pub modes: Option<String>,
+    /// Sizes `A..B` (inclusive; IOAM sizes step by 4), or a comma list. Default: each protocol's full range.
+    #[arg(long)]
+    pub sizes: Option<String>,
+    /// Strategies, comma separated: pre-fix, post-fix, lwt6, lwt6-tiny.
+    #[arg(long, default_value = "pre-fix,post-fix,lwt6")]
+    pub strategies: String,
+    /// Directory for sweep.csv, the SVG plots and summary.md.
+    #[arg(long = "out-dir", default_value = "docs/plots")]
+    pub out_dir: PathBuf,
+    /// Worker threads (each measures whole points; more than one adds noise).
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    pub jobs: usize,
+    /// Fewer packets and runs, every 4th size (smoke test; under 30 s).
+    #[arg(long)]
+    pub quick: bool,
+    /// Do not show progress on stderr.
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
+    /// Re-plot from an existing sweep.csv instead of measuring.
+    #[arg(long = "from-csv")]
+    pub from_csv: Option<PathBuf>,
+    /// Measurement settings.
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `lwt6 bench floor`.
+#[derive(Debug, Args)]
+pub struct FloorArgs {
+    /// Family (`seg6-encap`, `seg6-inline`, `ioam6-inline`, `rpl`, `ipv6`, ...).
+    #[arg(long, default_value = "seg6-encap")]
+    pub family: String,
+    /// Size (SIDs, trace bytes or addresses).
+    #[arg(long, default_value_t = 2)]
+    pub size: usize,
+    /// Measurement settings.
+    #[command(flatten)]
+    pub common: Common,
+}
+
+fn options(c: &Common) -> Result<Options, Failure> {
+    let nic = match c.nic.as_str() {
+        "i40e" => bench::I40E_RX_HEADROOM,
+        "legacy-rx" => 64,
+        "none" => 0,
+        other => {
+            return Err(super::fail(format!(
+                "lwt6 bench: unknown --nic '{other}' (expected i40e, legacy-rx, none)"
+            )));
+        }
+    };
+    Ok(Options {
+        packets: c.packets.max(1),
+        runs: c.runs.max(1),
+        nic_headroom: c.rx_headroom.unwrap_or(nic),
+        native_headroom: c.native_headroom,
+        tiny_headroom: c.tiny_headroom,
+        cache_line: c.cache_line.max(1),
+        frame_len: c.frame_len,
+    })
+}
+
+fn parse_sizes(s: &str) -> Result<Vec<usize>, Failure> {
+    let bad = || super::fail(format!("lwt6 bench: bad --sizes '{s}' (expected A..B or a comma list)"));
+    if let Some((a, b)) = s.split_once("..") {
+        let a: usize = a.trim().parse().map_err(|_| bad())?;
+        let b: usize = b.trim().trim_start_matches('=').parse().map_err(|_| bad())?;
+        if a > b {
+            return Err(bad());
+        }
+        return Ok((a..=b).collect());
+    }
+    s.split(',')
+        .map(|x| x.trim().parse().map_err(|_| bad()))
+        .collect()
+}
+
+/// The families a `--proto`/`--modes` selection names (the baseline first).
+fn families(proto: &str, modes: Option<&str>) -> Result<Vec<Family>, Failure> {
+    let protos: Vec<&str> = if proto == "all" {
+        vec!["seg6", "ioam6", "rpl"]
+    } else {
+        proto.split(',').map(str::trim).collect()
+    };
+    let modes: Option<Vec<&str>> = modes.map(|m| m.split(',').map(str::trim).collect());
+    let want = |m: &str| modes.as_ref().is_none_or(|v| v.contains(&m));
+    let mut v = vec![Family::Plain];
+    for p in protos {
+        match p {
+            "seg6" => v.extend(
+                Seg6ModeKey::ALL
+                    .iter()
+                    .filter(|m| want(m.name()))
+                    .map(|&m| Family::Seg6(m)),
+            ),
+            "ioam6" => {
+                if want("inline") {
+                    v.push(Family::IoamInline);
+                }
+                if want("encap") {
+                    v.push(Family::IoamEncap);
+                }
+            }
+            "rpl" => v.push(Family::Rpl),
+            other => {
+                return Err(super::fail(format!(
+                    "lwt6 bench: unknown --proto '{other}' (expected seg6, ioam6, rpl, all)"
+                )));
+            }
+        }
+    }
+    if v.len() == 1 {
+        return Err(super::fail("lwt6 bench: --modes selects nothing"));
+    }
+    Ok(v)
+}
+
+/// The command line that reproduces a run, for plot footers and docs.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("lwt6 {}", args.join(" "))
+}
 
 /// Runs `lwt6 bench`.
-pub fn run(_args: BenchArgs) -> Result<(), Failure> {
-    Err(super::fail("lwt6 bench: not implemented yet"))
+pub fn run(args: BenchArgs) -> Result<(), Failure> {
+    match args.what {
+        BenchWhat::Sweep(a) => sweep(a),
+        BenchWhat::Floor(a) => floor(a),
+    }
+}
+
+fn floor(a: FloorArgs) -> Result<(), Failure> {
+    let opts = options(&a.common)?;
+    let fam = Family::from_name(&a.family)
+        .ok_or_else(|| super::fail(format!("lwt6 bench: unknown --family '{}'", a.family)))?;
+    let r = bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("lwt6 bench: {e}")))?;
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{}", floor_table(&r));
+    Ok(())
+}
+
+/// The floor report as a Markdown table.
+pub fn floor_table(r: &bench::FloorReport) -> String {
+    let row = |name: &str, s: &bench::Spread| {
+        format!(
+            "| {name} | {:.2} | {:.2}–{:.2} | {:.1} |",
+            s.median,
+            s.min,
+            s.max,
+            1000.0 / s.median
+        )
+    };
+    [
+        format!(
+            "{} {} ({} B frames, {} B header template):\n",
+            r.family.name(),
+            r.size,
+            r.frame_len,
+            r.template_len
+        ),
+        "| loop | Mpps (median) | min–max | ns/packet |".into(),
+        "|---|---|---|---|".into(),
+        row("lwt6 pipeline (native)", &r.lwt6),
+        row("floor: template copy only", &r.floor),
+        row("floor: rx copy + template copy", &r.floor_rx),
+        format!(
+            "\nlwt6 / floor = {:.2} (template only), {:.2} (rx copy + template); overhead {:.1} ns/packet over the \
+             rx+template floor",
+            r.lwt6.median / r.floor.median,
+            r.lwt6.median / r.floor_rx.median,
+            1000.0 / r.lwt6.median - 1000.0 / r.floor_rx.median
+        ),
+    ]
+    .join("\n")
+}
+
+fn sweep(a: SweepArgs) -> Result<(), Failure> {
+    let mut opts = options(&a.common)?;
+    let fams = families(&a.proto, a.modes.as_deref())?;
+    let strategies = a
+        .strategies
+        .split(',')
+        .map(|s| {
+            Strategy::from_name(s.trim())
+                .ok_or_else(|| super::fail(format!("lwt6 bench: unknown strategy '{s}'")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let sizes = a.sizes.as_deref().map(parse_sizes).transpose()?;
+    if a.quick {
+        opts.packets = opts.packets.min(8 * bench::FLOWS);
+        opts.runs = opts.runs.min(3);
+    }
+    let lines: Vec<(Family, Vec<usize>)> = fams
+        .iter()
+        .map(|&f| {
+            let mut s = match (&sizes, f) {
+                (_, Family::Plain) => vec![0],
+                (Some(s), f) => s
+                    .iter()
+                    .copied()
+                    .filter(|x| x % f.size_step() == 0 && *x > 0)
+                    .collect(),
+                (None, f) => f.default_sizes(),
+            };
+            if a.quick && f != Family::Plain && sizes.is_none() {
+                s = s.into_iter().step_by(3).collect();
+            }
+            (f, s)
+        })
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    let req = Sweep {
+        lines,
+        strategies,
+        opts: opts.clone(),
+        jobs: a.jobs.max(1),
+        progress: !a.no_progress,
+    };
+    let t0 = std::time::Instant::now();
+    let points = match &a.from_csv {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
+            bench::from_csv(&text).map_err(|e| super::fail(format!("{}: {e}", p.display())))?
+        }
+        None => bench::sweep(&req).map_err(|e| super::fail(format!("lwt6 bench: {e}")))?,
+    };
+    let elapsed = t0.elapsed().as_secs_f64();
+    std::fs::create_dir_all(&a.out_dir)
+        .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
+    let write = |name: &str, text: &str| {
+        let p = a.out_dir.join(name);
+        std::fs::write(&p, text).map_err(|e| super::fail(format!("{}: {e}", p.display())))
+    };
+    let cmd = command_line();
+    if a.from_csv.is_none() {
+        write("sweep.csv", &bench::to_csv(&points, &opts))?;
+    }
+    let baseline = bench::line_of(&points, Family::Plain, Strategy::Lwt6)
+        .first()
+        .or(bench::line_of(&points, Family::Plain, Strategy::PostFix).first())
+        .map(|p| p.rate.median);
+    let mut plots = vec![];
+    for &(f, _) in &req.lines {
+        if f == Family::Plain {
+            continue;
+        }
+        let svg = bench::plot::family_svg(
+            &points,
+            f,
+            baseline.map(|b| (b, "IPv6 fwd")),
+            opts.cache_line,
+            &cmd,
+        );
+        let name = format!("{}.svg", f.name().replace('.', "-"));
+        write(&name, &svg)?;
+        plots.push(name);
+    }
+    let mut md = format!(
+        "Command: `{cmd}`\n\n{} points, {} runs of {} packets each, {:.0} s.\n\n",
+        points.len(),
+        opts.runs,
+        opts.packets.div_ceil(bench::FLOWS) * bench::FLOWS,
+        elapsed
+    );
+    if let Some(b) = baseline {
+        md.push_str(&format!("IPv6 forwarding baseline (no tunnel): {b:.2} Mpps.\n\n"));
+    }
+    md.push_str(&bench::summary(&points, &opts));
+    write("summary.md", &md)?;
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{md}");
+    let _ = writeln!(
+        o,
+        "wrote {}/sweep.csv, summary.md, {}",
+        a.out_dir.display(),
+        plots.join(", ")
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_families_parse() {
+        assert_eq!(parse_sizes("1..4").unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(parse_sizes("12,13").unwrap(), vec![12, 13]);
+        assert!(parse_sizes("4..1").is_err());
+        assert!(parse_sizes("x").is_err());
+        let f = families("seg6", Some("encap,encap.red")).unwrap();
+        assert_eq!(
+            f,
+            vec![
+                Family::Plain,
+                Family::Seg6(Seg6ModeKey::Encap),
+                Family::Seg6(Seg6ModeKey::EncapRed)
+            ]
+        );
+        assert_eq!(families("all", None).unwrap().len(), 9);
+        assert!(families("gre", None).is_err());
+        assert!(families("ioam6", Some("encap.red")).is_err());
+    }
 }

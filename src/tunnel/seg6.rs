@@ -36,6 +36,9 @@ pub struct Seg6Tunnel {
     pub hmac_key: Option<u32>,
     /// Per-route tunnel source.
     pub tunsrc: Option<Ipv6Addr>,
+    /// Offset of the HMAC TLV in `wire` and in `configured` (computed once, not per packet).
+    hmac_at_wire: Option<usize>,
+    hmac_at_configured: Option<usize>,
 }
 
 /// Per-packet values of the outer IPv6 header, resolved by the router.
@@ -68,6 +71,12 @@ impl Seg6Tunnel {
         };
         Seg6Tunnel {
             mode: cfg.mode,
+            hmac_at_wire: if wire.is_empty() {
+                None
+            } else {
+                srh::hmac_tlv_offset(&wire)
+            },
+            hmac_at_configured: srh::hmac_tlv_offset(&configured),
             configured,
             wire,
             first_sid: cfg.segs[0],
@@ -119,11 +128,7 @@ impl Seg6Tunnel {
         if payload_len > u16::MAX as usize {
             return Err(DropReason::TooBig);
         }
-        let hmac_at = if srh_len > 0 {
-            srh::hmac_tlv_offset(&self.wire)
-        } else {
-            None
-        };
+        let hmac_at = self.hmac_at_wire;
         let front = buf
             .push_front(ipv6::HEADER_LEN + srh_len)
             .map_err(|_| DropReason::BufferPlanning)?;
@@ -166,7 +171,7 @@ impl Seg6Tunnel {
         if plen + n > u16::MAX as usize {
             return Err(DropReason::TooBig);
         }
-        let hmac_at = srh::hmac_tlv_offset(&self.configured);
+        let hmac_at = self.hmac_at_configured;
         buf.insert_gap(at, n)
             .map_err(|_| DropReason::BufferPlanning)?
             .copy_from_slice(&self.configured);

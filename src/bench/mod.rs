@@ -1,0 +1,1055 @@
+//! Forwarding-rate benchmarks of the real pipeline: the paper's Fig. 6 on any machine.
+//!
+//! Generated Ethernet/IPv6/UDP frames (256 distinct flows) go through [`Router::process_batch`] in memory:
+//! parse, route lookup, tunnel, hop limit, MTU, neighbour and L2 rewrite, all included. Each point of a sweep
+//! is one tunnel configuration (protocol, mode, size) forwarded under one buffer strategy:
+//!
+//! - `pre-fix`: Linux before the 2024 fix, its two `skb_cow_head` calls with the kernel's alignment, real
+//!   allocation and copy ([`BufferStrategy::LinuxPreFix`]), frames received with the NIC's rx headroom;
+//! - `post-fix`: the patched order with a warm route cache ([`BufferStrategy::LinuxPostFix`]);
+//! - `lwt6`: lwt6's own plan-then-reserve ([`BufferStrategy::Native`]) with its computed rx headroom;
+//! - `lwt6-tiny`: the same with a deliberately tiny rx headroom (one planned growth per packet).
+//!
+//! Rates are packets / elapsed wall time over whole batches; each point is measured `runs` times, strategies
+//! interleaved run by run so that machine noise hits all of them alike, and reported as median, min and max.
+//! Reallocations per packet come from the router's own counter.
+
+pub mod plot;
+
+use crate::analysis::skb;
+use crate::config::{self, Seg6Mode};
+use crate::router::{BufferStrategy, Router};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// Bytes i40e leaves in front of the Ethernet header of a received frame (behaviour spec §5.2: 192).
+pub const I40E_RX_HEADROOM: usize = 192;
+/// Length of an Ethernet header (Linux `mac_len` after `eth_type_trans`).
+const MAC_LEN: usize = 14;
+/// Default frame length: Ethernet 14 + IPv6 40 + UDP 8 + 16 bytes of payload.
+pub const DEFAULT_FRAME_LEN: usize = 78;
+/// Distinct frames cycled through the pipeline (one batch).
+pub const FLOWS: usize = 256;
+/// The paper's reported worst-case forwarding-rate loss from the double reallocation (arXiv 2503.14959).
+pub const PAPER_LOSS: f64 = 0.288;
+
+/// What a sweep line forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// Plain IPv6 forwarding, no tunnel: the baseline.
+    Plain,
+    /// seg6 in one mode; size = number of SIDs.
+    Seg6(Seg6ModeKey),
+    /// IOAM pre-allocated trace in a Hop-by-Hop header of the packet; size = trace bytes.
+    IoamInline,
+    /// IOAM trace in an outer IPv6 header; size = trace bytes.
+    IoamEncap,
+    /// RPL source routing header; size = number of addresses.
+    Rpl,
+}
+
+/// [`Seg6Mode`] with an order (for sorting sweep results).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Seg6ModeKey {
+    /// `inline`.
+    Inline,
+    /// `encap`.
+    Encap,
+    /// `encap.red`.
+    EncapRed,
+    /// `l2encap`.
+    L2Encap,
+    /// `l2encap.red`.
+    L2EncapRed,
+}
+
+impl Seg6ModeKey {
+    /// Every mode, in plot order.
+    pub const ALL: [Seg6ModeKey; 5] = [
+        Seg6ModeKey::Inline,
+        Seg6ModeKey::Encap,
+        Seg6ModeKey::EncapRed,
+        Seg6ModeKey::L2Encap,
+        Seg6ModeKey::L2EncapRed,
+    ];
+
+    /// The configuration mode.
+    pub fn mode(self) -> Seg6Mode {
+        match self {
+            Seg6ModeKey::Inline => Seg6Mode::Inline,
+            Seg6ModeKey::Encap => Seg6Mode::Encap,
+            Seg6ModeKey::EncapRed => Seg6Mode::EncapRed,
+            Seg6ModeKey::L2Encap => Seg6Mode::L2Encap,
+            Seg6ModeKey::L2EncapRed => Seg6Mode::L2EncapRed,
+        }
+    }
+
+    /// The iproute2 keyword.
+    pub fn name(self) -> &'static str {
+        self.mode().name()
+    }
+}
+
+impl Family {
+    /// Stable name used in CSV rows and plot file names (`seg6-encap.red`, `ioam6-inline`, ...).
+    pub fn name(self) -> String {
+        match self {
+            Family::Plain => "ipv6".into(),
+            Family::Seg6(m) => format!("seg6-{}", m.name()),
+            Family::IoamInline => "ioam6-inline".into(),
+            Family::IoamEncap => "ioam6-encap".into(),
+            Family::Rpl => "rpl".into(),
+        }
+    }
+
+    /// Parses [`name`](Self::name).
+    pub fn from_name(s: &str) -> Option<Family> {
+        Family::all().into_iter().find(|f| f.name() == s)
+    }
+
+    /// Protocol (`ipv6`, `seg6`, `ioam6`, `rpl`).
+    pub fn proto(self) -> &'static str {
+        match self {
+            Family::Plain => "ipv6",
+            Family::Seg6(_) => "seg6",
+            Family::IoamInline | Family::IoamEncap => "ioam6",
+            Family::Rpl => "rpl",
+        }
+    }
+
+    /// Mode name within the protocol (`-` for plain forwarding and RPL).
+    pub fn mode(self) -> &'static str {
+        match self {
+            Family::Plain | Family::Rpl => "-",
+            Family::Seg6(m) => m.name(),
+            Family::IoamInline => "inline",
+            Family::IoamEncap => "encap",
+        }
+    }
+
+    /// Every tunnel family (not the baseline), in report order.
+    pub fn all() -> Vec<Family> {
+        let mut v = vec![Family::Plain];
+        v.extend(Seg6ModeKey::ALL.iter().map(|&m| Family::Seg6(m)));
+        v.extend([Family::IoamInline, Family::IoamEncap, Family::Rpl]);
+        v
+    }
+
+    /// What the size axis counts.
+    pub fn size_unit(self) -> &'static str {
+        match self {
+            Family::Plain => "-",
+            Family::Seg6(_) => "SIDs",
+            Family::IoamInline | Family::IoamEncap => "trace bytes",
+            Family::Rpl => "addresses",
+        }
+    }
+
+    /// The default sweep: 1..40 SIDs, 4..244 trace bytes in steps of 4, 1..16 RPL addresses.
+    pub fn default_sizes(self) -> Vec<usize> {
+        match self {
+            Family::Plain => vec![0],
+            Family::Seg6(_) => (1..=40).collect(),
+            Family::IoamInline | Family::IoamEncap => (4..=244).step_by(4).collect(),
+            Family::Rpl => (1..=16).collect(),
+        }
+    }
+
+    /// Smallest step between sizes (IOAM traces grow by 4 bytes).
+    pub fn size_step(self) -> usize {
+        match self {
+            Family::IoamInline | Family::IoamEncap => 4,
+            _ => 1,
+        }
+    }
+
+    /// Bytes this tunnel adds in front of the L3 header (the `O` of behaviour spec §5.2), computed from the
+    /// protocol definitions, independently of the pipeline: seg6 encap `48 + 16n`, encap.red `32 + 16n`
+    /// (`40` for one SID), inline `24 + 16n`; IOAM inline `16 + ALIGN(t, 8)`, encap `56 + ALIGN(t, 8)`. `None`
+    /// for RPL, whose size depends on address compression.
+    pub fn overhead(self, size: usize) -> Option<usize> {
+        let n = size;
+        match self {
+            Family::Plain => Some(0),
+            Family::Seg6(Seg6ModeKey::Inline) => Some(24 + 16 * n),
+            Family::Seg6(Seg6ModeKey::Encap | Seg6ModeKey::L2Encap) => Some(48 + 16 * n),
+            Family::Seg6(Seg6ModeKey::EncapRed | Seg6ModeKey::L2EncapRed) => {
+                Some(if n == 1 { 40 } else { 32 + 16 * n })
+            }
+            // HbH (2) + pad (2) + IOAM option header (4) + trace header (8) = 16, then the trace rounded to 8.
+            Family::IoamInline => Some(16 + skb::align(n, 8)),
+            Family::IoamEncap => Some(40 + 16 + skb::align(n, 8)),
+            Family::Rpl => None,
+        }
+    }
+
+    /// The route line (iproute2 syntax) for this family and size, towards `fd00:99::/64`.
+    fn route(self, size: usize) -> String {
+        let segs = |n: usize| {
+            (1..=n)
+                .map(|i| format!("fc00::{i:x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match self {
+            Family::Plain => "-6 route add fd00:99::/64 via fd00:2::2 dev r1".into(),
+            Family::Seg6(m) => format!(
+                "-6 route add fd00:99::/64 encap seg6 mode {} segs {} dev r1",
+                m.name(),
+                segs(size)
+            ),
+            Family::IoamInline => format!(
+                "-6 route add fd00:99::/64 encap ioam6 mode inline trace prealloc type 0x800000 ns 123 \
+                 size {size} via fd00:2::2 dev r1"
+            ),
+            Family::IoamEncap => format!(
+                "-6 route add fd00:99::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0x800000 \
+                 ns 123 size {size} dev r1"
+            ),
+            Family::Rpl => format!(
+                "-6 route add fd00:99::/64 encap rpl segs {} dev r1",
+                segs(size)
+            ),
+        }
+    }
+
+    /// The whole router configuration of one sweep point (two links; frames arrive on `r0`).
+    pub fn config_text(self, size: usize) -> String {
+        format!(
+            "link add r0 address 02:00:00:00:01:02\n\
+             link add r1 address 02:00:00:00:02:01\n\
+             addr add fd00:1::2/64 dev r0\n\
+             addr add fd00:2::1/64 dev r1\n\
+             neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0\n\
+             neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n\
+             sysctl net.ipv6.ioam6_id=0x111111\n\
+             ioam namespace add 123 data 0xdeadbeef\n\
+             -6 route add fc00::/16 via fd00:2::2 dev r1\n\
+             {}\n",
+            self.route(size)
+        )
+    }
+}
+
+/// A buffer strategy as the sweep names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Strategy {
+    /// Linux before the fix.
+    PreFix,
+    /// Linux after the fix (warm route cache).
+    PostFix,
+    /// lwt6 with its computed rx headroom.
+    Lwt6,
+    /// lwt6 with a deliberately tiny rx headroom.
+    Lwt6Tiny,
+}
+
+impl Strategy {
+    /// The three strategies of Fig. 6.
+    pub const DEFAULT: [Strategy; 3] = [Strategy::PreFix, Strategy::PostFix, Strategy::Lwt6];
+
+    /// Name in CSV and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::PreFix => "pre-fix",
+            Strategy::PostFix => "post-fix",
+            Strategy::Lwt6 => "lwt6",
+            Strategy::Lwt6Tiny => "lwt6-tiny",
+        }
+    }
+
+    /// Parses [`name`](Self::name).
+    pub fn from_name(s: &str) -> Option<Strategy> {
+        [
+            Strategy::PreFix,
+            Strategy::PostFix,
+            Strategy::Lwt6,
+            Strategy::Lwt6Tiny,
+        ]
+        .into_iter()
+        .find(|x| x.name() == s)
+    }
+
+    /// The router's buffer strategy.
+    pub fn buffer(self, cache_line: usize) -> BufferStrategy {
+        match self {
+            Strategy::PreFix => BufferStrategy::LinuxPreFix { cache_line },
+            Strategy::PostFix => BufferStrategy::LinuxPostFix { cache_line },
+            Strategy::Lwt6 | Strategy::Lwt6Tiny => BufferStrategy::Native,
+        }
+    }
+}
+
+/// Measurement settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Packets per run.
+    pub packets: usize,
+    /// Runs per point.
+    pub runs: usize,
+    /// Rx headroom (before the Ethernet header) for the Linux strategies: the NIC's.
+    pub nic_headroom: usize,
+    /// Rx headroom for `lwt6`: `None` = the router's computed default.
+    pub native_headroom: Option<usize>,
+    /// Rx headroom for `lwt6-tiny`.
+    pub tiny_headroom: usize,
+    /// L1 cache line size (NET_SKB_PAD = max(32, line)).
+    pub cache_line: usize,
+    /// Received frame length.
+    pub frame_len: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            packets: 200_000,
+            runs: 5,
+            nic_headroom: I40E_RX_HEADROOM,
+            native_headroom: None,
+            tiny_headroom: 0,
+            cache_line: 64,
+            frame_len: DEFAULT_FRAME_LEN,
+        }
+    }
+}
+
+/// Why a bench could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BenchError {
+    /// The generated configuration was refused (a size out of the protocol's range, for example).
+    #[error("{family} size {size}: configuration refused: {reason}")]
+    Config {
+        /// Family name.
+        family: String,
+        /// Size.
+        size: usize,
+        /// Parser / builder message.
+        reason: String,
+    },
+    /// Frames were dropped instead of forwarded: the measurement would not be of the forwarding path.
+    #[error("{family} size {size} {strategy}: {dropped} of {rx} frames dropped ({reasons})")]
+    Dropped {
+        /// Family name.
+        family: String,
+        /// Size.
+        size: usize,
+        /// Strategy name.
+        strategy: &'static str,
+        /// Frames dropped.
+        dropped: u64,
+        /// Frames received.
+        rx: u64,
+        /// Drop reasons.
+        reasons: String,
+    },
+}
+
+/// The generated input: `FLOWS` distinct frames of `len` bytes (UDP, destinations `fd00:99::1..`), received on
+/// `r0` of [`Family::config_text`]'s router.
+pub fn frames(len: usize) -> Vec<Vec<u8>> {
+    let len = len.max(MAC_LEN + 40 + 8);
+    (0..FLOWS)
+        .map(|i| {
+            let mut f = vec![0u8; len];
+            f[0..6].copy_from_slice(&[2, 0, 0, 0, 1, 2]);
+            f[6..12].copy_from_slice(&[2, 0, 0, 0, 1, 1]);
+            f[12..14].copy_from_slice(&[0x86, 0xdd]);
+            let ip = &mut f[MAC_LEN..];
+            let plen = (len - MAC_LEN - 40) as u16;
+            // Version 6, traffic class 0, flow label = flow number.
+            ip[0..4].copy_from_slice(&(0x6000_0000u32 | i as u32).to_be_bytes());
+            ip[4..6].copy_from_slice(&plen.to_be_bytes());
+            ip[6] = 17;
+            ip[7] = 64;
+            ip[8..24].copy_from_slice(&"fd00:1::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+            let dst = std::net::Ipv6Addr::new(0xfd00, 0x99, 0, 0, 0, 0, 0, i as u16 + 1);
+            ip[24..40].copy_from_slice(&dst.octets());
+            let udp = &mut ip[40..];
+            udp[0..2].copy_from_slice(&(1024 + i as u16).to_be_bytes());
+            udp[2..4].copy_from_slice(&9u16.to_be_bytes());
+            udp[4..6].copy_from_slice(&plen.to_be_bytes());
+            for (k, b) in udp[8..].iter_mut().enumerate() {
+                *b = k as u8;
+            }
+            f
+        })
+        .collect()
+}
+
+/// A router for one sweep point, set up for `strategy`.
+pub fn router(
+    family: Family,
+    size: usize,
+    strategy: Strategy,
+    opts: &Options,
+) -> Result<Router, BenchError> {
+    let err = |reason: String| BenchError::Config {
+        family: family.name(),
+        size,
+        reason,
+    };
+    let cfg = config::parse(&family.config_text(size)).map_err(|e| err(e.to_string()))?;
+    let mut r = Router::build(&cfg).map_err(|e| err(e.to_string()))?;
+    r.strategy = strategy.buffer(opts.cache_line);
+    r.rx_headroom = match strategy {
+        Strategy::PreFix | Strategy::PostFix => opts.nic_headroom,
+        Strategy::Lwt6 => opts.native_headroom.unwrap_or(r.rx_headroom),
+        Strategy::Lwt6Tiny => opts.tiny_headroom,
+    };
+    Ok(r)
+}
+
+/// CPU time consumed by the calling thread, in ns, from `/proc/thread-self/schedstat` (Linux). Rates are
+/// computed over on-CPU time so that other processes sharing the machine (time slices taken away) do not show
+/// up as dips; wall-clock rates are kept beside them.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    (ns > 0).then_some(ns)
+}
+
+/// Packets per second of one timed loop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Over the thread's on-CPU time (wall time when that is not available).
+    pub cpu: f64,
+    /// Over wall-clock time.
+    pub wall: f64,
+}
+
+/// Times `f`, which handles `packets` packets.
+fn timed(packets: usize, f: impl FnOnce()) -> Rate {
+    let c0 = thread_cpu_ns();
+    let t0 = Instant::now();
+    f();
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => wall,
+    };
+    Rate {
+        cpu: packets as f64 / cpu,
+        wall: packets as f64 / wall,
+    }
+}
+
+/// One run: forwards `packets` frames (whole batches of [`FLOWS`]) and returns the rate and a sink value that
+/// depends on every frame sent (so nothing can be optimised away).
+pub fn run_once(router: &mut Router, frames: &[Vec<u8>], packets: usize) -> (Rate, u64) {
+    let batches = packets.div_ceil(frames.len()).max(1);
+    let mut sink = 0u64;
+    let mut out = |_dev: usize, _ts: u64, b: &[u8]| {
+        sink = sink.wrapping_add(b.len() as u64 ^ u64::from(b[MAC_LEN]));
+    };
+    let rate = timed(batches * frames.len(), || {
+        for _ in 0..batches {
+            router.process_batch(frames.iter().map(|f| (0usize, 0u64, f.as_slice())), &mut out);
+        }
+    });
+    (rate, std::hint::black_box(sink))
+}
+
+/// Median, minimum and maximum of some rates, in Mpps.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Spread {
+    /// From rates in packets per second.
+    pub fn of_pps(pps: &[f64]) -> Spread {
+        let mut v: Vec<f64> = pps.iter().map(|x| x / 1e6).collect();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            return Spread::default();
+        }
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        }
+    }
+}
+
+/// One measured point of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// What was forwarded.
+    pub family: Family,
+    /// SIDs, trace bytes or addresses (0 for the baseline).
+    pub size: usize,
+    /// Buffer strategy.
+    pub strategy: Strategy,
+    /// Bytes the pipeline added per packet (measured: output length − input length).
+    pub added: usize,
+    /// Rx headroom in front of the Ethernet header.
+    pub rx_headroom: usize,
+    /// Forwarding rate over on-CPU time, Mpps.
+    pub rate: Spread,
+    /// Median forwarding rate over wall-clock time, Mpps.
+    pub wall: f64,
+    /// Reallocations per packet (router counter / packets).
+    pub reallocs_per_packet: f64,
+}
+
+/// Measures one family/size under several strategies, interleaving the strategies run by run.
+pub fn measure_point(
+    family: Family,
+    size: usize,
+    strategies: &[Strategy],
+    opts: &Options,
+    frames: &[Vec<u8>],
+) -> Result<Vec<Point>, BenchError> {
+    let mut routers = strategies
+        .iter()
+        .map(|&s| router(family, size, s, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Warm-up (caches, rx buffer sizing) and the reallocation / growth figures, outside the timed runs.
+    let mut added = vec![0usize; strategies.len()];
+    let mut realloc = vec![0f64; strategies.len()];
+    for (k, r) in routers.iter_mut().enumerate() {
+        let mut out_len = 0usize;
+        r.process_batch(frames.iter().map(|f| (0usize, 0u64, f.as_slice())), &mut |_, _, b| {
+            out_len = b.len()
+        });
+        added[k] = out_len.saturating_sub(frames[frames.len() - 1].len());
+        let st = &r.stats;
+        if st.tx != st.rx || !st.balanced() {
+            let reasons = st
+                .drops
+                .iter()
+                .map(|(k, v)| format!("{} {v}", k.name()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(BenchError::Dropped {
+                family: family.name(),
+                size,
+                strategy: strategies[k].name(),
+                dropped: st.dropped(),
+                rx: st.rx,
+                reasons,
+            });
+        }
+        realloc[k] = st.reallocs as f64 / st.rx as f64;
+    }
+    let mut rates = vec![Vec::with_capacity(opts.runs); strategies.len()];
+    let mut walls = vec![Vec::with_capacity(opts.runs); strategies.len()];
+    for _ in 0..opts.runs.max(1) {
+        for (k, r) in routers.iter_mut().enumerate() {
+            let rate = run_once(r, frames, opts.packets).0;
+            rates[k].push(rate.cpu);
+            walls[k].push(rate.wall);
+        }
+    }
+    Ok(strategies
+        .iter()
+        .enumerate()
+        .map(|(k, &s)| Point {
+            family,
+            size,
+            strategy: s,
+            added: added[k],
+            rx_headroom: routers[k].rx_headroom,
+            rate: Spread::of_pps(&rates[k]),
+            wall: Spread::of_pps(&walls[k]).median,
+            reallocs_per_packet: realloc[k],
+        })
+        .collect())
+}
+
+/// The physical floor of H.Encaps: a loop that, for each packet, only copies the same outgoing header template
+/// into the same buffers and hands the result to the same kind of sink. `rx_copy` adds the copy of the received
+/// frame into its buffer, which the in-memory harness makes the pipeline do too.
+pub fn floor_once(frames: &[Vec<u8>], template: &[u8], packets: usize, rx_copy: bool) -> Rate {
+    let head = template.len().max(64).next_multiple_of(64);
+    let mut bufs: Vec<Vec<u8>> = frames
+        .iter()
+        .map(|f| {
+            let mut b = vec![0u8; head + f.len()];
+            b[head..].copy_from_slice(f);
+            b
+        })
+        .collect();
+    // The template replaces the received Ethernet header: it ends where the L3 header starts.
+    let at = head + MAC_LEN - template.len();
+    let batches = packets.div_ceil(frames.len()).max(1);
+    let mut sink = 0u64;
+    let rate = timed(batches * frames.len(), || {
+        for _ in 0..batches {
+            for (b, f) in bufs.iter_mut().zip(frames) {
+                if rx_copy {
+                    b[head..head + f.len()].copy_from_slice(f);
+                }
+                b[at..at + template.len()].copy_from_slice(template);
+                let out = std::hint::black_box(&b[at..]);
+                sink = sink.wrapping_add(out.len() as u64 ^ u64::from(out[MAC_LEN]));
+            }
+        }
+    });
+    std::hint::black_box(sink);
+    rate
+}
+
+/// Result of [`floor`]: lwt6's rate on a family/size and the two floors, measured interleaved in one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloorReport {
+    /// Family measured.
+    pub family: Family,
+    /// Size.
+    pub size: usize,
+    /// Frame length.
+    pub frame_len: usize,
+    /// Header template length (bytes written in front of the L3 packet, Ethernet included).
+    pub template_len: usize,
+    /// lwt6 native through the whole pipeline.
+    pub lwt6: Spread,
+    /// Template copy only.
+    pub floor: Spread,
+    /// Rx copy plus template copy.
+    pub floor_rx: Spread,
+}
+
+/// Measures lwt6 native on `family`/`size` (default: seg6 encap, 2 SIDs) beside the physical floor.
+pub fn floor(family: Family, size: usize, opts: &Options) -> Result<FloorReport, BenchError> {
+    let frames = frames(opts.frame_len);
+    let mut r = router(family, size, Strategy::Lwt6, opts)?;
+    let mut first: Vec<u8> = Vec::new();
+    r.process_batch([(0usize, 0u64, frames[0].as_slice())], &mut |_, _, b| {
+        first = b.to_vec()
+    });
+    if first.is_empty() {
+        return Err(BenchError::Dropped {
+            family: family.name(),
+            size,
+            strategy: "lwt6",
+            dropped: 1,
+            rx: 1,
+            reasons: "no output".into(),
+        });
+    }
+    // The template: everything in front of the received L3 packet (Ethernet + outer headers).
+    let template_len = first.len() - (frames[0].len() - MAC_LEN);
+    let template = first[..template_len].to_vec();
+    run_once(&mut r, &frames, opts.packets / 4);
+    let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+    for _ in 0..opts.runs.max(1) {
+        a.push(run_once(&mut r, &frames, opts.packets).0.cpu);
+        b.push(floor_once(&frames, &template, opts.packets, false).cpu);
+        c.push(floor_once(&frames, &template, opts.packets, true).cpu);
+    }
+    Ok(FloorReport {
+        family,
+        size,
+        frame_len: opts.frame_len,
+        template_len,
+        lwt6: Spread::of_pps(&a),
+        floor: Spread::of_pps(&b),
+        floor_rx: Spread::of_pps(&c),
+    })
+}
+
+/// Reallocations per packet Linux performs before the fix, from the closed form of behaviour spec §5.2 (not from
+/// the pipeline): with `d = O + m − H0`, two iff `d > 0` and `(−d) mod P < L − m`; one iff `d > 0` otherwise or
+/// `H0 − O < L`; none otherwise. l2encap adds its unconditional `pskb_expand_head(mac_len)`, after which the
+/// headroom is `H0 + m` and the L2 header is part of the pushed bytes.
+pub fn predicted_prefix_reallocs(family: Family, size: usize, rx_headroom: usize, cache_line: usize) -> Option<u32> {
+    let o = family.overhead(size)?;
+    let p = skb::net_skb_pad(cache_line) as i64;
+    let l = skb::ll_reserved_space(MAC_LEN, 0) as i64;
+    let m = MAC_LEN as i64;
+    let (h0, extra) = match family {
+        Family::Plain => return Some(0),
+        // After pskb_expand_head(mac_len) the headroom in front of the inner Ethernet header is rx + m, and the
+        // pushed bytes are O (the inner Ethernet header is already inside the data).
+        Family::Seg6(Seg6ModeKey::L2Encap | Seg6ModeKey::L2EncapRed) => (rx_headroom as i64 + m, 1),
+        _ => (rx_headroom as i64 + m, 0),
+    };
+    let o = o as i64;
+    let d = o + m - h0;
+    let n = if d > 0 {
+        if (-d).rem_euclid(p) < l - m { 2 } else { 1 }
+    } else if h0 - o < l {
+        1
+    } else {
+        0
+    };
+    Some(n + extra)
+}
+
+/// Reallocations per packet after the fix, warm cache (§5.2): one iff `O + L > H0`.
+pub fn predicted_postfix_reallocs(family: Family, size: usize, rx_headroom: usize) -> Option<u32> {
+    let o = family.overhead(size)?;
+    let l = skb::ll_reserved_space(MAC_LEN, 0);
+    let (h0, extra) = match family {
+        Family::Plain => return Some(0),
+        Family::Seg6(Seg6ModeKey::L2Encap | Seg6ModeKey::L2EncapRed) => (rx_headroom + MAC_LEN, 1),
+        _ => (rx_headroom + MAC_LEN, 0),
+    };
+    Some(u32::from(o + l > h0) + extra)
+}
+
+/// A simple progress indicator on stderr: a bar redrawn in place on a terminal, a line every 10% otherwise.
+#[derive(Debug)]
+pub struct Progress {
+    total: usize,
+    done: usize,
+    tty: bool,
+    last_decile: usize,
+    start: Instant,
+    enabled: bool,
+}
+
+impl Progress {
+    /// A progress indicator for `total` steps (silent when `enabled` is false).
+    pub fn new(total: usize, enabled: bool) -> Self {
+        use std::io::IsTerminal;
+        Progress {
+            total: total.max(1),
+            done: 0,
+            tty: std::io::stderr().is_terminal(),
+            last_decile: 0,
+            start: Instant::now(),
+            enabled,
+        }
+    }
+
+    /// One step done; `label` says what.
+    pub fn step(&mut self, label: &str) {
+        self.done += 1;
+        if !self.enabled {
+            return;
+        }
+        let frac = self.done as f64 / self.total as f64;
+        let el = self.start.elapsed().as_secs_f64();
+        let eta = if self.done > 0 {
+            el / frac - el
+        } else {
+            0.0
+        };
+        if self.tty {
+            let w = 30;
+            let fill = (frac * w as f64) as usize;
+            eprint!(
+                "\r[{}{}] {:>4}/{} {:>5.1}s eta {:>5.1}s {:<28}",
+                "#".repeat(fill),
+                ".".repeat(w - fill),
+                self.done,
+                self.total,
+                el,
+                eta,
+                label
+            );
+            if self.done == self.total {
+                eprintln!();
+            }
+        } else {
+            let decile = (frac * 10.0) as usize;
+            if decile > self.last_decile || self.done == self.total {
+                self.last_decile = decile;
+                eprintln!(
+                    "bench: {:>3.0}% ({}/{}) {:.1}s {}",
+                    frac * 100.0,
+                    self.done,
+                    self.total,
+                    el,
+                    label
+                );
+            }
+        }
+    }
+}
+
+/// A sweep request.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// Families and their sizes.
+    pub lines: Vec<(Family, Vec<usize>)>,
+    /// Strategies.
+    pub strategies: Vec<Strategy>,
+    /// Measurement settings.
+    pub opts: Options,
+    /// Worker threads (points are shared out; each thread measures whole points).
+    pub jobs: usize,
+    /// Show progress on stderr.
+    pub progress: bool,
+}
+
+/// Runs a sweep. Points come back sorted by family, size and strategy.
+pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
+    let frames = frames(req.opts.frame_len);
+    let work: Vec<(Family, usize)> = req
+        .lines
+        .iter()
+        .flat_map(|(f, sizes)| sizes.iter().map(move |&s| (*f, s)))
+        .collect();
+    let progress = std::sync::Mutex::new(Progress::new(work.len(), req.progress));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    let first_err = std::sync::Mutex::new(None);
+    let worker = || {
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&(family, size)) = work.get(i) else {
+                break;
+            };
+            match measure_point(family, size, &req.strategies, &req.opts, &frames) {
+                Ok(p) => results.lock().expect("no poison").extend(p),
+                Err(e) => {
+                    first_err.lock().expect("no poison").get_or_insert(e);
+                    next.store(work.len(), std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+            }
+            progress
+                .lock()
+                .expect("no poison")
+                .step(&format!("{} {}", family.name(), size));
+        }
+    };
+    if req.jobs <= 1 {
+        worker();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..req.jobs {
+                s.spawn(worker);
+            }
+        });
+    }
+    if let Some(e) = first_err.into_inner().expect("no poison") {
+        return Err(e);
+    }
+    let mut v = results.into_inner().expect("no poison");
+    v.sort_by(|a, b| (a.family, a.size, a.strategy).cmp(&(b.family, b.size, b.strategy)));
+    Ok(v)
+}
+
+/// CSV of sweep points (header line first).
+pub fn to_csv(points: &[Point], opts: &Options) -> String {
+    let mut s = String::from(
+        "proto,mode,size,size_unit,strategy,added_bytes,rx_headroom,mpps_median,mpps_min,mpps_max,\
+         reallocs_per_packet,predicted_reallocs,runs,packets_per_run,mpps_wall_median\n",
+    );
+    for p in points {
+        let predicted = match p.strategy {
+            Strategy::PreFix => predicted_prefix_reallocs(p.family, p.size, p.rx_headroom, opts.cache_line),
+            Strategy::PostFix => predicted_postfix_reallocs(p.family, p.size, p.rx_headroom),
+            _ => None,
+        }
+        .map_or(String::new(), |n| n.to_string());
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.3},{},{},{},{:.4}",
+            p.family.proto(),
+            p.family.mode(),
+            p.size,
+            p.family.size_unit(),
+            p.strategy.name(),
+            p.added,
+            p.rx_headroom,
+            p.rate.median,
+            p.rate.min,
+            p.rate.max,
+            p.reallocs_per_packet,
+            predicted,
+            opts.runs,
+            opts.packets.div_ceil(FLOWS) * FLOWS,
+            p.wall
+        );
+    }
+    s
+}
+
+/// Parses [`to_csv`] output back into points (for re-plotting without re-measuring).
+pub fn from_csv(text: &str) -> Result<Vec<Point>, String> {
+    let mut v = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let c: Vec<&str> = line.split(',').collect();
+        let bad = || format!("line {}: malformed", i + 1);
+        if c.len() < 11 {
+            return Err(bad());
+        }
+        let family = if c[0] == "ipv6" {
+            Family::Plain
+        } else if c[0] == "rpl" {
+            Family::Rpl
+        } else {
+            Family::from_name(&format!("{}-{}", c[0], c[1])).ok_or_else(bad)?
+        };
+        let num = |k: usize| c[k].parse::<f64>().map_err(|_| bad());
+        v.push(Point {
+            family,
+            size: c[2].parse().map_err(|_| bad())?,
+            strategy: Strategy::from_name(c[4]).ok_or_else(bad)?,
+            added: c[5].parse().map_err(|_| bad())?,
+            rx_headroom: c[6].parse().map_err(|_| bad())?,
+            rate: Spread {
+                median: num(7)?,
+                min: num(8)?,
+                max: num(9)?,
+            },
+            reallocs_per_packet: num(10)?,
+            wall: if c.len() > 14 { num(14)? } else { f64::NAN },
+        });
+    }
+    Ok(v)
+}
+
+/// The median rates of one family under one strategy, by size.
+pub fn line_of(points: &[Point], family: Family, strategy: Strategy) -> Vec<&Point> {
+    let mut v: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.family == family && p.strategy == strategy)
+        .collect();
+    v.sort_by_key(|p| p.size);
+    v
+}
+
+/// Largest shortfall of a point below the straight line through its two neighbours (fraction; positive =
+/// below), with the size where it happens. `None` with fewer than three points.
+pub fn worst_shortfall(line: &[&Point]) -> Option<(usize, f64)> {
+    line.windows(3)
+        .map(|w| {
+            let (x0, x1, x2) = (w[0].size as f64, w[1].size as f64, w[2].size as f64);
+            let (y0, y1, y2) = (w[0].rate.median, w[1].rate.median, w[2].rate.median);
+            let expect = y0 + (y2 - y0) * (x1 - x0) / (x2 - x0);
+            (w[1].size, 1.0 - y1 / expect)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// Markdown summary of a sweep: dips of pre-fix against the predicted positions, smoothness of lwt6, lwt6 against
+/// post-fix, reallocations per packet.
+pub fn summary(points: &[Point], opts: &Options) -> String {
+    let mut s = String::new();
+    let families: Vec<Family> = {
+        let mut f: Vec<Family> = points.iter().map(|p| p.family).collect();
+        f.sort();
+        f.dedup();
+        f
+    };
+    let has = |st: Strategy| points.iter().any(|p| p.strategy == st);
+    let _ = writeln!(
+        s,
+        "| family | points | pre-fix 2-realloc sizes (measured) | predicted (§5.2) | match | mean dip vs post-fix | \
+         mean dip vs pre-fix neighbours | lwt6 worst shortfall vs neighbours | lwt6 < post-fix at | \
+         reallocs/pkt pre / post / lwt6 / lwt6-tiny |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    for &fam in &families {
+        let pre = line_of(points, fam, Strategy::PreFix);
+        let post = line_of(points, fam, Strategy::PostFix);
+        let nat = line_of(points, fam, Strategy::Lwt6);
+        let tiny = line_of(points, fam, Strategy::Lwt6Tiny);
+        let base = match fam {
+            Family::Seg6(Seg6ModeKey::L2Encap | Seg6ModeKey::L2EncapRed) => 1.0,
+            _ => 0.0,
+        };
+        let measured: Vec<usize> = pre
+            .iter()
+            .filter(|p| p.reallocs_per_packet >= base + 1.5)
+            .map(|p| p.size)
+            .collect();
+        let predicted: Vec<usize> = pre
+            .iter()
+            .filter(|p| {
+                predicted_prefix_reallocs(fam, p.size, p.rx_headroom, opts.cache_line)
+                    .is_some_and(|n| f64::from(n) >= base + 1.5)
+            })
+            .map(|p| p.size)
+            .collect();
+        let predictable = fam.overhead(1).is_some();
+        let all_match = pre.iter().all(|p| {
+            predicted_prefix_reallocs(fam, p.size, p.rx_headroom, opts.cache_line)
+                .is_none_or(|n| (f64::from(n) - p.reallocs_per_packet).abs() < 1e-9)
+        });
+        let mut vs_post = vec![];
+        let mut vs_nb = vec![];
+        for &d in &measured {
+            let Some(i) = pre.iter().position(|p| p.size == d) else {
+                continue;
+            };
+            if let Some(q) = post.iter().find(|p| p.size == d) {
+                vs_post.push(1.0 - pre[i].rate.median / q.rate.median);
+            }
+            if i > 0 && i + 1 < pre.len() {
+                let nb = (pre[i - 1].rate.median + pre[i + 1].rate.median) / 2.0;
+                vs_nb.push(1.0 - pre[i].rate.median / nb);
+            }
+        }
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.1}%", 100.0 * v.iter().sum::<f64>() / v.len() as f64)
+            }
+        };
+        let short = worst_shortfall(&nat)
+            .map_or("-".into(), |(x, f)| format!("{:.2}% at {x}", 100.0 * f));
+        let below: Vec<String> = nat
+            .iter()
+            .filter_map(|n| {
+                let q = post.iter().find(|p| p.size == n.size)?;
+                (n.rate.median < q.rate.median).then(|| n.size.to_string())
+            })
+            .collect();
+        let rpp = |l: &[&Point]| {
+            if l.is_empty() {
+                return "-".to_string();
+            }
+            let lo = l.iter().map(|p| p.reallocs_per_packet).fold(f64::MAX, f64::min);
+            let hi = l.iter().map(|p| p.reallocs_per_packet).fold(f64::MIN, f64::max);
+            if (hi - lo).abs() < 1e-9 {
+                format!("{lo}")
+            } else {
+                format!("{lo}–{hi}")
+            }
+        };
+        let list = |v: &[usize]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
+            fam.name(),
+            pre.len().max(nat.len()),
+            if has(Strategy::PreFix) { list(&measured) } else { "-".into() },
+            if predictable { list(&predicted) } else { "n/a".into() },
+            if !has(Strategy::PreFix) {
+                "-"
+            } else if !predictable {
+                "n/a"
+            } else if all_match {
+                "yes"
+            } else {
+                "NO"
+            },
+            mean(&vs_post),
+            mean(&vs_nb),
+            short,
+            if post.is_empty() { "-".into() } else if below.is_empty() { "nowhere".into() } else { below.join(", ") },
+            rpp(&pre),
+            rpp(&post),
+            rpp(&nat),
+            rpp(&tiny),
+        );
+    }
+    s
+}
