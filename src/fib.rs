@@ -89,7 +89,7 @@ impl std::hash::Hasher for FastHasher {
         self.write_u64(u64::from(i));
     }
     fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7cc1_b727_220a_95);
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64);
@@ -137,7 +137,10 @@ impl LpmIndex {
             self.tables.resize_with(len as usize + 1, Default::default);
         }
         let key = Self::mask(bits, len, width);
-        if self.tables[len as usize].insert(key, best.clone()).is_none() {
+        if self.tables[len as usize]
+            .insert(key, best.clone())
+            .is_none()
+        {
             self.count += 1;
         }
         if let Err(pos) = self.lens.binary_search_by(|x| len.cmp(x)) {

@@ -399,43 +399,17 @@ pub fn router(
     Ok(r)
 }
 
-/// CPU time consumed by the calling thread, in ns, from `/proc/thread-self/schedstat` (Linux). Rates are
-/// computed over on-CPU time so that other processes sharing the machine (time slices taken away) do not show
-/// up as dips; wall-clock rates are kept beside them.
-pub fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
-    (ns > 0).then_some(ns)
-}
-
-/// Packets per second of one timed loop.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    /// Over the thread's on-CPU time (wall time when that is not available).
-    pub cpu: f64,
-    /// Over wall-clock time.
-    pub wall: f64,
-}
-
-/// Times `f`, which handles `packets` packets.
-fn timed(packets: usize, f: impl FnOnce()) -> Rate {
-    let c0 = thread_cpu_ns();
+/// Times `f`, which handles `packets` packets; returns packets per second over wall-clock time. (On-CPU time
+/// would ignore other processes, but on this kernel it is kept in 4 ms ticks, too coarse for runs of ~30 ms.)
+fn timed(packets: usize, f: impl FnOnce()) -> f64 {
     let t0 = Instant::now();
     f();
-    let wall = t0.elapsed().as_secs_f64();
-    let cpu = match (c0, thread_cpu_ns()) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-        _ => wall,
-    };
-    Rate {
-        cpu: packets as f64 / cpu,
-        wall: packets as f64 / wall,
-    }
+    packets as f64 / t0.elapsed().as_secs_f64()
 }
 
 /// One run: forwards `packets` frames (whole batches of [`FLOWS`]) and returns the rate and a sink value that
 /// depends on every frame sent (so nothing can be optimised away).
-pub fn run_once(router: &mut Router, frames: &[Vec<u8>], packets: usize) -> (Rate, u64) {
+pub fn run_once(router: &mut Router, frames: &[Vec<u8>], packets: usize) -> (f64, u64) {
     let batches = packets.div_ceil(frames.len()).max(1);
     let mut sink = 0u64;
     let mut out = |_dev: usize, _ts: u64, b: &[u8]| {
@@ -443,7 +417,10 @@ pub fn run_once(router: &mut Router, frames: &[Vec<u8>], packets: usize) -> (Rat
     };
     let rate = timed(batches * frames.len(), || {
         for _ in 0..batches {
-            router.process_batch(frames.iter().map(|f| (0usize, 0u64, f.as_slice())), &mut out);
+            router.process_batch(
+                frames.iter().map(|f| (0usize, 0u64, f.as_slice())),
+                &mut out,
+            );
         }
     });
     (rate, std::hint::black_box(sink))
@@ -495,12 +472,100 @@ pub struct Point {
     pub added: usize,
     /// Rx headroom in front of the Ethernet header.
     pub rx_headroom: usize,
-    /// Forwarding rate over on-CPU time, Mpps.
+    /// Forwarding rate, Mpps.
     pub rate: Spread,
-    /// Median forwarding rate over wall-clock time, Mpps.
-    pub wall: f64,
     /// Reallocations per packet (router counter / packets).
     pub reallocs_per_packet: f64,
+}
+
+/// One family/size set up under several strategies, warmed up, collecting timed runs.
+#[derive(Debug)]
+pub struct Prepared {
+    family: Family,
+    size: usize,
+    strategies: Vec<Strategy>,
+    routers: Vec<Router>,
+    added: Vec<usize>,
+    realloc: Vec<f64>,
+    rates: Vec<Vec<f64>>,
+}
+
+impl Prepared {
+    /// Builds the routers and forwards one warm-up batch through each (caches, rx buffer sizing), which also
+    /// gives the reallocation and growth figures. Fails if any frame is dropped.
+    pub fn new(
+        family: Family,
+        size: usize,
+        strategies: &[Strategy],
+        opts: &Options,
+        frames: &[Vec<u8>],
+    ) -> Result<Prepared, BenchError> {
+        let mut routers = strategies
+            .iter()
+            .map(|&s| router(family, size, s, opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut added = vec![0usize; strategies.len()];
+        let mut realloc = vec![0f64; strategies.len()];
+        for (k, r) in routers.iter_mut().enumerate() {
+            let mut out_len = 0usize;
+            r.process_batch(
+                frames.iter().map(|f| (0usize, 0u64, f.as_slice())),
+                &mut |_, _, b| out_len = b.len(),
+            );
+            added[k] = out_len.saturating_sub(frames[frames.len() - 1].len());
+            let st = &r.stats;
+            if st.tx != st.rx || !st.balanced() {
+                let reasons = st
+                    .drops
+                    .iter()
+                    .map(|(k, v)| format!("{} {v}", k.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(BenchError::Dropped {
+                    family: family.name(),
+                    size,
+                    strategy: strategies[k].name(),
+                    dropped: st.dropped(),
+                    rx: st.rx,
+                    reasons,
+                });
+            }
+            realloc[k] = st.reallocs as f64 / st.rx as f64;
+        }
+        Ok(Prepared {
+            family,
+            size,
+            strategies: strategies.to_vec(),
+            rates: vec![Vec::new(); strategies.len()],
+            routers,
+            added,
+            realloc,
+        })
+    }
+
+    /// One timed run of every strategy, one after the other.
+    pub fn run(&mut self, frames: &[Vec<u8>], packets: usize) {
+        for (k, r) in self.routers.iter_mut().enumerate() {
+            self.rates[k].push(run_once(r, frames, packets).0);
+        }
+    }
+
+    /// The points (one per strategy).
+    pub fn points(&self) -> Vec<Point> {
+        self.strategies
+            .iter()
+            .enumerate()
+            .map(|(k, &s)| Point {
+                family: self.family,
+                size: self.size,
+                strategy: s,
+                added: self.added[k],
+                rx_headroom: self.routers[k].rx_headroom,
+                rate: Spread::of_pps(&self.rates[k]),
+                reallocs_per_packet: self.realloc[k],
+            })
+            .collect()
+    }
 }
 
 /// Measures one family/size under several strategies, interleaving the strategies run by run.
@@ -511,90 +576,71 @@ pub fn measure_point(
     opts: &Options,
     frames: &[Vec<u8>],
 ) -> Result<Vec<Point>, BenchError> {
-    let mut routers = strategies
-        .iter()
-        .map(|&s| router(family, size, s, opts))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Warm-up (caches, rx buffer sizing) and the reallocation / growth figures, outside the timed runs.
-    let mut added = vec![0usize; strategies.len()];
-    let mut realloc = vec![0f64; strategies.len()];
-    for (k, r) in routers.iter_mut().enumerate() {
-        let mut out_len = 0usize;
-        r.process_batch(frames.iter().map(|f| (0usize, 0u64, f.as_slice())), &mut |_, _, b| {
-            out_len = b.len()
-        });
-        added[k] = out_len.saturating_sub(frames[frames.len() - 1].len());
-        let st = &r.stats;
-        if st.tx != st.rx || !st.balanced() {
-            let reasons = st
-                .drops
-                .iter()
-                .map(|(k, v)| format!("{} {v}", k.name()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(BenchError::Dropped {
-                family: family.name(),
-                size,
-                strategy: strategies[k].name(),
-                dropped: st.dropped(),
-                rx: st.rx,
-                reasons,
-            });
-        }
-        realloc[k] = st.reallocs as f64 / st.rx as f64;
-    }
-    let mut rates = vec![Vec::with_capacity(opts.runs); strategies.len()];
-    let mut walls = vec![Vec::with_capacity(opts.runs); strategies.len()];
+    let mut p = Prepared::new(family, size, strategies, opts, frames)?;
     for _ in 0..opts.runs.max(1) {
-        for (k, r) in routers.iter_mut().enumerate() {
-            let rate = run_once(r, frames, opts.packets).0;
-            rates[k].push(rate.cpu);
-            walls[k].push(rate.wall);
-        }
+        p.run(frames, opts.packets);
     }
-    Ok(strategies
-        .iter()
-        .enumerate()
-        .map(|(k, &s)| Point {
-            family,
-            size,
-            strategy: s,
-            added: added[k],
-            rx_headroom: routers[k].rx_headroom,
-            rate: Spread::of_pps(&rates[k]),
-            wall: Spread::of_pps(&walls[k]).median,
-            reallocs_per_packet: realloc[k],
-        })
-        .collect())
+    Ok(p.points())
 }
 
 /// The physical floor of H.Encaps: a loop that, for each packet, only copies the same outgoing header template
-/// into the same buffers and hands the result to the same kind of sink. `rx_copy` adds the copy of the received
-/// frame into its buffer, which the in-memory harness makes the pipeline do too.
-pub fn floor_once(frames: &[Vec<u8>], template: &[u8], packets: usize, rx_copy: bool) -> Rate {
-    let head = template.len().max(64).next_multiple_of(64);
-    let mut bufs: Vec<Vec<u8>> = frames
-        .iter()
-        .map(|f| {
-            let mut b = vec![0u8; head + f.len()];
-            b[head..].copy_from_slice(f);
-            b
-        })
-        .collect();
-    // The template replaces the received Ethernet header: it ends where the L3 header starts.
-    let at = head + MAC_LEN - template.len();
-    let batches = packets.div_ceil(frames.len()).max(1);
-    let mut sink = 0u64;
-    let rate = timed(batches * frames.len(), || {
-        for _ in 0..batches {
-            for (b, f) in bufs.iter_mut().zip(frames) {
-                if rx_copy {
-                    b[head..head + f.len()].copy_from_slice(f);
-                }
-                b[at..at + template.len()].copy_from_slice(template);
-                let out = std::hint::black_box(&b[at..]);
-                sink = sink.wrapping_add(out.len() as u64 ^ u64::from(out[MAC_LEN]));
+/// into the same buffers and hands the result to the same kind of sink.
+#[derive(Debug, Clone)]
+pub struct FloorLoop {
+    frames: Vec<Vec<u8>>,
+    bufs: Vec<Vec<u8>>,
+    template: Vec<u8>,
+    head: usize,
+}
+
+impl FloorLoop {
+    /// Buffers for `frames` with room for `template` in front of their L3 header.
+    pub fn new(frames: &[Vec<u8>], template: &[u8]) -> Self {
+        let head = template.len().max(64).next_multiple_of(64);
+        let bufs = frames
+            .iter()
+            .map(|f| {
+                let mut b = vec![0u8; head + f.len()];
+                b[head..].copy_from_slice(f);
+                b
+            })
+            .collect();
+        FloorLoop {
+            frames: frames.to_vec(),
+            bufs,
+            template: template.to_vec(),
+            head,
+        }
+    }
+
+    /// One pass over every buffer; `rx_copy` adds the copy of the received frame into its buffer, which the
+    /// in-memory harness makes the pipeline do too. Returns the sink value.
+    pub fn pass(&mut self, rx_copy: bool) -> u64 {
+        let head = self.head;
+        let t = self.template.len();
+        // The template replaces the received Ethernet header: it ends where the L3 header starts.
+        let at = head + MAC_LEN - t;
+        let mut sink = 0u64;
+        for (b, f) in self.bufs.iter_mut().zip(&self.frames) {
+            if rx_copy {
+                b[head..head + f.len()].copy_from_slice(f);
             }
+            b[at..at + t].copy_from_slice(&self.template);
+            let out = std::hint::black_box(&b[at..]);
+            sink = sink.wrapping_add(out.len() as u64 ^ u64::from(out[MAC_LEN]));
+        }
+        sink
+    }
+}
+
+/// Times [`FloorLoop`] over `packets` packets (whole passes).
+pub fn floor_once(frames: &[Vec<u8>], template: &[u8], packets: usize, rx_copy: bool) -> f64 {
+    let mut l = FloorLoop::new(frames, template);
+    let passes = packets.div_ceil(frames.len()).max(1);
+    let mut sink = 0u64;
+    let rate = timed(passes * frames.len(), || {
+        for _ in 0..passes {
+            sink = sink.wrapping_add(l.pass(rx_copy));
         }
     });
     std::hint::black_box(sink);
@@ -644,9 +690,9 @@ pub fn floor(family: Family, size: usize, opts: &Options) -> Result<FloorReport,
     run_once(&mut r, &frames, opts.packets / 4);
     let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
     for _ in 0..opts.runs.max(1) {
-        a.push(run_once(&mut r, &frames, opts.packets).0.cpu);
-        b.push(floor_once(&frames, &template, opts.packets, false).cpu);
-        c.push(floor_once(&frames, &template, opts.packets, true).cpu);
+        a.push(run_once(&mut r, &frames, opts.packets).0);
+        b.push(floor_once(&frames, &template, opts.packets, false));
+        c.push(floor_once(&frames, &template, opts.packets, true));
     }
     Ok(FloorReport {
         family,
@@ -663,7 +709,12 @@ pub fn floor(family: Family, size: usize, opts: &Options) -> Result<FloorReport,
 /// the pipeline): with `d = O + m − H0`, two iff `d > 0` and `(−d) mod P < L − m`; one iff `d > 0` otherwise or
 /// `H0 − O < L`; none otherwise. l2encap adds its unconditional `pskb_expand_head(mac_len)`, after which the
 /// headroom is `H0 + m` and the L2 header is part of the pushed bytes.
-pub fn predicted_prefix_reallocs(family: Family, size: usize, rx_headroom: usize, cache_line: usize) -> Option<u32> {
+pub fn predicted_prefix_reallocs(
+    family: Family,
+    size: usize,
+    rx_headroom: usize,
+    cache_line: usize,
+) -> Option<u32> {
     let o = family.overhead(size)?;
     let p = skb::net_skb_pad(cache_line) as i64;
     let l = skb::ll_reserved_space(MAC_LEN, 0) as i64;
@@ -732,11 +783,7 @@ impl Progress {
         }
         let frac = self.done as f64 / self.total as f64;
         let el = self.start.elapsed().as_secs_f64();
-        let eta = if self.done > 0 {
-            el / frac - el
-        } else {
-            0.0
-        };
+        let eta = if self.done > 0 { el / frac - el } else { 0.0 };
         if self.tty {
             let w = 30;
             let fill = (frac * w as f64) as usize;
@@ -785,7 +832,8 @@ pub struct Sweep {
     pub progress: bool,
 }
 
-/// Runs a sweep. Points come back sorted by family, size and strategy.
+/// Runs a sweep. With one job, runs go round robin over all points (see the body); with more, each thread
+/// measures whole points. Points come back sorted by family, size and strategy.
 pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
     let frames = frames(req.opts.frame_len);
     let work: Vec<(Family, usize)> = req
@@ -793,6 +841,30 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
         .iter()
         .flat_map(|(f, sizes)| sizes.iter().map(move |&s| (*f, s)))
         .collect();
+    if req.jobs <= 1 {
+        // Round robin: run 1 of every point, then run 2 of every point, ... so that a slow phase of the machine
+        // (other processes) spreads over all points instead of bending a stretch of one curve.
+        let mut prepared = work
+            .iter()
+            .map(|&(f, s)| Prepared::new(f, s, &req.strategies, &req.opts, &frames))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runs = req.opts.runs.max(1);
+        let mut progress = Progress::new(prepared.len() * runs, req.progress);
+        for r in 0..runs {
+            for p in &mut prepared {
+                p.run(&frames, req.opts.packets);
+                progress.step(&format!(
+                    "run {}/{runs} {} {}",
+                    r + 1,
+                    p.family.name(),
+                    p.size
+                ));
+            }
+        }
+        let mut v: Vec<Point> = prepared.iter().flat_map(Prepared::points).collect();
+        v.sort_by_key(|p| (p.family, p.size, p.strategy));
+        return Ok(v);
+    }
     let progress = std::sync::Mutex::new(Progress::new(work.len(), req.progress));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());
@@ -817,20 +889,16 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
                 .step(&format!("{} {}", family.name(), size));
         }
     };
-    if req.jobs <= 1 {
-        worker();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..req.jobs {
-                s.spawn(worker);
-            }
-        });
-    }
+    std::thread::scope(|s| {
+        for _ in 0..req.jobs {
+            s.spawn(worker);
+        }
+    });
     if let Some(e) = first_err.into_inner().expect("no poison") {
         return Err(e);
     }
     let mut v = results.into_inner().expect("no poison");
-    v.sort_by(|a, b| (a.family, a.size, a.strategy).cmp(&(b.family, b.size, b.strategy)));
+    v.sort_by_key(|p| (p.family, p.size, p.strategy));
     Ok(v)
 }
 
@@ -838,18 +906,20 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
 pub fn to_csv(points: &[Point], opts: &Options) -> String {
     let mut s = String::from(
         "proto,mode,size,size_unit,strategy,added_bytes,rx_headroom,mpps_median,mpps_min,mpps_max,\
-         reallocs_per_packet,predicted_reallocs,runs,packets_per_run,mpps_wall_median\n",
+         reallocs_per_packet,predicted_reallocs,runs,packets_per_run\n",
     );
     for p in points {
         let predicted = match p.strategy {
-            Strategy::PreFix => predicted_prefix_reallocs(p.family, p.size, p.rx_headroom, opts.cache_line),
+            Strategy::PreFix => {
+                predicted_prefix_reallocs(p.family, p.size, p.rx_headroom, opts.cache_line)
+            }
             Strategy::PostFix => predicted_postfix_reallocs(p.family, p.size, p.rx_headroom),
             _ => None,
         }
         .map_or(String::new(), |n| n.to_string());
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.3},{},{},{},{:.4}",
+            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.3},{},{},{}",
             p.family.proto(),
             p.family.mode(),
             p.size,
@@ -863,8 +933,7 @@ pub fn to_csv(points: &[Point], opts: &Options) -> String {
             p.reallocs_per_packet,
             predicted,
             opts.runs,
-            opts.packets.div_ceil(FLOWS) * FLOWS,
-            p.wall
+            opts.packets.div_ceil(FLOWS) * FLOWS
         );
     }
     s
@@ -902,7 +971,6 @@ pub fn from_csv(text: &str) -> Result<Vec<Point>, String> {
                 max: num(9)?,
             },
             reallocs_per_packet: num(10)?,
-            wall: if c.len() > 14 { num(14)? } else { f64::NAN },
         });
     }
     Ok(v)
@@ -920,11 +988,13 @@ pub fn line_of(points: &[Point], family: Family, strategy: Strategy) -> Vec<&Poi
 
 /// Largest shortfall of a point below the straight line through its two neighbours (fraction; positive =
 /// below), with the size where it happens. `None` with fewer than three points.
-pub fn worst_shortfall(line: &[&Point]) -> Option<(usize, f64)> {
+/// `best` uses each point's best run (max) instead of its median: the figure least disturbed by other processes.
+pub fn worst_shortfall(line: &[&Point], best: bool) -> Option<(usize, f64)> {
+    let y = |p: &Point| if best { p.rate.max } else { p.rate.median };
     line.windows(3)
         .map(|w| {
             let (x0, x1, x2) = (w[0].size as f64, w[1].size as f64, w[2].size as f64);
-            let (y0, y1, y2) = (w[0].rate.median, w[1].rate.median, w[2].rate.median);
+            let (y0, y1, y2) = (y(w[0]), y(w[1]), y(w[2]));
             let expect = y0 + (y2 - y0) * (x1 - x0) / (x2 - x0);
             (w[1].size, 1.0 - y1 / expect)
         })
@@ -997,8 +1067,16 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
                 format!("{:.1}%", 100.0 * v.iter().sum::<f64>() / v.len() as f64)
             }
         };
-        let short = worst_shortfall(&nat)
-            .map_or("-".into(), |(x, f)| format!("{:.2}% at {x}", 100.0 * f));
+        let short = match (worst_shortfall(&nat, false), worst_shortfall(&nat, true)) {
+            (Some((x, f)), Some((xb, fb))) => {
+                format!(
+                    "{:.2}% at {x} (best runs: {:.2}% at {xb})",
+                    100.0 * f,
+                    100.0 * fb
+                )
+            }
+            _ => "-".into(),
+        };
         let below: Vec<String> = nat
             .iter()
             .filter_map(|n| {
@@ -1010,8 +1088,14 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
             if l.is_empty() {
                 return "-".to_string();
             }
-            let lo = l.iter().map(|p| p.reallocs_per_packet).fold(f64::MAX, f64::min);
-            let hi = l.iter().map(|p| p.reallocs_per_packet).fold(f64::MIN, f64::max);
+            let lo = l
+                .iter()
+                .map(|p| p.reallocs_per_packet)
+                .fold(f64::MAX, f64::min);
+            let hi = l
+                .iter()
+                .map(|p| p.reallocs_per_packet)
+                .fold(f64::MIN, f64::max);
             if (hi - lo).abs() < 1e-9 {
                 format!("{lo}")
             } else {
@@ -1022,7 +1106,10 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
             if v.is_empty() {
                 "none".to_string()
             } else {
-                v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
         let _ = writeln!(
@@ -1030,8 +1117,16 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
             fam.name(),
             pre.len().max(nat.len()),
-            if has(Strategy::PreFix) { list(&measured) } else { "-".into() },
-            if predictable { list(&predicted) } else { "n/a".into() },
+            if has(Strategy::PreFix) {
+                list(&measured)
+            } else {
+                "-".into()
+            },
+            if predictable {
+                list(&predicted)
+            } else {
+                "n/a".into()
+            },
             if !has(Strategy::PreFix) {
                 "-"
             } else if !predictable {
@@ -1044,7 +1139,13 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
             mean(&vs_post),
             mean(&vs_nb),
             short,
-            if post.is_empty() { "-".into() } else if below.is_empty() { "nowhere".into() } else { below.join(", ") },
+            if post.is_empty() {
+                "-".into()
+            } else if below.is_empty() {
+                "nowhere".into()
+            } else {
+                below.join(", ")
+            },
             rpp(&pre),
             rpp(&post),
             rpp(&nat),

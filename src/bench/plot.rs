@@ -44,7 +44,9 @@ pub fn nice_step(range: f64, n: usize) -> f64 {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The plot of one family: rates of every strategy present in `points`, the `baseline` (Mpps) as a dashed line,
@@ -327,7 +329,6 @@ mod tests {
                 max: mpps * 1.1,
             },
             reallocs_per_packet: r,
-            wall: mpps,
         };
         let pts = vec![
             p(1, Strategy::PreFix, 3.0, 1.0),
@@ -335,7 +336,13 @@ mod tests {
             p(1, Strategy::Lwt6, 9.0, 0.0),
             p(2, Strategy::Lwt6, 9.0, 0.0),
         ];
-        let svg = family_svg(&pts, Family::Rpl, Some((10.0, "IPv6")), 64, "lwt6 bench sweep <x>");
+        let svg = family_svg(
+            &pts,
+            Family::Rpl,
+            Some((10.0, "IPv6")),
+            64,
+            "lwt6 bench sweep <x>",
+        );
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<polyline").count(), 4);
         assert!(svg.contains("&lt;x&gt;"));

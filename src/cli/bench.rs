@@ -124,10 +124,18 @@ fn options(c: &Common) -> Result<Options, Failure> {
 }
 
 fn parse_sizes(s: &str) -> Result<Vec<usize>, Failure> {
-    let bad = || super::fail(format!("lwt6 bench: bad --sizes '{s}' (expected A..B or a comma list)"));
+    let bad = || {
+        super::fail(format!(
+            "lwt6 bench: bad --sizes '{s}' (expected A..B or a comma list)"
+        ))
+    };
     if let Some((a, b)) = s.split_once("..") {
         let a: usize = a.trim().parse().map_err(|_| bad())?;
-        let b: usize = b.trim().trim_start_matches('=').parse().map_err(|_| bad())?;
+        let b: usize = b
+            .trim()
+            .trim_start_matches('=')
+            .parse()
+            .map_err(|_| bad())?;
         if a > b {
             return Err(bad());
         }
@@ -196,7 +204,8 @@ fn floor(a: FloorArgs) -> Result<(), Failure> {
     let opts = options(&a.common)?;
     let fam = Family::from_name(&a.family)
         .ok_or_else(|| super::fail(format!("lwt6 bench: unknown --family '{}'", a.family)))?;
-    let r = bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("lwt6 bench: {e}")))?;
+    let r =
+        bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("lwt6 bench: {e}")))?;
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{}", floor_table(&r));
     Ok(())
@@ -250,7 +259,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         .collect::<Result<Vec<_>, _>>()?;
     let sizes = a.sizes.as_deref().map(parse_sizes).transpose()?;
     if a.quick {
-        opts.packets = opts.packets.min(8 * bench::FLOWS);
+        opts.packets = opts.packets.min(64 * bench::FLOWS);
         opts.runs = opts.runs.min(3);
     }
     let lines: Vec<(Family, Vec<usize>)> = fams
@@ -327,7 +336,9 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         elapsed
     );
     if let Some(b) = baseline {
-        md.push_str(&format!("IPv6 forwarding baseline (no tunnel): {b:.2} Mpps.\n\n"));
+        md.push_str(&format!(
+            "IPv6 forwarding baseline (no tunnel): {b:.2} Mpps.\n\n"
+        ));
     }
     md.push_str(&bench::summary(&points, &opts));
     write("summary.md", &md)?;
