@@ -124,7 +124,7 @@ fn srh_endpoint_advances_when_seg6_enabled() {
         64,
     );
     let mut off = router("");
-    assert!(run(&mut off, &[f.clone()]).is_empty());
+    assert!(run(&mut off, std::slice::from_ref(&f)).is_empty());
     assert_eq!(off.stats.drops.get(&DropReason::Seg6Disabled), Some(&1));
     let mut on =
         router("sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\n");
