@@ -117,7 +117,12 @@ impl PacketBuf {
         if self.grown {
             return Err(BufError::SecondGrowth);
         }
-        let delta = (need - self.start).div_ceil(64) * 64;
+        self.grow_front((need - self.start).div_ceil(64) * 64);
+        Ok(true)
+    }
+
+    /// Reallocates with `delta` more bytes of headroom, copying the data; counted.
+    fn grow_front(&mut self, delta: usize) {
         let mut mem = vec![0u8; self.mem.len() + delta];
         mem[self.start + delta..self.end + delta].copy_from_slice(&self.mem[self.start..self.end]);
         self.mem = mem;
@@ -125,7 +130,6 @@ impl PacketBuf {
         self.end += delta;
         self.grown = true;
         self.reallocs += 1;
-        Ok(true)
     }
 
     /// Linux's `skb_cow_head(skb, need)` on this buffer, for modelling the kernel: when `need` exceeds the headroom,
@@ -145,13 +149,7 @@ impl PacketBuf {
     /// Linux's `pskb_expand_head(skb, nhead, 0)`: always reallocates, growing the headroom by exactly `nhead`
     /// (the l2encap modes do this unconditionally with `nhead = mac_len`). Counted.
     pub fn kernel_expand_head(&mut self, nhead: usize) {
-        let mut mem = vec![0u8; self.mem.len() + nhead];
-        mem[self.start + nhead..self.end + nhead].copy_from_slice(&self.mem[self.start..self.end]);
-        self.mem = mem;
-        self.start += nhead;
-        self.end += nhead;
-        self.grown = true;
-        self.reallocs += 1;
+        self.grow_front(nhead);
     }
 
     /// Moves the data start `n` bytes back and returns the new front bytes (uninitialised content: overwrite it).
