@@ -189,3 +189,28 @@ fn rpl_param_problem_points_at_segments_left() {
     assert_eq!((icmp[0], icmp[1]), (4, 0));
     assert_eq!(u32::from_be_bytes([icmp[4], icmp[5], icmp[6], icmp[7]]), 43);
 }
+
+#[test]
+fn seg6_flowlabel_one_is_a_stable_per_flow_hash() {
+    let mut r = router(
+        "sysctl net.ipv6.seg6_flowlabel=1\n-6 route add fc00::/16 via fd00:2::2 dev r1\n\
+         -6 route add fd00:92::/64 encap seg6 mode encap segs fc00::a dev r1\n",
+    );
+    let label = |f: &[u8]| u32::from_be_bytes([f[14], f[15], f[16], f[17]]) & 0xfffff;
+    let mut f1 = frame("fd00:92::1", 17, &[], 64);
+    let f2 = frame("fd00:92::2", 17, &[], 64);
+    let out = run(&mut r, &[f1.clone(), f1.clone(), f2]);
+    assert_eq!(out.len(), 3);
+    let (a1, a2, b) = (label(&out[0].1), label(&out[1].1), label(&out[2].1));
+    assert_eq!(a1, a2, "same flow, same label");
+    assert_ne!(a1, b, "different destination, different label");
+    // The documented key: src, dst, next header, the first 4 bytes of the upper layer (ports).
+    let p = &f1[14..];
+    let expect = lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &[17], &p[40..44]]);
+    assert_eq!(a1, expect);
+    // A non-zero inner flow label replaces the ports in the key.
+    f1[14 + 3] = 0x45;
+    let out = run(&mut r, &[f1.clone()]);
+    let p = &f1[14..];
+    assert_eq!(label(&out[0].1), lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()]));
+}
