@@ -224,7 +224,7 @@ pub fn validate(s: &Scenario, opts: &Options) -> Result<(), String> {
         return Err(format!("--hmac applies to seg6 only, not {}", s.proto));
     }
     let (min, max, step) = size_range(s.proto, &s.mode, s.hmac);
-    if s.size < min || s.size > max || s.size % step != 0 {
+    if s.size < min || s.size > max || !s.size.is_multiple_of(step) {
         let what = match s.proto {
             Proto::Ioam6 => format!("multiples of 4 from {min} to {max} trace bytes"),
             _ => format!(
@@ -245,7 +245,7 @@ pub fn validate(s: &Scenario, opts: &Options) -> Result<(), String> {
             s.cache_line
         ));
     }
-    if s.ll_reserved == 0 || s.ll_reserved % 16 != 0 {
+    if s.ll_reserved == 0 || !s.ll_reserved.is_multiple_of(16) {
         return Err(format!(
             "LL_RESERVED_SPACE {} impossible: it is ((hard_header_len + needed_headroom) & ~15) + 16, \
              a positive multiple of 16 (valid: 16, 32, 48, ...)",
