@@ -854,7 +854,8 @@ mod tests {
     #[test]
     fn locally_generated_packets() {
         // UDP from the router: H0 = 16 + 8 = 24, mac_len 0. Pre-fix encap: need O; d = O − 24 = 24 + 16n;
-        // double iff ALIGN(d, 64) − d < 16 ⟺ d mod 64 > 48 ⟺ 24 + 16n ≡ 56 (mod 64) ⟺ n ≡ 2 (mod 4).
+        // double iff ALIGN(d, 64) − d < 16 ⟺ d mod 64 ∈ {0} ∪ 49..=63; d ≡ 8 (mod 16) leaves only
+        // 24 + 16n ≡ 56 (mod 64) ⟺ n ≡ 2 (mod 4).
         let base = Scenario {
             locally_generated: true,
             rx_headroom: local_headroom(16),
