@@ -212,5 +212,8 @@ fn seg6_flowlabel_one_is_a_stable_per_flow_hash() {
     f1[14 + 3] = 0x45;
     let out = run(&mut r, &[f1.clone()]);
     let p = &f1[14..];
-    assert_eq!(label(&out[0].1), lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()]));
+    assert_eq!(
+        label(&out[0].1),
+        lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()])
+    );
 }
