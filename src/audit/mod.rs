@@ -35,7 +35,9 @@ pub const MODES: &[&str] = &["inline", "encap", "encap.red", "l2encap", "l2encap
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     /// Not running as root.
-    #[error("lwt6 audit must run as root: it creates network namespaces and runs bpftrace (try sudo)")]
+    #[error(
+        "lwt6 audit must run as root: it creates network namespaces and runs bpftrace (try sudo)"
+    )]
     NotRoot,
     /// SIGINT / SIGTERM / SIGHUP arrived; everything was cleaned up.
     #[error("interrupted; the test namespaces and bpftrace were removed")]
@@ -126,7 +128,10 @@ pub fn parse_modes(s: &str) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for m in s.split(',').map(str::trim).filter(|m| !m.is_empty()) {
         if !MODES.contains(&m) {
-            return Err(format!("unknown seg6 mode '{m}' (valid: {}, or all)", MODES.join(", ")));
+            return Err(format!(
+                "unknown seg6 mode '{m}' (valid: {}, or all)",
+                MODES.join(", ")
+            ));
         }
         if !out.iter().any(|x| x == m) {
             out.push(m.to_string());
@@ -143,7 +148,10 @@ pub fn parse_segments(s: &str) -> Result<Vec<usize>, String> {
     // 120 keeps every mode (inline adds a slot, hdrlen ≤ 255) within the SRH limits.
     const MAX: usize = 120;
     let num = |t: &str| -> Result<usize, String> {
-        let n: usize = t.trim().parse().map_err(|_| format!("'{t}' is not a segment count"))?;
+        let n: usize = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{t}' is not a segment count"))?;
         if (1..=MAX).contains(&n) {
             Ok(n)
         } else {
@@ -174,7 +182,11 @@ pub fn parse_segments(s: &str) -> Result<Vec<usize>, String> {
 /// Reads the machine facts (cache line from sysfs, else `CONFIG_X86_L1_CACHE_SHIFT` in /proc/config.gz, else
 /// 64 with a note).
 pub fn machine_facts() -> MachineFacts {
-    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
     let kernel = read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
     let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
@@ -217,15 +229,26 @@ fn cache_line() -> (usize, String) {
             .and_then(|v| v.trim().parse::<u32>().ok())
             .filter(|s| *s < 12)
         {
-            return (1 << shift, "CONFIG_X86_L1_CACHE_SHIFT in /proc/config.gz".into());
+            return (
+                1 << shift,
+                "CONFIG_X86_L1_CACHE_SHIFT in /proc/config.gz".into(),
+            );
         }
     }
-    (64, "assumed (not readable from sysfs or /proc/config.gz)".into())
+    (
+        64,
+        "assumed (not readable from sysfs or /proc/config.gz)".into(),
+    )
 }
 
 /// Installs bpftrace with apt-get when it is missing (saying so on stderr).
 pub fn ensure_bpftrace(log: &mut dyn FnMut(&str)) -> Result<(), String> {
-    let present = || Command::new("bpftrace").arg("--version").output().is_ok_and(|o| o.status.success());
+    let present = || {
+        Command::new("bpftrace")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
     if present() {
         return Ok(());
     }
@@ -241,7 +264,9 @@ pub fn ensure_bpftrace(log: &mut dyn FnMut(&str)) -> Result<(), String> {
     if !apt(&["install", "-y", "-q", "bpftrace"]) {
         log("apt-get install failed; running apt-get update and retrying");
         if !apt(&["update", "-q"]) || !apt(&["install", "-y", "-q", "bpftrace"]) {
-            return Err("bpftrace is not installed and `apt-get install -y bpftrace` failed".into());
+            return Err(
+                "bpftrace is not installed and `apt-get install -y bpftrace` failed".into(),
+            );
         }
     }
     if present() {
@@ -294,7 +319,8 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     if opts.count == 0 {
         return Err(AuditError::Failed("--count must be at least 1".into()));
     }
-    sys::install_interrupt_handler().map_err(|e| AuditError::Failed(format!("cannot install signal handlers: {e}")))?;
+    sys::install_interrupt_handler()
+        .map_err(|e| AuditError::Failed(format!("cannot install signal handlers: {e}")))?;
     testbed::remove_stale();
     ensure_bpftrace(log).map_err(AuditError::Failed)?;
     ensure_tracefs(log).map_err(AuditError::Failed)?;
@@ -321,6 +347,22 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     })?;
 
     let frame = testbed::burst_frame();
+    // Warm-up bursts (plain forwarding, their counts are ignored) until every probe has fired once.
+    tb.set_route(&testbed::plain_route())
+        .map_err(AuditError::Failed)?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut warmup_tids = Vec::new();
+    while !tracer.all_live() {
+        check_interrupt()?;
+        if std::time::Instant::now() > deadline {
+            return Err(AuditError::Failed(
+                "bpftrace attached but its tracepoints never fired for the test traffic".into(),
+            ));
+        }
+        let (tid, _) = tb.burst(&frame, 10).map_err(AuditError::Failed)?;
+        warmup_tids.push(tid);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let mut bursts = vec![Burst {
         mode: None,
         segments: 0,
@@ -363,7 +405,7 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     let mut tids: Vec<u32> = bursts.iter().map(|b| b.tid).collect();
     tids.sort_unstable();
     tids.dedup();
-    if tids.len() != bursts.len() {
+    if tids.len() != bursts.len() || bursts.iter().any(|b| warmup_tids.contains(&b.tid)) {
         return Err(AuditError::Failed(
             "two bursts ran on threads with the same id; cannot attribute the counts".into(),
         ));
@@ -475,9 +517,15 @@ mod tests {
 
     #[test]
     fn segment_lists() {
-        assert_eq!(parse_segments("1..20").unwrap(), (1..=20).collect::<Vec<_>>());
+        assert_eq!(
+            parse_segments("1..20").unwrap(),
+            (1..=20).collect::<Vec<_>>()
+        );
         assert_eq!(parse_segments("13").unwrap(), vec![13]);
-        assert_eq!(parse_segments("1,4..6, 13,4").unwrap(), vec![1, 4, 5, 6, 13]);
+        assert_eq!(
+            parse_segments("1,4..6, 13,4").unwrap(),
+            vec![1, 4, 5, 6, 13]
+        );
         assert_eq!(parse_segments("2..=3").unwrap(), vec![2, 3]);
         assert!(parse_segments("0").is_err());
         assert!(parse_segments("5..2").is_err());
@@ -486,9 +534,27 @@ mod tests {
         assert!(parse_segments("1..999").is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_lists_never_panic(s in ".{0,60}") {
+            let _ = parse_segments(&s);
+            let _ = parse_modes(&s);
+        }
+
+        #[test]
+        fn ranges_are_inclusive(a in 1usize..=120, b in 1usize..=120) {
+            let (lo, hi) = (a.min(b), a.max(b));
+            let v = parse_segments(&format!("{lo}..{hi}")).unwrap();
+            proptest::prop_assert_eq!(v, (lo..=hi).collect::<Vec<_>>());
+        }
+    }
+
     #[test]
     fn mode_lists() {
-        assert_eq!(parse_modes("encap,encap.red").unwrap(), vec!["encap", "encap.red"]);
+        assert_eq!(
+            parse_modes("encap,encap.red").unwrap(),
+            vec!["encap", "encap.red"]
+        );
         assert_eq!(parse_modes("all").unwrap().len(), 5);
         assert!(parse_modes("encap,bogus").is_err());
         assert!(parse_modes("").is_err());

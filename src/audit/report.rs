@@ -158,14 +158,13 @@ pub fn table(results: &[ConfigResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<12} {:>4} {:>8} {:>6} {:>9} {:>8} {:>8} {:>7}  {}",
-        "mode", "segs", "overhead", "rx_hr", "measured", "post-fix", "pre-fix", "tx_hr", "verdict"
+        "{:<12} {:>4} {:>8} {:>6} {:>9} {:>8} {:>8} {:>7}  verdict",
+        "mode", "segs", "overhead", "rx_hr", "measured", "post-fix", "pre-fix", "tx_hr"
     );
     for r in results {
-        let (warm, pre) = r
-            .predicted
-            .as_ref()
-            .map_or(("-".into(), "-".into()), |p| (p.post_fix_warm.to_string(), p.pre_fix.to_string()));
+        let (warm, pre) = r.predicted.as_ref().map_or(("-".into(), "-".into()), |p| {
+            (p.post_fix_warm.to_string(), p.pre_fix.to_string())
+        });
         let _ = writeln!(
             s,
             "{:<12} {:>4} {:>8} {:>6} {:>9.3} {:>8} {:>8} {:>7}  {}{}",
@@ -178,7 +177,10 @@ pub fn table(results: &[ConfigResult]) -> String {
             pre,
             opt(r.counters.tx_headroom_min),
             r.verdict.name(),
-            r.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
+            r.note
+                .as_ref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
         );
     }
     s

@@ -44,7 +44,8 @@ pub struct PacketSocket {
 impl PacketSocket {
     /// Opens the socket on interface `ifname`.
     pub fn bind(ifname: &str) -> io::Result<PacketSocket> {
-        let name = CString::new(ifname).map_err(|_| io::Error::other("interface name contains NUL"))?;
+        let name =
+            CString::new(ifname).map_err(|_| io::Error::other("interface name contains NUL"))?;
         // SAFETY: `name` is a valid NUL-terminated string.
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if ifindex == 0 {
@@ -75,7 +76,8 @@ impl PacketSocket {
         // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_ifindex = i32::try_from(ifindex).map_err(|_| io::Error::other("ifindex out of range"))?;
+        sll.sll_ifindex =
+            i32::try_from(ifindex).map_err(|_| io::Error::other("ifindex out of range"))?;
         // SAFETY: the address points to a live sockaddr_ll of the size passed.
         let r = unsafe {
             libc::bind(

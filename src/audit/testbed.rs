@@ -140,7 +140,8 @@ impl Testbed {
             .name(SENDER_COMM.to_string())
             .spawn(move || -> Result<(u32, u64), String> {
                 sys::setns_net(&ns).map_err(|e| format!("setns into the sender namespace: {e}"))?;
-                let sock = sys::PacketSocket::bind(IF_S0).map_err(|e| format!("AF_PACKET socket on {IF_S0}: {e}"))?;
+                let sock = sys::PacketSocket::bind(IF_S0)
+                    .map_err(|e| format!("AF_PACKET socket on {IF_S0}: {e}"))?;
                 let tid = sys::gettid();
                 let mut sent = 0;
                 for _ in 0..count {
@@ -151,7 +152,9 @@ impl Testbed {
                 Ok((tid, sent))
             })
             .map_err(|e| format!("cannot start the sender thread: {e}"))?;
-        handle.join().map_err(|_| "the sender thread panicked".to_string())?
+        handle
+            .join()
+            .map_err(|_| "the sender thread panicked".to_string())?
     }
 }
 
@@ -301,7 +304,10 @@ mod tests {
             seg6_route("encap.red", 3).join(" "),
             "encap seg6 mode encap.red segs fc00::1,fc00::2,fc00::3"
         );
-        assert_eq!(seg6_route("inline", 11)[5], "fc00::1,fc00::2,fc00::3,fc00::4,fc00::5,fc00::6,fc00::7,fc00::8,fc00::9,fc00::a,fc00::b");
+        assert_eq!(
+            seg6_route("inline", 11)[5],
+            "fc00::1,fc00::2,fc00::3,fc00::4,fc00::5,fc00::6,fc00::7,fc00::8,fc00::9,fc00::a,fc00::b"
+        );
         assert_eq!(Testbed::names(42), ["l6a-42-s", "l6a-42-r", "l6a-42-d"]);
     }
 }

@@ -62,12 +62,27 @@ impl Counters {
     }
 }
 
+/// The probes whose first event prints `live NAME` (see [`live`]); the audit waits for all of them.
+pub const LIVE_PROBES: &[&str] = &[
+    "kmalloc",
+    "kmem_cache_alloc",
+    "netif_receive_skb",
+    "net_dev_start_xmit",
+];
+
+/// bpftrace reports its probes before they are all enabled, so each probe prints `live NAME` on its first
+/// event; warm-up bursts are sent until every probe has spoken.
+fn live(name: &str) -> String {
+    format!("if (@live_{name} == 0) {{ @live_{name} = 1; printf(\"live {name}\\n\"); }}")
+}
+
 /// The bpftrace program. `kmalloc_node` adds the probe for kernels that still have `kmem:kmalloc_node`.
 pub fn script(kmalloc_node: bool) -> String {
     let c = SENDER_COMM;
     let mut s = String::new();
     s.push_str(&format!(
-        "tracepoint:kmem:kmalloc /comm == \"{c}\"/ {{ @kmalloc[tid, ksym(args->call_site)] = count(); }}\n"
+        "tracepoint:kmem:kmalloc /comm == \"{c}\"/ {{ @kmalloc[tid, ksym(args->call_site)] = count(); {} }}\n",
+        live("kmalloc")
     ));
     if kmalloc_node {
         s.push_str(&format!(
@@ -76,10 +91,12 @@ pub fn script(kmalloc_node: bool) -> String {
     }
     s.push_str(&format!(
         "tracepoint:kmem:kmem_cache_alloc /comm == \"{c}\" && str(args->name) == \"skbuff_small_head\"/ \
-         {{ @small[tid, kstack(4)] = count(); }}\n"
+         {{ @small[tid, kstack(4)] = count(); {} }}\n",
+        live("kmem_cache_alloc")
     ));
     s.push_str(&format!(
         "tracepoint:net:netif_receive_skb /comm == \"{c}\"/ {{\n\
+         \x20 {}\n\
          \x20 $s = (struct sk_buff *)args->skbaddr;\n\
          \x20 $dev = str(args->name);\n\
          \x20 if ($dev == \"{IF_R0}\") {{\n\
@@ -88,16 +105,19 @@ pub fn script(kmalloc_node: bool) -> String {
          \x20   @mac_len[tid] = max($hr - $s->mac_header); @rx_len[tid] = max(args->len);\n\
          \x20 }}\n\
          \x20 if ($dev == \"{IF_D0}\") {{ @receiver_in[tid] = count(); }}\n\
-         }}\n"
+         }}\n",
+        live("netif_receive_skb")
     ));
     s.push_str(&format!(
         "tracepoint:net:net_dev_start_xmit /comm == \"{c}\" && str(args->name) == \"{IF_R1}\"/ {{\n\
+         \x20 {}\n\
          \x20 $s = (struct sk_buff *)args->skbaddr;\n\
          \x20 $hr = (uint64)$s->data - (uint64)$s->head;\n\
          \x20 @tx_len[tid] = max(args->len); @tx_hr_min[tid] = min($hr); @tx_hr_max[tid] = max($hr);\n\
          \x20 @hard_header_len[tid] = max($s->dev->hard_header_len);\n\
          \x20 @needed_headroom[tid] = max($s->dev->needed_headroom);\n\
-         }}\n"
+         }}\n",
+        live("net_dev_start_xmit")
     ));
     s
 }
@@ -141,15 +161,11 @@ pub fn parse_output(text: &str) -> Result<BTreeMap<u32, Counters>, String> {
                     .ok_or_else(|| format!("bpftrace map {map}: value {value} is not a count"))?;
                 let c = out.entry(tid).or_default();
                 match map.as_str() {
-                    "@kmalloc" => {
-                        if rest.map(str::trim) == Some("pskb_expand_head") {
-                            c.expand_kmalloc += n;
-                        }
+                    "@kmalloc" if rest.map(str::trim) == Some("pskb_expand_head") => {
+                        c.expand_kmalloc += n;
                     }
-                    "@small" => {
-                        if rest.is_some_and(stack_has_expand_head) {
-                            c.expand_small_head += n;
-                        }
+                    "@small" if rest.is_some_and(stack_has_expand_head) => {
+                        c.expand_small_head += n;
                     }
                     "@router_in" => c.router_in += n,
                     "@receiver_in" => c.receiver_in += n,
@@ -214,7 +230,7 @@ impl Tracer {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if t.text(&t.stdout).contains("\"attached_probes\"") {
-                // Attached; the probes are live once bpftrace reports them.
+                // Reported as attached; the caller still waits for every probe to fire (`all_live`).
                 return Ok(t);
             }
             if let Some(ch) = t.child.as_mut()
@@ -236,6 +252,14 @@ impl Tracer {
         }
     }
 
+    /// Whether every probe of [`LIVE_PROBES`] has printed its `live` line.
+    pub fn all_live(&self) -> bool {
+        let out = self.text(&self.stdout);
+        LIVE_PROBES
+            .iter()
+            .all(|p| out.contains(&format!("live {p}\\n")) || out.contains(&format!("live {p}\n")))
+    }
+
     fn text(&self, buf: &Arc<Mutex<String>>) -> String {
         buf.lock().map(|s| s.clone()).unwrap_or_default()
     }
@@ -248,7 +272,9 @@ impl Tracer {
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 _ => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -309,30 +335,53 @@ pub fn relevant_stderr(stderr: &str) -> String {
 mod tests {
     use super::*;
 
-    /// Real bpftrace 0.17 `-f json` output (kernel 6.18, tids 18497: plain forward, 18539: seg6 l2encap with 3
-    /// segments, 18623: seg6 inline 1 segment; 1000 frames each), trimmed to the relevant maps, plus one
-    /// line of the later, fuller script.
-    const SAMPLE: &str = r#"{"type": "attached_probes", "data": {"probes": 2}}
+    /// Real bpftrace 0.17 `-f json` output of [`script`] on kernel 6.18.44 (Python AF_PACKET sender thread named
+    /// `l6a-snd`, 100 frames each): tid 22025 = plain forward, tid 22067 = seg6 l2encap with 2 segments.
+    const SAMPLE: &str = r#"{"type": "attached_probes", "data": {"probes": 4}}
 
 
-{"type": "map", "data": {"@small": {"18497,\n    kmem_cache_alloc_node_noprof+504\n    kmalloc_reserve+158\n    __alloc_skb+128\n    alloc_skb_with_frags+84\n": 1000, "18539,\n    kmem_cache_alloc_node_noprof+504\n    kmalloc_reserve+158\n    __alloc_skb+128\n    alloc_skb_with_frags+84\n": 1006}}}
-{"type": "map", "data": {"@kmalloc": {"18497,sk_prot_alloc": 1, "18497,ext4_find_extent": 1, "18623,sk_prot_alloc": 1, "18539,sk_prot_alloc": 1, "18623,pskb_expand_head": 1000, "18539,pskb_expand_head": 2000}}}
-{"type": "map", "data": {"@rx_hr_min": {"18539": 16, "18497": 16}}}
+{"type": "map", "data": {"@hard_header_len": {"22067": 14, "22025": 14}}}
+{"type": "map", "data": {"@kmalloc": {"22067,sk_prot_alloc": 1, "22025,sk_prot_alloc": 1, "22067,pskb_expand_head": 200}}}
+{"type": "map", "data": {"@mac_len": {"22067": 14, "22025": 14}}}
+{"type": "map", "data": {"@needed_headroom": {"22067": 0, "22025": 0}}}
+{"type": "map", "data": {"@receiver_in": {"22067": 100, "22025": 100}}}
+{"type": "map", "data": {"@router_in": {"22067": 100, "22025": 100}}}
+{"type": "map", "data": {"@rx_hr_max": {"22067": 16, "22025": 16}}}
+{"type": "map", "data": {"@rx_hr_min": {"22067": 16, "22025": 16}}}
+{"type": "map", "data": {"@rx_len": {"22025": 66, "22067": 66}}}
+{"type": "map", "data": {"@small": {"22025,\n    kmem_cache_alloc_node_noprof+504\n    kmalloc_reserve+158\n    __alloc_skb+128\n    alloc_skb_with_frags+84\n": 100, "22067,\n    kmem_cache_alloc_node_noprof+504\n    kmalloc_reserve+158\n    __alloc_skb+128\n    alloc_skb_with_frags+84\n": 106}}}
+{"type": "map", "data": {"@tx_hr_max": {"22025": 2, "22067": 50}}}
+{"type": "map", "data": {"@tx_hr_min": {"22025": 2, "22067": 50}}}
+{"type": "map", "data": {"@tx_len": {"22025": 80, "22067": 174}}}
 "#;
 
     #[test]
     fn parses_bpftrace_json() {
         let m = parse_output(SAMPLE).unwrap();
-        assert_eq!(m[&18497].reallocations(), 0);
-        assert_eq!(m[&18539].expand_kmalloc, 2000);
-        assert_eq!(m[&18539].expand_small_head, 0, "__alloc_skb stacks must not count");
-        assert_eq!(m[&18623].reallocations(), 1000);
-        assert_eq!(m[&18539].rx_headroom_min, Some(16));
-        assert_eq!(m[&18623].rx_headroom_min, None);
+        let (base, l2) = (&m[&22025], &m[&22067]);
+        // oracles §6.4: no reallocation for plain forwarding, two per packet for l2encap.
+        assert_eq!(base.reallocations(), 0);
+        assert_eq!(l2.expand_kmalloc, 200);
+        // The small-head allocations are the sender's own __alloc_skb: they must not count.
+        assert_eq!(l2.expand_small_head, 0);
+        assert_eq!((l2.router_in, l2.receiver_in), (100, 100));
+        assert_eq!(
+            (l2.rx_headroom_min, l2.rx_headroom_max, l2.mac_len),
+            (Some(16), Some(16), Some(14))
+        );
+        // 174 = 14 (Ethernet) + 40 (outer IPv6) + 8 + 2*16 (SRH) + 14 (carried Ethernet) + 66 (the packet).
+        assert_eq!((l2.rx_len, l2.tx_len), (Some(66), Some(174)));
+        assert_eq!(
+            (l2.tx_headroom_min, l2.hard_header_len, l2.needed_headroom),
+            (Some(50), Some(14), Some(0))
+        );
+        assert_eq!(base.tx_len, Some(80));
     }
 
     #[test]
     fn small_head_stack_through_expand_head_counts() {
+        // Hand-made from the real rendering above, with the third frame replaced by pskb_expand_head (the path a
+        // small-head reallocation would take: kmalloc_reserve is called by both __alloc_skb and pskb_expand_head).
         let text = r#"{"type": "map", "data": {"@small": {"7,\n    kmem_cache_alloc_node_noprof+504\n    kmalloc_reserve+158\n    pskb_expand_head+171\n    seg6_do_srh_encap+90\n": 5}}}"#;
         let m = parse_output(text).unwrap();
         assert_eq!(m[&7].expand_small_head, 5);
@@ -341,20 +390,50 @@ mod tests {
 
     #[test]
     fn ignores_noise_and_rejects_bad_keys() {
-        let m = parse_output("Attaching 4 probes...\nnot json {\n{\"type\": \"printf\", \"data\": \"x\"}\n").unwrap();
+        let m = parse_output(
+            "Attaching 4 probes...\nnot json {\n{\"type\": \"printf\", \"data\": \"x\"}\n",
+        )
+        .unwrap();
         assert!(m.is_empty());
         // A prefix of the symbol is not the symbol.
-        let m = parse_output(r#"{"type": "map", "data": {"@kmalloc": {"3,pskb_expand_head_frags": 9}}}"#).unwrap();
+        let m = parse_output(
+            r#"{"type": "map", "data": {"@kmalloc": {"3,pskb_expand_head_frags": 9}}}"#,
+        )
+        .unwrap();
         assert_eq!(m[&3].reallocations(), 0);
-        assert!(parse_output(r#"{"type": "map", "data": {"@kmalloc": {"x,pskb_expand_head": 9}}}"#).is_err());
-        assert!(parse_output(r#"{"type": "map", "data": {"@kmalloc": {"3,pskb_expand_head": "nine"}}}"#).is_err());
+        assert!(
+            parse_output(r#"{"type": "map", "data": {"@kmalloc": {"x,pskb_expand_head": 9}}}"#)
+                .is_err()
+        );
+        assert!(
+            parse_output(
+                r#"{"type": "map", "data": {"@kmalloc": {"3,pskb_expand_head": "nine"}}}"#
+            )
+            .is_err()
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_output_never_panics(text in ".{0,400}") {
+            let _ = parse_output(&text);
+        }
+
+        #[test]
+        fn arbitrary_map_keys_never_panic(key in ".{0,40}", n in 0u64..1_000_000) {
+            let line = serde_json::json!({"type": "map", "data": {"@kmalloc": {key: n}}}).to_string();
+            let _ = parse_output(&line);
+        }
     }
 
     #[test]
     fn stderr_filter() {
         let e = "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading...\n";
         assert_eq!(relevant_stderr(e), "(no message)");
-        assert_eq!(relevant_stderr("ERROR: tracepoint not found: kmem:foo\n"), "ERROR: tracepoint not found: kmem:foo");
+        assert_eq!(
+            relevant_stderr("ERROR: tracepoint not found: kmem:foo\n"),
+            "ERROR: tracepoint not found: kmem:foo"
+        );
     }
 
     #[test]

@@ -27,8 +27,10 @@ pub struct AuditArgs {
 
 /// Runs `lwt6 audit`.
 pub fn run(args: AuditArgs) -> Result<(), Failure> {
-    let modes = audit::parse_modes(&args.modes).map_err(|e| super::fail(format!("--modes: {e}")))?;
-    let segments = audit::parse_segments(&args.segments).map_err(|e| super::fail(format!("--segments: {e}")))?;
+    let modes =
+        audit::parse_modes(&args.modes).map_err(|e| super::fail(format!("--modes: {e}")))?;
+    let segments = audit::parse_segments(&args.segments)
+        .map_err(|e| super::fail(format!("--segments: {e}")))?;
     let opts = AuditOptions {
         modes,
         segments,
