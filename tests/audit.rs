@@ -1,0 +1,130 @@
+//! `lwt6 audit` against the running kernel: needs root, network namespaces, and bpftrace (installed on demand).
+//! These tests FAIL, not skip, when not run as root.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn lwt6() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_lwt6"))
+}
+
+fn require_root() {
+    let out = Command::new("id").arg("-u").output().expect("id -u");
+    let uid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        uid, "0",
+        "tests/audit.rs needs root (network namespaces, bpftrace); run the test suite as root"
+    );
+}
+
+fn our_namespaces(pid: u32) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("l6a-{pid}-")))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn tiny_audit_agrees_and_cleans_up() {
+    require_root();
+    let child = lwt6()
+        .args([
+            "audit",
+            "--modes",
+            "encap",
+            "--segments",
+            "1,3",
+            "--count",
+            "200",
+            "-j",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lwt6");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "audit failed: {stderr}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["mode"], "encap");
+        assert_eq!(r["verdict"], "agree", "{r}");
+        // oracles §6.4: seg6 encap reallocates exactly once per forwarded packet on this sender.
+        let m = r["net_per_packet"].as_f64().unwrap();
+        assert!((m - 1.0).abs() < 0.05, "measured {m}");
+        assert_eq!(r["counters"]["router_in"], 200);
+    }
+    // O = 40 + 8 + 16 n.
+    assert_eq!(results[0]["overhead_measured"], 64);
+    assert_eq!(results[1]["overhead_measured"], 96);
+    assert_eq!(v["baseline"]["reallocs_per_packet"].as_f64(), Some(0.0));
+    assert!(our_namespaces(pid).is_empty(), "namespaces left behind");
+}
+
+#[test]
+fn sigint_cleans_up() {
+    require_root();
+    let child = lwt6()
+        .args(["audit", "--count", "20000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lwt6");
+    let pid = child.id();
+    // Wait until the testbed exists, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while our_namespaces(pid).len() < 3 {
+        assert!(Instant::now() < deadline, "the testbed never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let st = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert!(
+        our_namespaces(pid).is_empty(),
+        "namespaces left behind after SIGINT"
+    );
+    // bpftrace was stopped too: no child of ours survives.
+    let ps = Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .expect("pgrep");
+    assert!(
+        ps.stdout.is_empty(),
+        "children left: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
+
+#[test]
+fn help_lists_the_options() {
+    let out = lwt6().args(["audit", "--help"]).output().expect("run");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for opt in ["--modes", "--segments", "--count", "--json", "--keep"] {
+        assert!(help.contains(opt), "{opt} missing from help");
+    }
+}
