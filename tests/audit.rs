@@ -42,6 +42,8 @@ fn tiny_audit_agrees_and_cleans_up() {
             "1,3",
             "--count",
             "200",
+            "--ingress",
+            "plain",
             "-j",
         ])
         .stdout(Stdio::piped())
@@ -61,6 +63,8 @@ fn tiny_audit_agrees_and_cleans_up() {
     assert_eq!(results.len(), 2);
     for r in results {
         assert_eq!(r["mode"], "encap");
+        assert_eq!(r["ingress"], "plain");
+        assert_eq!(r["rx_headroom"], 16);
         assert_eq!(r["verdict"], "agree", "{r}");
         // oracles §6.4: seg6 encap reallocates exactly once per forwarded packet on this sender.
         let m = r["net_per_packet"].as_f64().unwrap();
@@ -71,6 +75,74 @@ fn tiny_audit_agrees_and_cleans_up() {
     assert_eq!(results[0]["overhead_measured"], 64);
     assert_eq!(results[1]["overhead_measured"], 96);
     assert_eq!(v["baseline"]["reallocs_per_packet"].as_f64(), Some(0.0));
+    assert!(our_namespaces(pid).is_empty(), "namespaces left behind");
+}
+
+/// The XDP ingress variant: a native XDP_PASS program on the router's ingress veth gives H0 = 270
+/// (XDP_PACKET_HEADROOM 256 + the 14-byte Ethernet header), so the boundary between no reallocation and one
+/// lies between seg6 encap 12 (O = 48 + 16·12 = 240, 240 + 16 ≤ 270) and 13 (O = 256, 256 + 16 > 270); l2encap
+/// adds its unconditional `pskb_expand_head(mac_len)` on top. Segment 17 (O = 320) is the pre-fix double
+/// reallocation (d = 320 + 14 − 270 = 64 ≡ 0 mod 64): the fixed kernel with a warm cache does it once.
+#[test]
+fn xdp_ingress_shows_the_boundaries() {
+    require_root();
+    let child = lwt6()
+        .args([
+            "audit",
+            "--modes",
+            "encap,l2encap",
+            "--segments",
+            "12,13,17",
+            "--count",
+            "300",
+            "--ingress",
+            "xdp",
+            "-j",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lwt6");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "audit failed: {stderr}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(v["baseline"]["ingress"], "xdp");
+    assert_eq!(v["baseline"]["reallocs_per_packet"].as_f64(), Some(0.0));
+    assert_eq!(v["baselines"].as_array().map(Vec::len), Some(1));
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 6);
+    // (mode, segments, overhead, measured per packet, pre-fix).
+    let want = [
+        ("encap", 12, 240, 0.0, 0),
+        ("encap", 13, 256, 1.0, 1),
+        ("encap", 17, 320, 1.0, 2),
+        ("l2encap", 12, 240, 1.0, 1),
+        ("l2encap", 13, 256, 2.0, 2),
+        ("l2encap", 17, 320, 2.0, 3),
+    ];
+    for (r, (mode, n, o, m, pre)) in results.iter().zip(want) {
+        assert_eq!(r["ingress"], "xdp");
+        assert_eq!(r["mode"], mode);
+        assert_eq!(r["segments"], n);
+        assert_eq!(r["verdict"], "agree", "{r}");
+        assert_eq!(r["rx_headroom"], 270, "{r}");
+        assert_eq!(r["counters"]["rx_headroom_max"], 270, "{r}");
+        assert_eq!(r["overhead_measured"], o, "{r}");
+        assert_eq!(r["predicted"]["pre_fix"], pre, "{r}");
+        let got = r["net_per_packet"].as_f64().unwrap();
+        // At most one cold-cache packet per CPU on top of the steady state.
+        assert!(
+            got >= m && got - m < 0.02,
+            "{mode} {n}: measured {got}, want {m}"
+        );
+        assert_eq!(r["counters"]["router_in"], 300);
+    }
     assert!(our_namespaces(pid).is_empty(), "namespaces left behind");
 }
 
@@ -124,7 +196,15 @@ fn sigint_cleans_up() {
 fn help_lists_the_options() {
     let out = lwt6().args(["audit", "--help"]).output().expect("run");
     let help = String::from_utf8_lossy(&out.stdout);
-    for opt in ["--modes", "--segments", "--count", "--json", "--keep"] {
+    for opt in [
+        "--modes",
+        "--segments",
+        "--count",
+        "--json",
+        "--keep",
+        "--ingress",
+        "--settle-ms",
+    ] {
         assert!(help.contains(opt), "{opt} missing from help");
     }
 }

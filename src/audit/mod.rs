@@ -5,8 +5,10 @@
 //! 1. build a throw-away three-namespace testbed ([`testbed`]) — sender, router, receiver over veth pairs;
 //! 2. start one bpftrace ([`trace`]) counting `pskb_expand_head` allocations, frames and headroom per sender
 //!    thread (kprobes are not available, tracepoints are);
-//! 3. for the baseline (plain forwarding) and then every mode × segment count: replace the route under test,
-//!    send a counted burst of identical frames from a fresh `AF_PACKET` sender thread;
+//! 3. for each ingress variant ([`Ingress`]: the frames as `AF_PACKET` leaves them, and/or re-homed by a
+//!    native `XDP_PASS` program on the router's ingress, [`xdp`]), for the baseline (plain forwarding) and then
+//!    every mode × segment count: replace the route under test, send a counted burst of identical frames from
+//!    a fresh `AF_PACKET` sender thread;
 //! 4. stop bpftrace, attribute its counters to the bursts by thread id, subtract the baseline's reallocations
 //!    per packet, feed the measured rx headroom, `mac_len` and `LL_RESERVED_SPACE` to the analyzer and compare
 //!    with its post-fix steady-state prediction ([`report::verdict`]).
@@ -18,6 +20,7 @@ pub mod report;
 pub mod sys;
 pub mod testbed;
 pub mod trace;
+pub mod xdp;
 
 use crate::analysis::headroom::{self, Proto, Scenario};
 use crate::analysis::skb::ll_reserved_space;
@@ -47,6 +50,40 @@ pub enum AuditError {
     Failed(String),
 }
 
+/// How the router's ingress veth receives the sender's frames: this sets the headroom H0 every tunnel starts
+/// from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ingress {
+    /// As `AF_PACKET` hands them over: H0 = 16 at the network header on veth.
+    Plain,
+    /// Through a native `XDP_PASS` program on the router's ingress ([`xdp`]): veth re-homes every frame with
+    /// `XDP_PACKET_HEADROOM` in front of it, H0 = 270.
+    Xdp,
+}
+
+impl Ingress {
+    /// Lower-case name (as in `--ingress` and the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ingress::Plain => "plain",
+            Ingress::Xdp => "xdp",
+        }
+    }
+}
+
+/// Parses `--ingress`: `plain`, `xdp`, or `both` (plain first, then XDP).
+pub fn parse_ingress(s: &str) -> Result<Vec<Ingress>, String> {
+    match s.trim() {
+        "plain" => Ok(vec![Ingress::Plain]),
+        "xdp" => Ok(vec![Ingress::Xdp]),
+        "both" => Ok(vec![Ingress::Plain, Ingress::Xdp]),
+        other => Err(format!(
+            "unknown ingress variant '{other}' (valid: plain, xdp, both)"
+        )),
+    }
+}
+
 /// What to audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditOptions {
@@ -56,9 +93,21 @@ pub struct AuditOptions {
     pub segments: Vec<usize>,
     /// Frames per configuration.
     pub count: u64,
-    /// Leave the namespaces in place (for inspection).
+    /// Leave the namespaces in place (for inspection). The XDP program is detached anyway.
     pub keep: bool,
+    /// Ingress variants to run, in order (each gets its own baseline and sweep).
+    pub ingress: Vec<Ingress>,
+    /// Pause between installing a route and sending its burst, in milliseconds. A seg6 route's dst cache
+    /// refuses every lookup made in the jiffy it was created in (see [`DEFAULT_SETTLE_MS`]); 0 measures that
+    /// cold start too.
+    pub settle_ms: u64,
 }
+
+/// Default for [`AuditOptions::settle_ms`]. `dst_cache_get` treats an entry as stale unless it was refreshed
+/// in a jiffy *after* the cache was created (`time_after(refresh_ts, reset_ts)`), so every packet processed
+/// in the jiffy the route was installed in takes the cold-cache (pre-fix) path. 25 ms is more than two jiffies
+/// for any HZ ≥ 100 (one is 4 ms at HZ = 250).
+pub const DEFAULT_SETTLE_MS: u64 = 25;
 
 /// Facts about the machine the audit ran on.
 #[derive(Debug, Clone, Serialize)]
@@ -80,6 +129,8 @@ pub struct MachineFacts {
 /// The baseline burst (plain forwarding, no tunnel).
 #[derive(Debug, Clone, Serialize)]
 pub struct Baseline {
+    /// The ingress variant it was measured with.
+    pub ingress: Ingress,
     /// Frames sent.
     pub sent: u64,
     /// Its counters.
@@ -97,9 +148,11 @@ pub struct AuditReport {
     pub count: u64,
     /// Agreement tolerance in reallocations per packet.
     pub tolerance: f64,
-    /// The baseline.
+    /// The baseline of the first ingress variant run.
     pub baseline: Baseline,
-    /// One entry per mode × segments.
+    /// Every ingress variant's baseline, in run order (each variant's results subtract their own).
+    pub baselines: Vec<Baseline>,
+    /// One entry per ingress variant × mode × segments.
     pub results: Vec<ConfigResult>,
 }
 
@@ -304,11 +357,38 @@ fn check_interrupt() -> Result<(), AuditError> {
 
 /// One burst to run.
 struct Burst {
+    ingress: Ingress,
     mode: Option<String>,
     segments: usize,
     route: Vec<String>,
     tid: u32,
     sent: u64,
+}
+
+/// Sends plain-forwarding bursts of 10 frames (their counts are ignored) until `ready` says so, at most 20 s.
+fn warm_up(
+    tb: &Testbed,
+    frame: &[u8],
+    tids: &mut Vec<u32>,
+    ready: &dyn Fn(usize) -> bool,
+) -> Result<(), AuditError> {
+    tb.set_route(&testbed::plain_route())
+        .map_err(AuditError::Failed)?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut sent = 0;
+    while !ready(sent) {
+        check_interrupt()?;
+        if std::time::Instant::now() > deadline {
+            return Err(AuditError::Failed(
+                "bpftrace attached but its tracepoints never fired for the test traffic".into(),
+            ));
+        }
+        let (tid, _) = tb.burst(frame, 10).map_err(AuditError::Failed)?;
+        tids.push(tid);
+        sent += 1;
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(())
 }
 
 /// Runs the audit. `log` receives progress messages (the CLI prints them on stderr).
@@ -318,6 +398,9 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     }
     if opts.count == 0 {
         return Err(AuditError::Failed("--count must be at least 1".into()));
+    }
+    if opts.ingress.is_empty() {
+        return Err(AuditError::Failed("no ingress variant given".into()));
     }
     sys::install_interrupt_handler()
         .map_err(|e| AuditError::Failed(format!("cannot install signal handlers: {e}")))?;
@@ -348,52 +431,65 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
 
     let frame = testbed::burst_frame();
     // Warm-up bursts (plain forwarding, their counts are ignored) until every probe has fired once.
-    tb.set_route(&testbed::plain_route())
-        .map_err(AuditError::Failed)?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut warmup_tids = Vec::new();
-    while !tracer.all_live() {
-        check_interrupt()?;
-        if std::time::Instant::now() > deadline {
-            return Err(AuditError::Failed(
-                "bpftrace attached but its tracepoints never fired for the test traffic".into(),
-            ));
+    warm_up(&tb, &frame, &mut warmup_tids, &|_| tracer.all_live())?;
+
+    let mut bursts = Vec::new();
+    for &ingress in &opts.ingress {
+        let first = bursts.len();
+        bursts.push(Burst {
+            ingress,
+            mode: None,
+            segments: 0,
+            route: testbed::plain_route(),
+            tid: 0,
+            sent: 0,
+        });
+        for mode in &opts.modes {
+            for &n in &opts.segments {
+                bursts.push(Burst {
+                    ingress,
+                    mode: Some(mode.clone()),
+                    segments: n,
+                    route: testbed::seg6_route(mode, n),
+                    tid: 0,
+                    sent: 0,
+                });
+            }
         }
-        let (tid, _) = tb.burst(&frame, 10).map_err(AuditError::Failed)?;
-        warmup_tids.push(tid);
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let mut bursts = vec![Burst {
-        mode: None,
-        segments: 0,
-        route: testbed::plain_route(),
-        tid: 0,
-        sent: 0,
-    }];
-    for mode in &opts.modes {
-        for &n in &opts.segments {
-            bursts.push(Burst {
-                mode: Some(mode.clone()),
-                segments: n,
-                route: testbed::seg6_route(mode, n),
-                tid: 0,
-                sent: 0,
-            });
-        }
-    }
-    log(&format!(
-        "sending {} bursts of {} frames (baseline + {} modes x {} segment counts)",
-        bursts.len(),
-        opts.count,
-        opts.modes.len(),
-        opts.segments.len()
-    ));
-    for b in &mut bursts {
         check_interrupt()?;
-        tb.set_route(&b.route).map_err(AuditError::Failed)?;
-        let (tid, sent) = tb.burst(&frame, opts.count).map_err(AuditError::Failed)?;
-        b.tid = tid;
-        b.sent = sent;
+        let xdp = match ingress {
+            Ingress::Plain => None,
+            Ingress::Xdp => {
+                log(&format!(
+                    "attaching a native XDP_PASS program to {} in {}",
+                    testbed::IF_R0,
+                    tb.router
+                ));
+                let x = tb.attach_xdp_pass().map_err(AuditError::Failed)?;
+                // A few frames through the new NAPI/page-pool path before counting (counts ignored).
+                warm_up(&tb, &frame, &mut warmup_tids, &|n| n >= 3)?;
+                Some(x)
+            }
+        };
+        log(&format!(
+            "{} ingress: sending {} bursts of {} frames (baseline + {} modes x {} segment counts)",
+            ingress.name(),
+            bursts.len() - first,
+            opts.count,
+            opts.modes.len(),
+            opts.segments.len()
+        ));
+        for b in &mut bursts[first..] {
+            check_interrupt()?;
+            tb.set_route(&b.route).map_err(AuditError::Failed)?;
+            std::thread::sleep(std::time::Duration::from_millis(opts.settle_ms));
+            let (tid, sent) = tb.burst(&frame, opts.count).map_err(AuditError::Failed)?;
+            b.tid = tid;
+            b.sent = sent;
+        }
+        // Detach before the next variant (dropping the link closes it).
+        drop(xdp);
     }
     // Everything ran synchronously in the sender threads; a short pause lets stray softirq work finish.
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -419,24 +515,30 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
             c.reallocations() as f64 / c.router_in as f64
         }
     };
-    let base_b = &bursts[0];
-    let base_c = get(base_b.tid);
-    if base_c.router_in == 0 {
-        return Err(AuditError::Failed(
-            "the baseline burst never reached the router in the sender's context: the tracepoints see nothing"
-                .into(),
-        ));
-    }
-    let baseline = Baseline {
-        sent: base_b.sent,
-        reallocs_per_packet: per_packet(&base_c),
-        counters: base_c,
-    };
-
+    let mut baselines: Vec<Baseline> = Vec::new();
     let mut results = Vec::new();
-    for b in &bursts[1..] {
-        let mode = b.mode.clone().unwrap_or_default();
+    for b in &bursts {
         let c = get(b.tid);
+        let Some(mode) = b.mode.clone() else {
+            if c.router_in == 0 {
+                return Err(AuditError::Failed(format!(
+                    "the {} baseline burst never reached the router in the sender's context: the tracepoints \
+                     see nothing",
+                    b.ingress.name()
+                )));
+            }
+            baselines.push(Baseline {
+                ingress: b.ingress,
+                sent: b.sent,
+                reallocs_per_packet: per_packet(&c),
+                counters: c,
+            });
+            continue;
+        };
+        let base = baselines
+            .iter()
+            .find(|x| x.ingress == b.ingress)
+            .map_or(0.0, |x| x.reallocs_per_packet);
         let l2 = mode.starts_with("l2");
         let overhead_measured = match (c.tx_len, c.rx_len) {
             // tx_len includes the outgoing Ethernet header, rx_len starts at the IPv6 header; the L2 modes also
@@ -450,7 +552,7 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
         };
         let rx_headroom = c.rx_headroom_min;
         let reallocs = per_packet(&c);
-        let net = reallocs - baseline.reallocs_per_packet;
+        let net = reallocs - base;
         let predicted = rx_headroom.and_then(|h0| {
             let s = Scenario {
                 proto: Proto::Seg6,
@@ -487,6 +589,7 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
             note = Some(note.map_or(extra.clone(), |n| format!("{n}; {extra}")));
         }
         results.push(ConfigResult {
+            ingress: b.ingress,
             mode,
             segments: b.segments,
             route: b.route.join(" "),
@@ -502,11 +605,15 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
             note,
         });
     }
+    let Some(baseline) = baselines.first().cloned() else {
+        return Err(AuditError::Failed("no baseline burst ran".into()));
+    };
     Ok(AuditReport {
         machine,
         count: opts.count,
         tolerance: report::TOLERANCE,
         baseline,
+        baselines,
         results,
     })
 }
@@ -547,6 +654,19 @@ mod tests {
             let v = parse_segments(&format!("{lo}..{hi}")).unwrap();
             proptest::prop_assert_eq!(v, (lo..=hi).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn ingress_variants() {
+        assert_eq!(parse_ingress("plain").unwrap(), vec![Ingress::Plain]);
+        assert_eq!(parse_ingress(" xdp ").unwrap(), vec![Ingress::Xdp]);
+        assert_eq!(
+            parse_ingress("both").unwrap(),
+            vec![Ingress::Plain, Ingress::Xdp]
+        );
+        assert!(parse_ingress("").is_err());
+        assert!(parse_ingress("XDP,plain").is_err());
+        assert_eq!(Ingress::Xdp.name(), "xdp");
     }
 
     #[test]

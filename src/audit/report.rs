@@ -52,6 +52,8 @@ pub struct Predicted {
 /// One measured configuration.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigResult {
+    /// How the router's ingress received the frames.
+    pub ingress: super::Ingress,
     /// seg6 mode.
     pub mode: String,
     /// Segments in the route.
@@ -158,8 +160,8 @@ pub fn table(results: &[ConfigResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<12} {:>4} {:>8} {:>6} {:>9} {:>8} {:>8} {:>7}  verdict",
-        "mode", "segs", "overhead", "rx_hr", "measured", "post-fix", "pre-fix", "tx_hr"
+        "{:<7} {:<12} {:>4} {:>8} {:>6} {:>9} {:>8} {:>8} {:>7}  verdict",
+        "ingress", "mode", "segs", "overhead", "rx_hr", "measured", "post-fix", "pre-fix", "tx_hr"
     );
     for r in results {
         let (warm, pre) = r.predicted.as_ref().map_or(("-".into(), "-".into()), |p| {
@@ -167,7 +169,8 @@ pub fn table(results: &[ConfigResult]) -> String {
         });
         let _ = writeln!(
             s,
-            "{:<12} {:>4} {:>8} {:>6} {:>9.3} {:>8} {:>8} {:>7}  {}{}",
+            "{:<7} {:<12} {:>4} {:>8} {:>6} {:>9.3} {:>8} {:>8} {:>7}  {}{}",
+            r.ingress.name(),
             r.mode,
             r.segments,
             opt(r.overhead_measured),
@@ -247,6 +250,7 @@ mod tests {
     #[test]
     fn table_has_one_row_per_config() {
         let r = ConfigResult {
+            ingress: crate::audit::Ingress::Plain,
             mode: "encap".into(),
             segments: 3,
             route: String::new(),

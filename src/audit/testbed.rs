@@ -11,6 +11,7 @@
 //! them when dropped (normal exit, error, panic unwinding, or after a caught signal).
 
 use super::sys;
+use super::xdp::XdpPass;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::process::Command;
@@ -129,12 +130,35 @@ impl Testbed {
         ip(&args)
     }
 
+    /// Attaches a native `XDP_PASS` program to the router's ingress [`IF_R0`] (see [`super::xdp`]): from then
+    /// on, veth re-homes every frame the sender sends with `XDP_PACKET_HEADROOM` in front of it. Detached when
+    /// the returned value is dropped.
+    pub fn attach_xdp_pass(&self) -> Result<XdpPass, String> {
+        let ns = self.open_ns(&self.router)?;
+        std::thread::Builder::new()
+            .name("l6a-xdp".to_string())
+            .spawn(move || -> Result<XdpPass, String> {
+                // The thread enters the router namespace (interface indices are per namespace) and ends there;
+                // the descriptors it returns belong to the process.
+                sys::setns_net(&ns).map_err(|e| format!("setns into the router namespace: {e}"))?;
+                XdpPass::attach(IF_R0)
+                    .map_err(|e| format!("attaching a native XDP program to {IF_R0}: {e}"))
+            })
+            .map_err(|e| format!("cannot start the XDP thread: {e}"))?
+            .join()
+            .map_err(|_| "the XDP thread panicked".to_string())?
+    }
+
+    fn open_ns(&self, name: &str) -> Result<OwnedFd, String> {
+        Ok(File::open(format!("/run/netns/{name}"))
+            .map_err(|e| format!("cannot open namespace {name}: {e}"))?
+            .into())
+    }
+
     /// Sends `count` copies of `frame` from the sender namespace on a fresh thread named [`SENDER_COMM`];
     /// returns that thread's kernel tid (which keys its events in the trace) and the frames sent.
     pub fn burst(&self, frame: &[u8], count: u64) -> Result<(u32, u64), String> {
-        let ns: OwnedFd = File::open(format!("/run/netns/{}", self.sender))
-            .map_err(|e| format!("cannot open namespace {}: {e}", self.sender))?
-            .into();
+        let ns = self.open_ns(&self.sender)?;
         let frame = frame.to_vec();
         let handle = std::thread::Builder::new()
             .name(SENDER_COMM.to_string())

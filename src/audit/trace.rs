@@ -16,7 +16,7 @@
 //! (packets that made it), and `net:net_dev_start_xmit` on the router's egress (length and headroom after
 //! encapsulation, and the device's `hard_header_len`/`needed_headroom` for `LL_RESERVED_SPACE`).
 
-use super::testbed::{IF_D0, IF_R0, IF_R1, SENDER_COMM};
+use super::testbed::{IF_D0, IF_R0, IF_R1, SENDER_COMM, burst_frame};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -77,8 +77,13 @@ fn live(name: &str) -> String {
 }
 
 /// The bpftrace program. `kmalloc_node` adds the probe for kernels that still have `kmem:kmalloc_node`.
+///
+/// The router's ingress counts only frames of the burst's length (the IPv6 packet of [`burst_frame`]): a
+/// stray frame of the sender namespace's own (an MLD report sent from a timer, say) can be processed from the
+/// backlog in a burst thread's softirq, and must not count as a burst frame.
 pub fn script(kmalloc_node: bool) -> String {
     let c = SENDER_COMM;
+    let rx_len = burst_frame().len() - 14;
     let mut s = String::new();
     s.push_str(&format!(
         "tracepoint:kmem:kmalloc /comm == \"{c}\"/ {{ @kmalloc[tid, ksym(args->call_site)] = count(); {} }}\n",
@@ -99,7 +104,7 @@ pub fn script(kmalloc_node: bool) -> String {
          \x20 {}\n\
          \x20 $s = (struct sk_buff *)args->skbaddr;\n\
          \x20 $dev = str(args->name);\n\
-         \x20 if ($dev == \"{IF_R0}\") {{\n\
+         \x20 if ($dev == \"{IF_R0}\" && args->len == {rx_len}) {{\n\
          \x20   $hr = (uint64)$s->data - (uint64)$s->head;\n\
          \x20   @router_in[tid] = count(); @rx_hr_min[tid] = min($hr); @rx_hr_max[tid] = max($hr);\n\
          \x20   @mac_len[tid] = max($hr - $s->mac_header); @rx_len[tid] = max(args->len);\n\
@@ -442,5 +447,7 @@ mod tests {
         assert!(s.contains("comm == \"l6a-snd\""));
         assert!(!s.contains("kmalloc_node"));
         assert!(script(true).contains("tracepoint:kmem:kmalloc_node"));
+        // The burst frame is 80 bytes (testbed::burst_frame doc): 66 from the IPv6 header on.
+        assert!(s.contains("\"l6r0\" && args->len == 66)"));
     }
 }

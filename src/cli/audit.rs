@@ -20,6 +20,14 @@ pub struct AuditArgs {
     /// Machine-readable JSON instead of the table.
     #[arg(short = 'j', long = "json")]
     pub json: bool,
+    /// How the router's ingress receives the frames: `plain` (as AF_PACKET leaves them, 16 bytes of headroom),
+    /// `xdp` (re-homed by a native XDP_PASS program on the router's ingress veth, 270 bytes), or `both`.
+    #[arg(long, default_value = "both")]
+    pub ingress: String,
+    /// Milliseconds between installing each route and sending its burst, so that the route's dst cache is
+    /// past the jiffy it was created in (0 also measures the cold-cache packets of that first jiffy).
+    #[arg(long, default_value_t = audit::DEFAULT_SETTLE_MS)]
+    pub settle_ms: u64,
     /// Keep the test namespaces afterwards (for inspection; remove with `ip netns del`).
     #[arg(long)]
     pub keep: bool,
@@ -31,11 +39,15 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
         audit::parse_modes(&args.modes).map_err(|e| super::fail(format!("--modes: {e}")))?;
     let segments = audit::parse_segments(&args.segments)
         .map_err(|e| super::fail(format!("--segments: {e}")))?;
+    let ingress =
+        audit::parse_ingress(&args.ingress).map_err(|e| super::fail(format!("--ingress: {e}")))?;
     let opts = AuditOptions {
+        ingress,
         modes,
         segments,
         count: args.count,
         keep: args.keep,
+        settle_ms: args.settle_ms,
     };
     let mut log = |m: &str| eprintln!("lwt6 audit: {m}");
     let report = match audit::run(&opts, &mut log) {
@@ -58,20 +70,24 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
         let (agree, disagree, inconclusive) = report.tally();
         writeln!(
             out,
-            "kernel {} | {} ({} CPUs) | cache line {} | {} frames per configuration\n\
-             baseline (plain forwarding): {:.3} reallocations per packet, rx headroom {} at the network header\n",
-            m.kernel,
-            m.cpu,
-            m.cpus,
-            m.cache_line,
-            report.count,
-            report.baseline.reallocs_per_packet,
-            report
-                .baseline
-                .counters
-                .rx_headroom_min
-                .map_or_else(|| "-".to_string(), |h| h.to_string()),
+            "kernel {} | {} ({} CPUs) | cache line {} | {} frames per configuration",
+            m.kernel, m.cpu, m.cpus, m.cache_line, report.count,
         )
+        .and_then(|()| {
+            for b in &report.baselines {
+                writeln!(
+                    out,
+                    "{} ingress baseline (plain forwarding): {:.3} reallocations per packet, rx headroom {} at the \
+                     network header",
+                    b.ingress.name(),
+                    b.reallocs_per_packet,
+                    b.counters
+                        .rx_headroom_min
+                        .map_or_else(|| "-".to_string(), |h| h.to_string()),
+                )?;
+            }
+            writeln!(out)
+        })
         .and_then(|()| write!(out, "{}", audit::report::table(&report.results)))
         .and_then(|()| {
             writeln!(
