@@ -125,7 +125,12 @@ impl PacketBuf {
         if self.grown {
             return Err(BufError::SecondGrowth);
         }
-        let delta = (need - self.start).div_ceil(64) * 64;
+        self.grow_front((need - self.start).div_ceil(64) * 64);
+        Ok(true)
+    }
+
+    /// Reallocates with `delta` more bytes of headroom, copying the data; counted.
+    fn grow_front(&mut self, delta: usize) {
         let mut mem = vec![0u8; self.mem.len() + delta];
         mem[self.start + delta..self.end + delta].copy_from_slice(&self.mem[self.start..self.end]);
         self.replace_mem(mem);
@@ -133,7 +138,6 @@ impl PacketBuf {
         self.end += delta;
         self.grown = true;
         self.reallocs += 1;
-        Ok(true)
     }
 
     /// Linux's `skb_cow_head(skb, need)` on this buffer, for modelling the kernel: when `need` exceeds the headroom,
@@ -153,13 +157,7 @@ impl PacketBuf {
     /// Linux's `pskb_expand_head(skb, nhead, 0)`: always reallocates, growing the headroom by exactly `nhead`
     /// (the l2encap modes do this unconditionally with `nhead = mac_len`). Counted.
     pub fn kernel_expand_head(&mut self, nhead: usize) {
-        let mut mem = vec![0u8; self.mem.len() + nhead];
-        mem[self.start + nhead..self.end + nhead].copy_from_slice(&self.mem[self.start..self.end]);
-        self.replace_mem(mem);
-        self.start += nhead;
-        self.end += nhead;
-        self.grown = true;
-        self.reallocs += 1;
+        self.grow_front(nhead);
     }
 
     /// Installs a reallocated storage; the first one replaced since the last load is kept as the rx buffer.
@@ -254,6 +252,22 @@ mod tests {
         b.load(&[1; 4], 0);
         assert_eq!(b.ensure_headroom(1), Ok(true));
         assert_eq!(b.reallocs(), 2);
+    }
+
+    #[test]
+    fn reallocating_packets_do_not_grow_the_rx_buffer() {
+        // Every packet reallocates twice (as pre-fix Linux at its dips); the storage the next packet is loaded
+        // into stays the rx-sized one instead of growing by 128 bytes per packet.
+        let mut b = PacketBuf::new(256);
+        for _ in 0..1000 {
+            b.load(&[5; 64], 32);
+            assert!(b.kernel_cow_head(100, 64));
+            assert!(b.kernel_cow_head(200, 64));
+            assert_eq!(b.data(), &[5; 64]);
+        }
+        assert_eq!(b.reallocs(), 2000);
+        b.load(&[1; 8], 32);
+        assert_eq!(b.tailroom(), 256 - 40);
     }
 
     #[test]

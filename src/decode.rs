@@ -208,14 +208,7 @@ pub fn summary(layers: &[Value]) -> String {
                 "SRH sl {} le {} [{}]{}",
                 l["segments_left"],
                 l["last_entry"],
-                l["segments"]
-                    .as_array()
-                    .map(|a| a
-                        .iter()
-                        .filter_map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" "))
-                    .unwrap_or_default(),
+                words(&l["segments"]),
                 if l["tlvs"].as_array().is_some_and(|t| !t.is_empty()) {
                     " +HMAC"
                 } else {
@@ -227,14 +220,7 @@ pub fn summary(layers: &[Value]) -> String {
                 l["segments_left"],
                 l["cmpr_i"],
                 l["cmpr_e"],
-                l["addresses"]
-                    .as_array()
-                    .map(|a| a
-                        .iter()
-                        .filter_map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" "))
-                    .unwrap_or_default()
+                words(&l["addresses"])
             ),
             "hop_by_hop" => {
                 let traces: Vec<String> = l["options"]
@@ -317,4 +303,16 @@ fn node_summary(n: &Value) -> String {
     } else {
         f.join(" ")
     }
+}
+
+/// A JSON array of strings joined with spaces ("" for anything else).
+fn words(v: &Value) -> String {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
 }

@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod analysis;
+pub mod audit;
 pub mod bench;
 pub mod buffer;
 pub mod cli;

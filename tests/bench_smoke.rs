@@ -100,6 +100,19 @@ fn closed_form_matches_the_spec_table() {
     assert!(two(Family::Seg6(Seg6ModeKey::Inline), 1..=40, 1).is_empty());
     assert_eq!(two(Family::IoamInline, 4..=244, 4), vec![236, 240]);
     assert_eq!(two(Family::IoamEncap, 4..=244, 4), vec![196, 200]);
+    // The closed form and the analyzer's simulation of the kernel calls agree everywhere in the sweep range.
+    for f in bench::Family::all() {
+        for s in f.default_sizes() {
+            if let Some(a) = bench::analyzer_prefix_reallocs(f, s, 192, 64) {
+                assert_eq!(
+                    Some(a),
+                    bench::predicted_prefix_reallocs(f, s, 192, 64),
+                    "{} {s}",
+                    f.name()
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -1,0 +1,219 @@
+//! Router behaviours checked against hand-derived expectations from the behaviour spec (and, for the SRH
+//! endpoint, the kernel observation in oracles.md §1.6 "Transit SRH to a local address").
+
+use lwt6::config;
+use lwt6::router::Router;
+use lwt6::stats::DropReason;
+use std::net::Ipv6Addr;
+
+const BASE: &str = "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+";
+
+fn router(extra: &str) -> Router {
+    Router::build(&config::parse(&format!("{BASE}{extra}")).unwrap()).unwrap()
+}
+
+fn a(s: &str) -> [u8; 16] {
+    s.parse::<Ipv6Addr>().unwrap().octets()
+}
+
+/// Ethernet (to r0) + IPv6 from fd00:1::1 with `ext` extension bytes (first next header `nh`) and 8 bytes of
+/// "UDP" (checksum not checked by a router).
+fn frame(dst: &str, nh: u8, ext: &[u8], hlim: u8) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
+    let plen = (ext.len() + 8) as u16;
+    f.extend([0x60, 0, 0, 0]);
+    f.extend(plen.to_be_bytes());
+    f.extend([nh, hlim]);
+    f.extend(a("fd00:1::1"));
+    f.extend(a(dst));
+    f.extend(ext);
+    f.extend([0x9c, 0x40, 0x0d, 0x05, 0, 8, 0, 0]);
+    f
+}
+
+fn run(r: &mut Router, frames: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
+    let mut out = Vec::new();
+    r.process_batch(
+        frames
+            .iter()
+            .map(|f| (0usize, 1_000_000_000u64, f.as_slice())),
+        &mut |d, _, b| out.push((d, b.to_vec())),
+    );
+    assert!(r.stats.balanced());
+    out
+}
+
+#[test]
+fn ioam_frequency_inserts_the_first_k_of_every_n() {
+    let mut r = router(
+        "ioam namespace add 7\n\
+         -6 route add fd00:98::/64 encap ioam6 freq 2/3 mode inline trace prealloc type 0x800000 ns 7 size 8 via fd00:2::2 dev r1\n",
+    );
+    let frames: Vec<_> = (0..6).map(|_| frame("fd00:98::1", 17, &[], 64)).collect();
+    let out = run(&mut r, &frames);
+    let with_hbh: Vec<bool> = out.iter().map(|(_, f)| f[14 + 6] == 0).collect();
+    // count % 3 < 2: packets 0, 1 (yes), 2 (no), 3, 4 (yes), 5 (no).
+    assert_eq!(with_hbh, [true, true, false, true, true, false]);
+}
+
+#[test]
+fn ioam_encap_copies_the_forwarded_header_and_fills_own_node() {
+    let mut r = router(
+        "sysctl net.ipv6.ioam6_id=0x123456\n\
+         sysctl net.ipv6.conf.r0.ioam6_id=0x0a0a\n\
+         sysctl net.ipv6.conf.r1.ioam6_id=0x0b0b\n\
+         ioam namespace add 7 data 0xdeadbeef\n\
+         -6 route add fd00:97::/64 encap ioam6 mode encap tundst fd00:2::2 trace prealloc type 0xc40000 ns 7 size 24 dev r1\n",
+    );
+    let out = run(&mut r, &[frame("fd00:97::1", 17, &[], 64)]);
+    assert_eq!(out.len(), 1, "{:?}", r.stats.drops);
+    let f = &out[0].1[14..];
+    // Outer: copy of the inner header after the decrement (hlim 63), next header 0, DA tundst, SA r1's address.
+    assert_eq!(f[6], 0);
+    assert_eq!(f[7], 63);
+    assert_eq!(&f[8..24], &a("fd00:2::1"));
+    assert_eq!(&f[24..40], &a("fd00:2::2"));
+    // HBH: next header 41, hdrlen (16 + 24)/8 - 1 = 4, PadN(0), option 0x31 len 10 + 24 = 34.
+    assert_eq!(&f[40..48], &[41, 4, 1, 0, 0x31, 34, 0, 0]);
+    // Trace header: ns 7, NodeLen 3 (bits 0, 1, 5), remlen 6 - 3 = 3 after our fill, type 0xc40000.
+    assert_eq!(&f[48..56], &[0, 7, 3 << 3, 3, 0xc4, 0, 0, 0]);
+    // Our node block at the end of the 24 bytes: hlim 63 + id 0x123456, ingress 0x0a0a / egress 0x0b0b, ns data.
+    assert_eq!(
+        &f[56 + 12..56 + 24],
+        &[
+            63, 0x12, 0x34, 0x56, 0x0a, 0x0a, 0x0b, 0x0b, 0xde, 0xad, 0xbe, 0xef
+        ]
+    );
+    // The inner packet follows, hop limit 63 as forwarded.
+    assert_eq!(f[80] >> 4, 6);
+    assert_eq!(f[80 + 7], 63);
+    assert_eq!(&f[80 + 24..80 + 40], &a("fd00:97::1"));
+}
+
+fn srh(segs: &[&str], sl: u8, nh: u8) -> Vec<u8> {
+    let mut s = vec![
+        nh,
+        (2 * segs.len()) as u8,
+        4,
+        sl,
+        (segs.len() - 1) as u8,
+        0,
+        0,
+        0,
+    ];
+    for x in segs {
+        s.extend(a(x));
+    }
+    s
+}
+
+#[test]
+fn srh_endpoint_advances_when_seg6_enabled() {
+    // oracles.md §1.6: DA fd00:1::2 (local) with SRH [fd00:2::2, fd00:1::2] SL 1 → forwarded, SL 0, DA fd00:2::2.
+    let f = frame(
+        "fd00:1::2",
+        43,
+        &srh(&["fd00:2::2", "fd00:1::2"], 1, 17),
+        64,
+    );
+    let mut off = router("");
+    assert!(run(&mut off, std::slice::from_ref(&f)).is_empty());
+    assert_eq!(off.stats.drops.get(&DropReason::Seg6Disabled), Some(&1));
+    let mut on =
+        router("sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\n");
+    let out = run(&mut on, &[f]);
+    assert_eq!(out.len(), 1, "{:?}", on.stats.drops);
+    let p = &out[0].1[14..];
+    assert_eq!(&p[24..40], &a("fd00:2::2"));
+    assert_eq!(p[7], 63);
+    assert_eq!(p[40 + 3], 0, "segments left 0");
+}
+
+#[test]
+fn srh_endpoint_requires_hmac_when_configured() {
+    let f = frame(
+        "fd00:1::2",
+        43,
+        &srh(&["fd00:2::2", "fd00:1::2"], 1, 17),
+        64,
+    );
+    let mut r = router(
+        "sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_require_hmac=1\n",
+    );
+    assert!(run(&mut r, &[f]).is_empty());
+    assert_eq!(r.stats.drops.get(&DropReason::HmacInvalid), Some(&1));
+}
+
+#[test]
+fn srh_end_of_path_decapsulates_the_inner_packet() {
+    // SL 0, next header 41: the inner IPv6 packet (to fd00:2::2) is forwarded on its own.
+    let inner = {
+        let f = frame("fd00:2::2", 17, &[], 50);
+        f[14..].to_vec()
+    };
+    let mut ext = srh(&["fd00:1::2"], 0, 41);
+    ext.extend(&inner[..inner.len() - 8]);
+    let mut f = frame("fd00:1::2", 43, &ext, 64);
+    // frame() appended 8 "UDP" bytes: they are the inner packet's own 8 trailing bytes.
+    let n = f.len();
+    f[n - 8..].copy_from_slice(&inner[inner.len() - 8..]);
+    let mut r =
+        router("sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\n");
+    let out = run(&mut r, &[f]);
+    assert_eq!(out.len(), 1, "{:?}", r.stats.drops);
+    let p = &out[0].1[14..];
+    assert_eq!(&p[24..40], &a("fd00:2::2"));
+    assert_eq!(p[7], 49, "inner hop limit decremented by forwarding");
+    assert_eq!(p.len(), inner.len());
+}
+
+#[test]
+fn rpl_param_problem_points_at_segments_left() {
+    // One address but SL 3 > n + 1: Parameter Problem code 0, pointer = 40 + 3 = 43 (spec §3.4 step 3).
+    let mut rh = vec![17, 2, 3, 3, 0, 0, 0, 0];
+    rh.extend(a("fd00:2::2"));
+    let mut r = router(
+        "sysctl net.ipv6.conf.all.rpl_seg_enabled=1\nsysctl net.ipv6.conf.r0.rpl_seg_enabled=1\n",
+    );
+    let out = run(&mut r, &[frame("fd00:1::2", 43, &rh, 64)]);
+    assert_eq!(r.stats.drops.get(&DropReason::RplSegmentsLeft), Some(&1));
+    assert_eq!(out.len(), 1);
+    let icmp = &out[0].1[14 + 40..];
+    assert_eq!((icmp[0], icmp[1]), (4, 0));
+    assert_eq!(u32::from_be_bytes([icmp[4], icmp[5], icmp[6], icmp[7]]), 43);
+}
+
+#[test]
+fn seg6_flowlabel_one_is_a_stable_per_flow_hash() {
+    let mut r = router(
+        "sysctl net.ipv6.seg6_flowlabel=1\n-6 route add fc00::/16 via fd00:2::2 dev r1\n\
+         -6 route add fd00:92::/64 encap seg6 mode encap segs fc00::a dev r1\n",
+    );
+    let label = |f: &[u8]| u32::from_be_bytes([f[14], f[15], f[16], f[17]]) & 0xfffff;
+    let mut f1 = frame("fd00:92::1", 17, &[], 64);
+    let f2 = frame("fd00:92::2", 17, &[], 64);
+    let out = run(&mut r, &[f1.clone(), f1.clone(), f2]);
+    assert_eq!(out.len(), 3);
+    let (a1, a2, b) = (label(&out[0].1), label(&out[1].1), label(&out[2].1));
+    assert_eq!(a1, a2, "same flow, same label");
+    assert_ne!(a1, b, "different destination, different label");
+    // The documented key: src, dst, next header, the first 4 bytes of the upper layer (ports).
+    let p = &f1[14..];
+    let expect = lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &[17], &p[40..44]]);
+    assert_eq!(a1, expect);
+    // A non-zero inner flow label replaces the ports in the key.
+    f1[14 + 3] = 0x45;
+    let out = run(&mut r, &[f1.clone()]);
+    let p = &f1[14..];
+    assert_eq!(
+        label(&out[0].1),
+        lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()])
+    );
+}
