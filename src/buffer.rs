@@ -61,56 +61,71 @@ impl PacketBuf {
     /// Loads a received frame with `headroom` free bytes in front of it, like a driver filling an rx buffer.
     /// Reuses the storage; it is enlarged only when the frame plus headroom does not fit (not counted as a
     /// packet reallocation: it is the rx buffer pool being sized, once). Resets the per-packet growth flag.
+    #[inline]
     pub fn load(&mut self, frame: &[u8], headroom: usize) {
         let need = headroom + frame.len();
         if !self.spare.is_empty() {
             self.mem = std::mem::take(&mut self.spare);
         }
         if self.mem.len() < need {
-            self.mem.resize(need.next_power_of_two(), 0);
+            self.enlarge(need);
         }
         self.start = headroom;
-        self.end = headroom + frame.len();
-        self.mem[self.start..self.end].copy_from_slice(frame);
+        self.end = need;
+        self.mem[headroom..need].copy_from_slice(frame);
         self.grown = false;
     }
 
+    /// Sizes the storage for a larger frame (rare: the rx buffer pool growing once).
+    #[cold]
+    fn enlarge(&mut self, need: usize) {
+        self.mem.resize(need.next_power_of_two(), 0);
+    }
+
     /// Free bytes in front of the data.
+    #[inline]
     pub fn headroom(&self) -> usize {
         self.start
     }
 
     /// Free bytes after the data.
+    #[inline]
     pub fn tailroom(&self) -> usize {
         self.mem.len() - self.end
     }
 
     /// Length of the data.
+    #[inline]
     pub fn len(&self) -> usize {
         self.end - self.start
     }
 
     /// Whether the data is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.end == self.start
     }
 
     /// The data.
+    #[inline]
     pub fn data(&self) -> &[u8] {
         &self.mem[self.start..self.end]
     }
 
     /// The data, mutable.
+    #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         &mut self.mem[self.start..self.end]
     }
 
     /// Total reallocations performed by [`ensure_headroom`](Self::ensure_headroom) over the buffer's life.
+    #[inline]
     pub fn reallocs(&self) -> u64 {
         self.reallocs
     }
 
     /// Whether the current packet has already been grown once.
+    #[inline]
     pub fn grown(&self) -> bool {
         self.grown
     }
@@ -169,6 +184,7 @@ impl PacketBuf {
     }
 
     /// Moves the data start `n` bytes back and returns the new front bytes (uninitialised content: overwrite it).
+    #[inline]
     pub fn push_front(&mut self, n: usize) -> Result<&mut [u8], BufError> {
         if n > self.start {
             return Err(BufError::NoHeadroom);
@@ -178,6 +194,7 @@ impl PacketBuf {
     }
 
     /// Drops `n` bytes from the front of the data.
+    #[inline]
     pub fn pull_front(&mut self, n: usize) -> Result<(), BufError> {
         if n > self.len() {
             return Err(BufError::OutOfRange);
@@ -213,6 +230,7 @@ impl PacketBuf {
     }
 
     /// Shortens the data to `len` bytes (no-op if already shorter).
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
             self.end = self.start + len;

@@ -43,6 +43,28 @@ pub struct RouteEntry {
     pub origin: Origin,
     /// Configuration line (0 for derived routes).
     pub line: usize,
+    /// Index of this route's precomputed forwarding [`Plan`] in the snapshot, when it has one.
+    pub plan: Option<u32>,
+}
+
+/// A precomputed forwarding plan for a route (VPP calls it an adjacency's rewrite string): everything about the
+/// way out that does not depend on the packet, resolved once per FIB snapshot. It is what "plans headroom from the
+/// cached output device" means, and the userspace form of Linux's per-tunnel `dst_cache` — without a reference
+/// count, since it lives inside the immutable snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Egress interface.
+    pub egress: DevId,
+    /// MTU the packet must fit as it leaves (route MTU or the device's).
+    pub mtu: usize,
+    /// The bytes put in front of the received IPv6 packet: the Ethernet header, then for seg6 H.Encaps(.Red) the
+    /// outer IPv6 header and the SRH (HMAC included: source and segments are fixed). Complete except, for an outer
+    /// header, its traffic class, flow label, payload length and hop limit.
+    pub template: Box<[u8]>,
+    /// Whether `template` holds an outer IPv6 header at offset 14.
+    pub encap: bool,
+    /// Whether one of the router's own addresses lies inside the route's prefix (then a local check is needed).
+    pub contains_local: bool,
 }
 
 /// An immutable-once-published routing table.
@@ -54,6 +76,12 @@ pub struct Fib {
     fast6: LpmIndex,
     /// Lookup index of `v4` (addresses widened to `u128`).
     fast4: LpmIndex,
+    /// Forwarding plans referenced by [`RouteEntry::plan`].
+    plans: Vec<Plan>,
+    /// For small IPv6 tables: every prefix as `[mask_hi, mask_lo, key_hi, key_lo]` with its plan (or `u32::MAX`),
+    /// longest first — the fast path's lookup, touching nothing but these arrays.
+    plan_small6: Vec<[u64; 4]>,
+    plan_small6_ids: Vec<u32>,
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -114,6 +142,8 @@ struct LpmIndex {
     /// The same routes as `(length, masked bits, best route)`, longest first, while there are at most
     /// [`LpmIndex::SMALL`] of them: a linear scan of a few entries beats hashing.
     small: Vec<(u8, u128, RouteEntry)>,
+    /// `(mask, key)` of every `small` entry, in the same order: one AND and one compare per entry.
+    small_masks: Vec<(u128, u128)>,
     /// Number of prefixes.
     count: usize,
 }
@@ -154,15 +184,20 @@ impl LpmIndex {
             let pos = self.small.partition_point(|e| e.0 >= len);
             self.small.insert(pos, (len, key, best));
         }
+        self.small_masks = self
+            .small
+            .iter()
+            .map(|e| (Self::mask(u128::MAX, e.0, width), e.1))
+            .collect();
     }
 
     fn get(&self, bits: u128, width: u8) -> Option<&RouteEntry> {
         if self.count <= Self::SMALL {
             return self
-                .small
+                .small_masks
                 .iter()
-                .find(|e| Self::mask(bits, e.0, width) == e.1)
-                .map(|e| &e.2);
+                .position(|&(m, k)| bits & m == k)
+                .map(|i| &self.small[i].2);
         }
         self.lens
             .iter()
@@ -174,6 +209,50 @@ impl Fib {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same table with forwarding plans attached: `assign` gives each IPv6 route its plan index in `plans`.
+    pub fn with_plans(self, plans: Vec<Plan>, assign: impl Fn(&RouteEntry) -> Option<u32>) -> Fib {
+        let mut out = Fib::new();
+        for r in self.routes_v6().chain(self.routes_v4()) {
+            let mut r = r.clone();
+            r.plan = if r.prefix.addr().is_ipv6() {
+                assign(&r)
+            } else {
+                None
+            };
+            out.insert(r);
+        }
+        out.plans = plans;
+        if out.fast6.count <= LpmIndex::SMALL {
+            for (&(m, k), e) in out.fast6.small_masks.iter().zip(&out.fast6.small) {
+                out.plan_small6
+                    .push([(m >> 64) as u64, m as u64, (k >> 64) as u64, k as u64]);
+                out.plan_small6_ids.push(e.2.plan.unwrap_or(u32::MAX));
+            }
+        }
+        out
+    }
+
+    /// The forwarding plan of the route `dst` matches (longest prefix, best metric), if it has one.
+    #[inline]
+    pub fn lookup_v6_plan(&self, dst: u128) -> Option<&Plan> {
+        let id = if self.fast6.count <= LpmIndex::SMALL {
+            let (hi, lo) = ((dst >> 64) as u64, dst as u64);
+            let i = self
+                .plan_small6
+                .iter()
+                .position(|e| ((hi & e[0]) ^ e[2]) | ((lo & e[1]) ^ e[3]) == 0)?;
+            self.plan_small6_ids[i]
+        } else {
+            self.fast6.get(dst, 128)?.plan?
+        };
+        self.plans.get(id as usize)
+    }
+
+    /// A forwarding plan of this snapshot.
+    pub fn plan(&self, id: u32) -> Option<&Plan> {
+        self.plans.get(id as usize)
     }
 
     /// Adds a route; routes for the same prefix are kept sorted by metric.
@@ -268,6 +347,7 @@ mod tests {
             tunnel: None,
             origin: Origin::Static,
             line: 0,
+            plan: None,
         }
     }
 

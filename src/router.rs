@@ -7,7 +7,7 @@
 
 use crate::buffer::PacketBuf;
 use crate::config::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
-use crate::fib::{DevId, FastBuild, Fib, FibHandle, Origin, RouteEntry, TunnelId};
+use crate::fib::{DevId, FastBuild, Fib, FibHandle, Origin, Plan, RouteEntry, TunnelId};
 use crate::node::ioam::{FillContext, IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
@@ -110,6 +110,9 @@ pub struct Router {
     pub rx_headroom: usize,
     /// How headroom is made for added headers.
     pub strategy: BufferStrategy,
+    /// Use the precomputed plans for packets that need nothing else (on by default; the general path gives the
+    /// same bytes, see `tests/fast_path.rs`).
+    pub fast_path: bool,
     // --- per-worker state (no atomics) ---
     buf: PacketBuf,
     icmp: Vec<u8>,
@@ -196,6 +199,7 @@ impl Router {
                 tunnel: None,
                 origin: Origin::Connected,
                 line: a.line,
+                plan: None,
             });
         }
         let mut neigh6 = HashMap::default();
@@ -257,6 +261,7 @@ impl Router {
                 tunnel,
                 origin: Origin::Static,
                 line: r.line,
+                plan: None,
             });
         }
         let mut ioam = IoamNode {
@@ -300,6 +305,7 @@ impl Router {
             all: cfg.sysctl.all,
             rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
             strategy: BufferStrategy::Native,
+            fast_path: true,
             buf: PacketBuf::new(4096),
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
             freq: vec![0; n_tunnels],
@@ -324,7 +330,191 @@ impl Router {
             })
             .collect();
         router.nh_cache = vec![(0, Ipv6Addr::UNSPECIFIED, None); n_tunnels];
+        let planned = router.with_plans(&router.fib.snapshot());
+        router.fib.publish(planned);
         Ok(router)
+    }
+
+    /// `fib` with a forwarding [`Plan`] for every IPv6 route whose way out does not depend on the packet:
+    /// a gateway route with a known neighbour (plain forwarding), or a seg6 `encap` / `encap.red` route whose first
+    /// SID resolves, with no further tunnel, to a known neighbour. Everything else takes the general path.
+    fn with_plans(&self, fib: &Fib) -> Fib {
+        let mut plans: Vec<Plan> = Vec::new();
+        let mut ids: HashMap<(IpNet, u32), u32> = HashMap::new();
+        for r in fib.routes_v6() {
+            if let Some(p) = self.plan_for(fib, r) {
+                ids.insert((r.prefix, r.metric), plans.len() as u32);
+                plans.push(p);
+            }
+        }
+        fib.clone()
+            .with_plans(plans, |r| ids.get(&(r.prefix, r.metric)).copied())
+    }
+
+    fn plan_for(&self, fib: &Fib, r: &RouteEntry) -> Option<Plan> {
+        let contains_local = self
+            .local6
+            .iter()
+            .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
+        let eth = |dev: DevId, mac: Mac| {
+            let mut t = vec![0u8; ethernet::HEADER_LEN];
+            EthernetRepr {
+                dst: mac,
+                src: self.links[dev].mac,
+                ethertype: ethernet::ETHERTYPE_IPV6,
+            }
+            .emit(&mut t);
+            t
+        };
+        let mtu_of = |r: &RouteEntry, dev: DevId| {
+            let link = self.links[dev].mtu;
+            r.mtu.map_or(link, |m| m.min(link)) as usize
+        };
+        match r.tunnel {
+            None => {
+                let (Some(dev), Some(IpAddr::V6(gw))) = (r.dev, r.via) else {
+                    return None;
+                };
+                let mac = *self.neigh6.get(&(dev, gw))?;
+                Some(Plan {
+                    egress: dev,
+                    mtu: mtu_of(r, dev),
+                    template: eth(dev, mac).into(),
+                    encap: false,
+                    contains_local,
+                })
+            }
+            Some(tid) => {
+                let Tunnel::Seg6(s) = &self.tunnels[tid] else {
+                    return None;
+                };
+                if !matches!(s.mode, Seg6Mode::Encap | Seg6Mode::EncapRed) {
+                    return None;
+                }
+                let next = fib.lookup_v6(s.first_sid)?;
+                if next.tunnel.is_some_and(|t| t != tid) {
+                    return None;
+                }
+                let dev = next.dev?;
+                let nh = match next.via {
+                    Some(IpAddr::V6(gw)) => gw,
+                    Some(IpAddr::V4(_)) => return None,
+                    None => s.first_sid,
+                };
+                let mac = *self.neigh6.get(&(dev, nh))?;
+                let src = s
+                    .tunsrc
+                    .or(self.tunsrc)
+                    .or_else(|| self.source_for(r.dev, &s.first_sid))?;
+                let hmac = match s.hmac_key {
+                    Some(k) => Some(self.hmac.get(&k)?),
+                    None => None,
+                };
+                // Build the outer header and SRH with the tunnel's own code on a scratch buffer holding an empty
+                // inner packet: the template is then byte-identical to what the general path writes.
+                let srh_len = s.wire_srh().len();
+                let mut scratch = PacketBuf::new(0);
+                scratch.load(&[], ipv6::HEADER_LEN + srh_len);
+                let outer = Outer {
+                    src,
+                    traffic_class: 0,
+                    flow_label: 0,
+                    hop_limit: 0,
+                    inner_proto: proto::IPV6,
+                };
+                s.push_encap(&mut scratch, &outer, hmac).ok()?;
+                let mut t = eth(dev, mac);
+                t.extend_from_slice(scratch.data());
+                Some(Plan {
+                    egress: dev,
+                    mtu: mtu_of(next, dev),
+                    template: t.into(),
+                    encap: true,
+                    contains_local,
+                })
+            }
+        }
+    }
+
+    /// Whether the fast path may run at all (router-wide conditions).
+    #[inline]
+    fn fast_ok(&self) -> bool {
+        self.fast_path && self.strategy == BufferStrategy::Native && self.all.forwarding
+    }
+
+    /// The fast path: a received frame whose route has a [`Plan`] and that needs nothing else — no Hop-by-Hop
+    /// header, hop limit above 1, unicast non-link-local addresses, not for us, within the MTU, room in front.
+    /// Returns `false`, having changed nothing, when the packet must take the general path, which would produce
+    /// the same bytes (it checks the same things, in more steps).
+    #[inline]
+    fn fast_forward(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts: u64,
+        frame: &[u8],
+        out: &mut dyn FnMut(DevId, u64, &[u8]),
+    ) -> bool {
+        const E: usize = ethernet::HEADER_LEN;
+        if frame.len() < E + 40 {
+            return false;
+        }
+        let ip = &frame[E..];
+        if frame[12..14] != [0x86, 0xdd] || frame[..6] != self.links[in_dev].mac || ip[0] >> 4 != 6
+        {
+            return false;
+        }
+        let len = ipv6::HEADER_LEN + u16::from_be_bytes([ip[4], ip[5]]) as usize;
+        let hlim = ip[7];
+        if len > ip.len() || ip[6] == proto::HOPOPTS || hlim <= 1 {
+            return false;
+        }
+        let src = u128::from_be_bytes(ip[8..24].try_into().expect("16 bytes"));
+        let dst = u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"));
+        let special = |a: u128| a >> 120 == 0xff || a >> 118 == 0x3fa; // multicast, fe80::/10
+        if special(src) || special(dst) {
+            return false;
+        }
+        let Some(plan) = fib.lookup_v6_plan(dst) else {
+            return false;
+        };
+        let dst = Ipv6Addr::from(dst);
+        let t = plan.template.len();
+        let outer_plen = len + t - E - ipv6::HEADER_LEN;
+        if len + t - E > plan.mtu
+            || self.rx_headroom + E < t
+            || (plan.encap && (outer_plen > u16::MAX as usize || self.seg6_flowlabel > 0))
+            || (plan.contains_local && self.local6.contains(&dst))
+        {
+            return false;
+        }
+        self.stats.rx += 1;
+        let buf = &mut self.buf;
+        buf.load(&ip[..len], self.rx_headroom + E);
+        let Ok(front) = buf.push_front(t) else {
+            unreachable!("headroom checked above")
+        };
+        front.copy_from_slice(&plan.template);
+        if plan.encap {
+            // Outer header: version, inner traffic class, inner flow label (seg6_flowlabel 0) or 0 (-1);
+            // payload length; the inner hop limit, decremented by forwarding.
+            let first = u32::from_be_bytes([ip[0], ip[1], ip[2], ip[3]]);
+            let first = if self.seg6_flowlabel < 0 {
+                first & 0xfff0_0000
+            } else {
+                first
+            };
+            front[E..E + 4].copy_from_slice(&first.to_be_bytes());
+            front[E + 4..E + 6].copy_from_slice(&(outer_plen as u16).to_be_bytes());
+            front[E + 7] = hlim - 1;
+            self.encap_pending[0] += 1;
+        } else {
+            buf.data_mut()[E + 7] = hlim - 1;
+        }
+        out(plan.egress, ts, buf.data());
+        self.stats.tx += 1;
+        self.stats.fast_path += 1;
+        true
     }
 
     /// The interface called `name`.
@@ -365,8 +555,11 @@ impl Router {
     ) {
         let fib = self.fib.snapshot();
         self.nh_gen += 1;
+        let fast = self.fast_ok();
         for (dev, ts, frame) in frames {
-            self.process_one(&fib, dev, ts, frame, out);
+            if !(fast && self.fast_forward(&fib, dev, ts, frame, out)) {
+                self.process_slow(&fib, dev, ts, frame, out);
+            }
         }
         self.flush_counters();
     }
@@ -411,6 +604,21 @@ impl Router {
 
     /// Processes one frame (the caller manages the next-hop cache generation and the counters).
     fn process_one(
+        &mut self,
+        fib: &Fib,
+        in_dev: DevId,
+        ts_ns: u64,
+        frame: &[u8],
+        out: &mut dyn FnMut(DevId, u64, &[u8]),
+    ) {
+        if self.fast_ok() && self.fast_forward(fib, in_dev, ts_ns, frame, out) {
+            return;
+        }
+        self.process_slow(fib, in_dev, ts_ns, frame, out);
+    }
+
+    /// The general path for one frame.
+    fn process_slow(
         &mut self,
         fib: &Fib,
         in_dev: DevId,
@@ -481,13 +689,19 @@ impl Router {
         if dst.is_multicast() {
             return Err(DropReason::Multicast);
         }
-        let chain = exthdr::chain(buf.data()).map_err(|_| DropReason::ExtHeaderMalformed)?;
         let local = self.local6.contains(&dst);
         let route = if local { None } else { fib.lookup_v6(dst) };
-        if let Some(h) = chain.hop_by_hop {
+        // Like Linux, a transit router looks at the Hop-by-Hop header only; the rest of the chain is walked
+        // (and must be well formed) only for packets addressed to us.
+        if buf.data()[6] == proto::HOPOPTS {
+            let h = exthdr::Walker::new(buf.data())
+                .next()
+                .and_then(|h| h.ok())
+                .ok_or(DropReason::ExtHeaderMalformed)?;
             self.hop_by_hop_in(buf, h, in_dev, route, hlim, ts)?;
         }
         if local {
+            let chain = exthdr::chain(buf.data()).map_err(|_| DropReason::ExtHeaderMalformed)?;
             return self.local_in(fib, in_dev, ts, buf, out, chain, pass);
         }
         if is_link_local(&src) || is_link_local(&dst) {

@@ -119,6 +119,8 @@ pub struct Stats {
     pub encapsulated: BTreeMap<&'static str, u64>,
     /// IOAM traces filled as a transit node.
     pub ioam_transit_filled: u64,
+    /// Frames forwarded by a precomputed plan (the fast path); included in `tx`.
+    pub fast_path: u64,
 }
 
 impl Stats {
@@ -149,6 +151,7 @@ impl Stats {
             "reallocs": self.reallocs,
             "encapsulated": self.encapsulated,
             "ioam_transit_filled": self.ioam_transit_filled,
+            "fast_path": self.fast_path,
             "balanced": self.balanced(),
         })
     }
