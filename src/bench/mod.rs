@@ -242,11 +242,14 @@ pub enum Strategy {
     Lwt6,
     /// lwt6 with a deliberately tiny rx headroom.
     Lwt6Tiny,
+    /// lwt6's buffer strategy on the general path (fast-path plans off): the same per-packet code as the Linux
+    /// strategies, so the comparison isolates the buffer handling.
+    Lwt6General,
 }
 
 impl Strategy {
-    /// The three strategies of Fig. 6.
-    pub const DEFAULT: [Strategy; 3] = [Strategy::PreFix, Strategy::PostFix, Strategy::Lwt6];
+    /// The strategies of Fig. 6, plus lwt6 on the general path.
+    pub const DEFAULT: [Strategy; 4] = [Strategy::PreFix, Strategy::PostFix, Strategy::Lwt6General, Strategy::Lwt6];
 
     /// Name in CSV and on the command line.
     pub fn name(self) -> &'static str {
@@ -255,6 +258,7 @@ impl Strategy {
             Strategy::PostFix => "post-fix",
             Strategy::Lwt6 => "lwt6",
             Strategy::Lwt6Tiny => "lwt6-tiny",
+            Strategy::Lwt6General => "lwt6-general",
         }
     }
 
@@ -265,6 +269,7 @@ impl Strategy {
             Strategy::PostFix,
             Strategy::Lwt6,
             Strategy::Lwt6Tiny,
+            Strategy::Lwt6General,
         ]
         .into_iter()
         .find(|x| x.name() == s)
@@ -275,7 +280,7 @@ impl Strategy {
         match self {
             Strategy::PreFix => BufferStrategy::LinuxPreFix { cache_line },
             Strategy::PostFix => BufferStrategy::LinuxPostFix { cache_line },
-            Strategy::Lwt6 | Strategy::Lwt6Tiny => BufferStrategy::Native,
+            Strategy::Lwt6 | Strategy::Lwt6Tiny | Strategy::Lwt6General => BufferStrategy::Native,
         }
     }
 }
@@ -393,9 +398,10 @@ pub fn router(
     r.strategy = strategy.buffer(opts.cache_line);
     r.rx_headroom = match strategy {
         Strategy::PreFix | Strategy::PostFix => opts.nic_headroom,
-        Strategy::Lwt6 => opts.native_headroom.unwrap_or(r.rx_headroom),
+        Strategy::Lwt6 | Strategy::Lwt6General => opts.native_headroom.unwrap_or(r.rx_headroom),
         Strategy::Lwt6Tiny => opts.tiny_headroom,
     };
+    r.fast_path = strategy != Strategy::Lwt6General;
     Ok(r)
 }
 
@@ -1038,13 +1044,14 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
         s,
         "| family | points | pre-fix 2-realloc sizes (measured) | predicted (§5.2) | match | analyzer agrees | mean dip vs post-fix | \
          mean dip vs pre-fix neighbours | lwt6 worst shortfall vs neighbours | lwt6 < post-fix at | \
-         reallocs/pkt pre / post / lwt6 / lwt6-tiny |"
+         lwt6-general < post-fix at | reallocs/pkt pre / post / lwt6 / lwt6-tiny |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &fam in &families {
         let pre = line_of(points, fam, Strategy::PreFix);
         let post = line_of(points, fam, Strategy::PostFix);
         let nat = line_of(points, fam, Strategy::Lwt6);
+        let general = line_of(points, fam, Strategy::Lwt6General);
         let tiny = line_of(points, fam, Strategy::Lwt6Tiny);
         let base = match fam {
             Family::Seg6(Seg6ModeKey::L2Encap | Seg6ModeKey::L2EncapRed) => 1.0,
@@ -1103,13 +1110,16 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
             }
             _ => "-".into(),
         };
-        let below: Vec<String> = nat
-            .iter()
-            .filter_map(|n| {
-                let q = post.iter().find(|p| p.size == n.size)?;
-                (n.rate.median < q.rate.median).then(|| n.size.to_string())
-            })
-            .collect();
+        let below_post = |line: &[&Point]| -> Vec<String> {
+            line.iter()
+                .filter_map(|n| {
+                    let q = post.iter().find(|p| p.size == n.size)?;
+                    (n.rate.median < q.rate.median).then(|| n.size.to_string())
+                })
+                .collect()
+        };
+        let below = below_post(&nat);
+        let below_general = below_post(&general);
         let rpp = |l: &[&Point]| {
             if l.is_empty() {
                 return "-".to_string();
@@ -1140,7 +1150,7 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
             fam.name(),
             pre.len().max(nat.len()),
             if has(Strategy::PreFix) {
@@ -1178,6 +1188,13 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
                 "nowhere".into()
             } else {
                 below.join(", ")
+            },
+            if post.is_empty() || general.is_empty() {
+                "-".into()
+            } else if below_general.is_empty() {
+                "nowhere".into()
+            } else {
+                below_general.join(", ")
             },
             rpp(&pre),
             rpp(&post),

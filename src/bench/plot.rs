@@ -20,6 +20,7 @@ fn color(s: Strategy) -> (&'static str, &'static str) {
         Strategy::PostFix => ("#1f77b4", ""),
         Strategy::Lwt6 => ("#2ca02c", ""),
         Strategy::Lwt6Tiny => ("#9467bd", "6,3"),
+        Strategy::Lwt6General => ("#17becf", "2,2"),
     }
 }
 

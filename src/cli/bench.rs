@@ -79,6 +79,9 @@ pub struct SweepArgs {
     /// Do not show progress on stderr.
     #[arg(long = "no-progress")]
     pub no_progress: bool,
+    /// Skip the IPv6 forwarding baseline (for per-point measurements, e.g. instruction counts under callgrind).
+    #[arg(long = "no-baseline")]
+    pub no_baseline: bool,
     /// Re-plot from an existing sweep.csv instead of measuring.
     #[arg(long = "from-csv")]
     pub from_csv: Option<PathBuf>,
@@ -248,7 +251,10 @@ pub fn floor_table(r: &bench::FloorReport) -> String {
 
 fn sweep(a: SweepArgs) -> Result<(), Failure> {
     let mut opts = options(&a.common)?;
-    let fams = families(&a.proto, a.modes.as_deref())?;
+    let mut fams = families(&a.proto, a.modes.as_deref())?;
+    if a.no_baseline {
+        fams.retain(|f| *f != Family::Plain);
+    }
     let strategies = a
         .strategies
         .split(',')
