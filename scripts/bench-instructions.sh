@@ -3,7 +3,8 @@
 # a sweep, counted by callgrind (repeatable whatever else the machine does), for the smoothness check the
 # wall-clock sweep cannot make on a noisy host. Marginal cost: (Ir(N2) - Ir(N1)) / (N2 - N1) with collection
 # restricted to Router::process_batch, so setup and warm-up cancel out.
-# Usage: scripts/bench-instructions.sh [OUT.csv]   (needs valgrind; ~3 minutes)
+# Usage: [STRATS="lwt6 post-fix"] scripts/bench-instructions.sh [OUT.csv]   (needs valgrind; ~15 minutes per strategy;
+# appends to OUT when it exists)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-docs/plots/instructions.csv}
@@ -20,16 +21,18 @@ ir() { # proto mode size strategy packets
     callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
     rm -f "$f"
 }
-echo "proto,mode,size,strategy,instructions_per_packet" >"$OUT"
+[ -s "$OUT" ] || echo "proto,mode,size,strategy,instructions_per_packet" >"$OUT"
 point() { # proto mode size strategy
     local a b
     a=$(ir "$1" "$2" "$3" "$4" $N1)
     b=$(ir "$1" "$2" "$3" "$4" $N2)
     echo "$1,$2,$3,$4,$(( (b - a) / (N2 - N1) ))" | tee -a "$OUT"
 }
-for m in encap encap.red inline l2encap; do
-    for n in $(seq 1 40); do point seg6 "$m" "$n" lwt6; done
+STRATS=${STRATS:-lwt6 post-fix}
+for s in $STRATS; do
+    for m in encap encap.red inline l2encap; do
+        for n in $(seq 1 40); do point seg6 "$m" "$n" "$s"; done
+    done
+    for t in $(seq 4 8 244); do point ioam6 inline "$t" "$s"; point ioam6 encap "$t" "$s"; done
+    for n in $(seq 1 16); do point rpl inline "$n" "$s"; done
 done
-for n in 12 13 14 16 17 18; do point seg6 encap "$n" pre-fix; point seg6 encap "$n" post-fix; done
-for t in $(seq 4 8 244); do point ioam6 inline "$t" lwt6; point ioam6 encap "$t" lwt6; done
-for n in $(seq 1 16); do point rpl inline "$n" lwt6; done

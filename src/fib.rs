@@ -78,10 +78,6 @@ pub struct Fib {
     fast4: LpmIndex,
     /// Forwarding plans referenced by [`RouteEntry::plan`].
     plans: Vec<Plan>,
-    /// For small IPv6 tables: every prefix as `[mask_hi, mask_lo, key_hi, key_lo]` with its plan (or `u32::MAX`),
-    /// longest first — the fast path's lookup, touching nothing but these arrays.
-    plan_small6: Vec<[u64; 4]>,
-    plan_small6_ids: Vec<u32>,
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -224,30 +220,7 @@ impl Fib {
             out.insert(r);
         }
         out.plans = plans;
-        if out.fast6.count <= LpmIndex::SMALL {
-            for (&(m, k), e) in out.fast6.small_masks.iter().zip(&out.fast6.small) {
-                out.plan_small6
-                    .push([(m >> 64) as u64, m as u64, (k >> 64) as u64, k as u64]);
-                out.plan_small6_ids.push(e.2.plan.unwrap_or(u32::MAX));
-            }
-        }
         out
-    }
-
-    /// The forwarding plan of the route `dst` matches (longest prefix, best metric), if it has one.
-    #[inline]
-    pub fn lookup_v6_plan(&self, dst: u128) -> Option<&Plan> {
-        let id = if self.fast6.count <= LpmIndex::SMALL {
-            let (hi, lo) = ((dst >> 64) as u64, dst as u64);
-            let i = self
-                .plan_small6
-                .iter()
-                .position(|e| ((hi & e[0]) ^ e[2]) | ((lo & e[1]) ^ e[3]) == 0)?;
-            self.plan_small6_ids[i]
-        } else {
-            self.fast6.get(dst, 128)?.plan?
-        };
-        self.plans.get(id as usize)
     }
 
     /// A forwarding plan of this snapshot.

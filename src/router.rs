@@ -125,6 +125,9 @@ pub struct Router {
     pub stats: Stats,
 }
 
+/// A route the fast path already found for a destination (in the same snapshot), handed to the general path.
+type RouteHint<'f> = (Ipv6Addr, Option<&'f RouteEntry>);
+
 /// Why a packet left the normal path.
 type Verdict = Result<(), DropReason>;
 
@@ -447,38 +450,39 @@ impl Router {
     /// Returns `false`, having changed nothing, when the packet must take the general path, which would produce
     /// the same bytes (it checks the same things, in more steps).
     #[inline]
-    fn fast_forward(
+    fn fast_forward<'f>(
         &mut self,
-        fib: &Fib,
+        fib: &'f Fib,
         in_dev: DevId,
         ts: u64,
         frame: &[u8],
         out: &mut dyn FnMut(DevId, u64, &[u8]),
-    ) -> bool {
+    ) -> Result<(), Option<RouteHint<'f>>> {
         const E: usize = ethernet::HEADER_LEN;
         if frame.len() < E + 40 {
-            return false;
+            return Err(None);
         }
         let ip = &frame[E..];
         if frame[12..14] != [0x86, 0xdd] || frame[..6] != self.links[in_dev].mac || ip[0] >> 4 != 6
         {
-            return false;
+            return Err(None);
         }
         let len = ipv6::HEADER_LEN + u16::from_be_bytes([ip[4], ip[5]]) as usize;
         let hlim = ip[7];
         if len > ip.len() || ip[6] == proto::HOPOPTS || hlim <= 1 {
-            return false;
+            return Err(None);
         }
         let src = u128::from_be_bytes(ip[8..24].try_into().expect("16 bytes"));
         let dst = u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"));
         let special = |a: u128| a >> 120 == 0xff || a >> 118 == 0x3fa; // multicast, fe80::/10
         if special(src) || special(dst) {
-            return false;
+            return Err(None);
         }
-        let Some(plan) = fib.lookup_v6_plan(dst) else {
-            return false;
-        };
         let dst = Ipv6Addr::from(dst);
+        let route = fib.lookup_v6(dst);
+        let Some(plan) = route.and_then(|r| r.plan).and_then(|id| fib.plan(id)) else {
+            return Err(Some((dst, route)));
+        };
         let t = plan.template.len();
         let outer_plen = len + t - E - ipv6::HEADER_LEN;
         if len + t - E > plan.mtu
@@ -486,7 +490,7 @@ impl Router {
             || (plan.encap && (outer_plen > u16::MAX as usize || self.seg6_flowlabel > 0))
             || (plan.contains_local && self.local6.contains(&dst))
         {
-            return false;
+            return Err(Some((dst, route)));
         }
         self.stats.rx += 1;
         let buf = &mut self.buf;
@@ -514,7 +518,7 @@ impl Router {
         out(plan.egress, ts, buf.data());
         self.stats.tx += 1;
         self.stats.fast_path += 1;
-        true
+        Ok(())
     }
 
     /// The interface called `name`.
@@ -557,9 +561,15 @@ impl Router {
         self.nh_gen += 1;
         let fast = self.fast_ok();
         for (dev, ts, frame) in frames {
-            if !(fast && self.fast_forward(&fib, dev, ts, frame, out)) {
-                self.process_slow(&fib, dev, ts, frame, out);
-            }
+            let hint = if fast {
+                match self.fast_forward(&fib, dev, ts, frame, out) {
+                    Ok(()) => continue,
+                    Err(hint) => hint,
+                }
+            } else {
+                None
+            };
+            self.process_slow(&fib, dev, ts, frame, out, hint);
         }
         self.flush_counters();
     }
@@ -611,10 +621,15 @@ impl Router {
         frame: &[u8],
         out: &mut dyn FnMut(DevId, u64, &[u8]),
     ) {
-        if self.fast_ok() && self.fast_forward(fib, in_dev, ts_ns, frame, out) {
-            return;
-        }
-        self.process_slow(fib, in_dev, ts_ns, frame, out);
+        let hint = if self.fast_ok() {
+            match self.fast_forward(fib, in_dev, ts_ns, frame, out) {
+                Ok(()) => return,
+                Err(hint) => hint,
+            }
+        } else {
+            None
+        };
+        self.process_slow(fib, in_dev, ts_ns, frame, out, hint);
     }
 
     /// The general path for one frame.
@@ -625,6 +640,7 @@ impl Router {
         ts_ns: u64,
         frame: &[u8],
         out: &mut dyn FnMut(DevId, u64, &[u8]),
+        hint: Option<RouteHint<'_>>,
     ) {
         self.stats.rx += 1;
         let mut buf = std::mem::replace(&mut self.buf, PacketBuf::new(0));
@@ -632,7 +648,7 @@ impl Router {
         self.ingress_ids = if_ids(&self.links[in_dev].sysctl);
         self.now_ns = ts_ns;
         let before = buf.reallocs();
-        let verdict = self.ethernet_in(fib, in_dev, ts_ns, &mut buf, &mut |dev, bytes| {
+        let verdict = self.ethernet_in(fib, in_dev, ts_ns, &mut buf, hint, &mut |dev, bytes| {
             out(dev, ts_ns, bytes)
         });
         self.stats.reallocs += buf.reallocs() - before;
@@ -649,6 +665,7 @@ impl Router {
         in_dev: DevId,
         ts: u64,
         buf: &mut PacketBuf,
+        hint: Option<RouteHint<'_>>,
         out: &mut dyn FnMut(DevId, &[u8]),
     ) -> Verdict {
         let eth =
@@ -661,7 +678,7 @@ impl Router {
         buf.pull_front(ethernet::HEADER_LEN)
             .map_err(|_| DropReason::EthernetTruncated)?;
         match ethertype {
-            ethernet::ETHERTYPE_IPV6 => self.ipv6_in(fib, in_dev, ts, buf, out, 0),
+            ethernet::ETHERTYPE_IPV6 => self.ipv6_in(fib, in_dev, ts, buf, out, 0, hint),
             ethernet::ETHERTYPE_IPV4 => self.ipv4_in(fib, in_dev, buf, out),
             _ => Err(DropReason::UnsupportedEthertype),
         }
@@ -675,6 +692,7 @@ impl Router {
         buf: &mut PacketBuf,
         out: &mut dyn FnMut(DevId, &[u8]),
         pass: usize,
+        hint: Option<RouteHint<'_>>,
     ) -> Verdict {
         if pass >= MAX_PASSES {
             return Err(DropReason::TunnelLoop);
@@ -690,7 +708,12 @@ impl Router {
             return Err(DropReason::Multicast);
         }
         let local = self.local6.contains(&dst);
-        let route = if local { None } else { fib.lookup_v6(dst) };
+        let route = match hint {
+            _ if local => None,
+            // The fast path already looked this destination up in the same snapshot.
+            Some((d, r)) if d == dst => r,
+            _ => fib.lookup_v6(dst),
+        };
         // Like Linux, a transit router looks at the Hop-by-Hop header only; the rest of the chain is walked
         // (and must be well formed) only for packets addressed to us.
         if buf.data()[6] == proto::HOPOPTS {
@@ -771,7 +794,7 @@ impl Router {
                     RplAction::Decap { inner_offset } => {
                         buf.pull_front(inner_offset)
                             .map_err(|_| DropReason::RplMalformed)?;
-                        self.ipv6_in(fib, in_dev, ts, buf, out, pass + 1)
+                        self.ipv6_in(fib, in_dev, ts, buf, out, pass + 1, None)
                     }
                     RplAction::ParamProblem { pointer, reason } => {
                         self.icmp_error(
@@ -799,7 +822,7 @@ impl Router {
                         buf.pull_front(inner_offset)
                             .map_err(|_| DropReason::SrhMalformed)?;
                         if p == proto::IPV6 {
-                            self.ipv6_in(fib, in_dev, ts, buf, out, pass + 1)
+                            self.ipv6_in(fib, in_dev, ts, buf, out, pass + 1, None)
                         } else {
                             self.ipv4_in(fib, in_dev, buf, out)
                         }

@@ -249,7 +249,12 @@ pub enum Strategy {
 
 impl Strategy {
     /// The strategies of Fig. 6, plus lwt6 on the general path.
-    pub const DEFAULT: [Strategy; 4] = [Strategy::PreFix, Strategy::PostFix, Strategy::Lwt6General, Strategy::Lwt6];
+    pub const DEFAULT: [Strategy; 4] = [
+        Strategy::PreFix,
+        Strategy::PostFix,
+        Strategy::Lwt6General,
+        Strategy::Lwt6,
+    ];
 
     /// Name in CSV and on the command line.
     pub fn name(self) -> &'static str {

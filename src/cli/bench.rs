@@ -65,7 +65,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub sizes: Option<String>,
     /// Strategies, comma separated: pre-fix, post-fix, lwt6, lwt6-tiny.
-    #[arg(long, default_value = "pre-fix,post-fix,lwt6")]
+    #[arg(long, default_value = "pre-fix,post-fix,lwt6-general,lwt6")]
     pub strategies: String,
     /// Directory for sweep.csv, the SVG plots and summary.md.
     #[arg(long = "out-dir", default_value = "docs/plots")]
