@@ -684,6 +684,7 @@ impl Router {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn ipv6_in(
         &mut self,
         fib: &Fib,
