@@ -30,22 +30,10 @@ fn our_namespaces(pid: u32) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn tiny_audit_agrees_and_cleans_up() {
-    require_root();
+/// Runs `lwt6 ARGS` (an audit with `-j`), requires success, returns its pid and the JSON report.
+fn run_audit(args: &[&str]) -> (u32, serde_json::Value) {
     let child = lwt6()
-        .args([
-            "audit",
-            "--modes",
-            "encap",
-            "--segments",
-            "1,3",
-            "--count",
-            "200",
-            "--ingress",
-            "plain",
-            "-j",
-        ])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -58,7 +46,27 @@ fn tiny_audit_agrees_and_cleans_up() {
         "audit failed: {stderr}\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    (
+        pid,
+        serde_json::from_slice(&out.stdout).expect("JSON report"),
+    )
+}
+
+#[test]
+fn tiny_audit_agrees_and_cleans_up() {
+    require_root();
+    let (pid, v) = run_audit(&[
+        "audit",
+        "--modes",
+        "encap",
+        "--segments",
+        "1,3",
+        "--count",
+        "200",
+        "--ingress",
+        "plain",
+        "-j",
+    ]);
     let results = v["results"].as_array().expect("results");
     assert_eq!(results.len(), 2);
     for r in results {
@@ -86,32 +94,18 @@ fn tiny_audit_agrees_and_cleans_up() {
 #[test]
 fn xdp_ingress_shows_the_boundaries() {
     require_root();
-    let child = lwt6()
-        .args([
-            "audit",
-            "--modes",
-            "encap,l2encap",
-            "--segments",
-            "12,13,17",
-            "--count",
-            "300",
-            "--ingress",
-            "xdp",
-            "-j",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run lwt6");
-    let pid = child.id();
-    let out = child.wait_with_output().expect("wait");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "audit failed: {stderr}\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let (pid, v) = run_audit(&[
+        "audit",
+        "--modes",
+        "encap,l2encap",
+        "--segments",
+        "12,13,17",
+        "--count",
+        "300",
+        "--ingress",
+        "xdp",
+        "-j",
+    ]);
     assert_eq!(v["baseline"]["ingress"], "xdp");
     assert_eq!(v["baseline"]["reallocs_per_packet"].as_f64(), Some(0.0));
     assert_eq!(v["baselines"].as_array().map(Vec::len), Some(1));
