@@ -929,7 +929,7 @@ impl Router {
                         return Err(DropReason::TunnelProtoMismatch);
                     }
                     let orig = ipv6::Packet::new_unchecked(buf.data()).dst_addr();
-                    (rpl_len(r, orig), r.segs[0])
+                    (r.header_len(orig), r.segs[0])
                 }
                 Tunnel::Ioam6(_) => unreachable!("ioam6 is an output tunnel"),
             };
@@ -1319,15 +1319,6 @@ fn if_ids(s: &DevSysctls) -> IfIds {
         id: s.ioam6_id,
         wide: s.ioam6_id_wide,
     }
-}
-
-/// Length of the RPL header `r` inserts for a packet to `orig`.
-fn rpl_len(r: &RplTunnel, orig: Ipv6Addr) -> usize {
-    let n = r.segs.len();
-    let mut addrs = [Ipv6Addr::UNSPECIFIED; crate::tunnel::rpl::MAX_SEGS];
-    addrs[..n - 1].copy_from_slice(&r.segs[1..]);
-    addrs[n - 1] = orig;
-    crate::wire::rpl::compressed_len(&addrs[..n], &r.segs[0])
 }
 
 /// The flow key hash for `seg6_flowlabel = 1` (see [`crate::tunnel::seg6::flow_hash`]).

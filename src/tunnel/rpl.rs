@@ -30,13 +30,26 @@ impl RplTunnel {
         8 + 16 * self.segs.len()
     }
 
-    /// Inserts the header after the IPv6 header (after Hop-by-Hop if present). Returns the header length.
-    pub fn insert(&self, buf: &mut PacketBuf) -> Result<usize, DropReason> {
+    /// The addresses the header carries for a packet to `orig_da` (segments after the first, then `orig_da`),
+    /// in a stack array, with their count.
+    fn addresses(&self, orig_da: Ipv6Addr) -> ([Ipv6Addr; MAX_SEGS], usize) {
         let n = self.segs.len();
         let mut addrs = [Ipv6Addr::UNSPECIFIED; MAX_SEGS];
         addrs[..n - 1].copy_from_slice(&self.segs[1..]);
-        let orig_da = ipv6::Packet::new_unchecked(buf.data()).dst_addr();
         addrs[n - 1] = orig_da;
+        (addrs, n)
+    }
+
+    /// Length of the header inserted into a packet to `orig_da` (compressed against the first segment).
+    pub fn header_len(&self, orig_da: Ipv6Addr) -> usize {
+        let (addrs, n) = self.addresses(orig_da);
+        rpl::compressed_len(&addrs[..n], &self.segs[0])
+    }
+
+    /// Inserts the header after the IPv6 header (after Hop-by-Hop if present). Returns the header length.
+    pub fn insert(&self, buf: &mut PacketBuf) -> Result<usize, DropReason> {
+        let orig_da = ipv6::Packet::new_unchecked(buf.data()).dst_addr();
+        let (addrs, n) = self.addresses(orig_da);
         let addrs = &addrs[..n];
         let daddr = self.segs[0];
         let len = rpl::compressed_len(addrs, &daddr);
