@@ -68,15 +68,6 @@ pub struct Link {
     pub addrs4: Vec<(Ipv4Addr, u8)>,
 }
 
-/// A frame the router sends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    /// Egress interface.
-    pub dev: DevId,
-    /// The frame.
-    pub frame: Vec<u8>,
-}
-
 /// The router: configuration state, the published FIB and one worker's per-packet state.
 #[derive(Debug)]
 pub struct Router {
@@ -561,15 +552,7 @@ impl Router {
         self.nh_gen += 1;
         let fast = self.fast_ok();
         for (dev, ts, frame) in frames {
-            let hint = if fast {
-                match self.fast_forward(&fib, dev, ts, frame, out) {
-                    Ok(()) => continue,
-                    Err(hint) => hint,
-                }
-            } else {
-                None
-            };
-            self.process_slow(&fib, dev, ts, frame, out, hint);
+            self.process_one(&fib, dev, ts, frame, out, fast);
         }
         self.flush_counters();
     }
@@ -584,7 +567,8 @@ impl Router {
         out: &mut dyn FnMut(DevId, u64, &[u8]),
     ) {
         self.nh_gen += 1;
-        self.process_one(fib, in_dev, ts_ns, frame, out);
+        let fast = self.fast_ok();
+        self.process_one(fib, in_dev, ts_ns, frame, out, fast);
         self.flush_counters();
     }
 
@@ -612,7 +596,9 @@ impl Router {
         }
     }
 
-    /// Processes one frame (the caller manages the next-hop cache generation and the counters).
+    /// One frame (the caller manages the next-hop cache generation and the counters): the fast path when `fast` (the router-wide [`Self::fast_ok`], checked once per batch) and
+    /// the route has a plan, else the general path with the route the fast path found.
+    #[inline]
     fn process_one(
         &mut self,
         fib: &Fib,
@@ -620,8 +606,9 @@ impl Router {
         ts_ns: u64,
         frame: &[u8],
         out: &mut dyn FnMut(DevId, u64, &[u8]),
+        fast: bool,
     ) {
-        let hint = if self.fast_ok() {
+        let hint = if fast {
             match self.fast_forward(fib, in_dev, ts_ns, frame, out) {
                 Ok(()) => return,
                 Err(hint) => hint,
