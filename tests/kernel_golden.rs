@@ -237,20 +237,14 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
 #[test]
 fn linux_strategies_reproduce_the_double_reallocation() {
     use lwt6::router::BufferStrategy;
-    let segs: Vec<String> = (1..=13).map(|i| format!("fc00::{i:x}")).collect();
-    let seg_refs: Vec<&str> = segs.iter().map(|s| s.as_str()).collect();
     for (n, pre, post) in [(13usize, 2u64, 1u64), (12, 1, 1), (17, 2, 1), (2, 0, 0)] {
+        let segs: Vec<String> = (1..=n).map(|i| format!("fc00::{i:x}")).collect();
+        let refs: Vec<&str> = segs.iter().map(String::as_str).collect();
         for (strategy, want) in [
             (BufferStrategy::LinuxPreFix { cache_line: 64 }, pre),
             (BufferStrategy::LinuxPostFix { cache_line: 64 }, post),
             (BufferStrategy::Native, 0),
         ] {
-            let segs17: Vec<String> = (1..=n).map(|i| format!("fc00::{i:x}")).collect();
-            let refs: Vec<&str> = if n <= 13 {
-                seg_refs[..n].to_vec()
-            } else {
-                segs17.iter().map(|s| s.as_str()).collect()
-            };
             let mut r = Router::build(&topology(seg6(Seg6Mode::Encap, &refs, None))).unwrap();
             if strategy != BufferStrategy::Native {
                 r.rx_headroom = 192;
