@@ -47,6 +47,45 @@ pub struct RouteEntry {
     pub plan: Option<u32>,
 }
 
+/// What a [`Plan`] does to a packet after copying its template: which fields come from the received packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKind {
+    /// Plain forwarding. Template: the Ethernet header.
+    Forward,
+    /// seg6 H.Encaps / H.Encaps.Red (RFC 8986 §5.1, §5.2). Template: Ethernet header, outer IPv6 header, SRH
+    /// (HMAC included: source and segments are fixed). Per packet: traffic class and flow label, payload
+    /// length, hop limit.
+    Seg6Encap,
+    /// seg6 `inline` without HMAC (Linux's H.Insert). Template: Ethernet header, an IPv6 header slot whose
+    /// destination is already the first SID, the SRH. Per packet: the rest of the received IPv6 header, next
+    /// header 43, payload length, hop limit, the SRH's next header and Segment List\[0\] (the original
+    /// destination).
+    Seg6Inline,
+    /// ioam6 `inline` inserting on every packet. Template: Ethernet header, an IPv6 header slot, the Hop-by-Hop
+    /// header with the pre-allocated trace. Per packet: the received IPv6 header with next header 0 and the new
+    /// payload length, the Hop-by-Hop next header, then this node's data (RFC 9197 §4.4) in the trace.
+    IoamInline,
+    /// ioam6 `encap` (and `auto`, which is encap for forwarded packets) inserting on every packet. Template:
+    /// Ethernet header, outer IPv6 header (source, destination = tundst, next header 0), Hop-by-Hop header with
+    /// next header 41. Per packet: the outer header's first 8 bytes from the inner one, then this node's data.
+    IoamEncap,
+    /// rpl (RFC 6554 with Linux's compression). Template: Ethernet header and an IPv6 header slot whose
+    /// destination is the first segment. Per packet: the rest of the IPv6 header and the compressed SRH, whose
+    /// length depends on the original destination (CmprE).
+    Rpl,
+}
+
+impl PlanKind {
+    /// Whether the template holds an IPv6 header slot that the received header fills: the received IPv6
+    /// header then moves to the front and only its payload is loaded behind the template.
+    pub fn inserts(self) -> bool {
+        matches!(
+            self,
+            PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl
+        )
+    }
+}
+
 /// A precomputed forwarding plan for a route (VPP calls it an adjacency's rewrite string): everything about the
 /// way out that does not depend on the packet, resolved once per FIB snapshot. It is what "plans headroom from the
 /// cached output device" means, and the userspace form of Linux's per-tunnel `dst_cache` — without a reference
@@ -57,12 +96,17 @@ pub struct Plan {
     pub egress: DevId,
     /// MTU the packet must fit as it leaves (route MTU or the device's).
     pub mtu: usize,
-    /// The bytes put in front of the received IPv6 packet: the Ethernet header, then for seg6 H.Encaps(.Red) the
-    /// outer IPv6 header and the SRH (HMAC included: source and segments are fixed). Complete except, for an outer
-    /// header, its traffic class, flow label, payload length and hop limit.
+    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold).
     pub template: Box<[u8]>,
-    /// Whether `template` holds an outer IPv6 header at offset 14.
-    pub encap: bool,
+    /// What the template holds and what is written per packet.
+    pub kind: PlanKind,
+    /// Bytes the tunnel adds to the IPv6 packet (0 for [`PlanKind::Forward`]; for [`PlanKind::Rpl`] only the
+    /// fixed part is known here, the header length is computed per packet).
+    pub growth: usize,
+    /// The tunnel applied, if any.
+    pub tunnel: Option<TunnelId>,
+    /// Device of the route that carries the tunnel (its IOAM interface ids are the egress ids of the trace).
+    pub route_dev: Option<DevId>,
     /// Whether one of the router's own addresses lies inside the route's prefix (then a local check is needed).
     pub contains_local: bool,
 }
@@ -127,6 +171,15 @@ impl std::hash::Hasher for FastHasher {
 /// `BuildHasher` of [`FastHasher`].
 pub type FastBuild = std::hash::BuildHasherDefault<FastHasher>;
 
+/// Mask and masked key of one prefix of the linear table, in 64-bit halves.
+#[derive(Debug, Clone, Copy, Default)]
+struct SmallKey {
+    mask_hi: u64,
+    key_hi: u64,
+    mask_lo: u64,
+    key_lo: u64,
+}
+
 /// Longest-prefix match by one hash probe per distinct prefix length, longest first (the tables lwt6 is given
 /// have a handful of lengths). Holds a copy of the best route of every prefix; kept in step by [`Fib::insert`].
 #[derive(Debug, Clone, Default)]
@@ -138,8 +191,8 @@ struct LpmIndex {
     /// The same routes as `(length, masked bits, best route)`, longest first, while there are at most
     /// [`LpmIndex::SMALL`] of them: a linear scan of a few entries beats hashing.
     small: Vec<(u8, u128, RouteEntry)>,
-    /// `(mask, key)` of every `small` entry, in the same order: one AND and one compare per entry.
-    small_masks: Vec<(u128, u128)>,
+    /// Mask and key of every `small` entry, in the same order.
+    small_masks: Vec<SmallKey>,
     /// Number of prefixes.
     count: usize,
 }
@@ -183,18 +236,37 @@ impl LpmIndex {
         self.small_masks = self
             .small
             .iter()
-            .map(|e| (Self::mask(u128::MAX, e.0, width), e.1))
+            .map(|e| {
+                let m = Self::mask(u128::MAX, e.0, width);
+                SmallKey {
+                    mask_hi: (m >> 64) as u64,
+                    key_hi: (e.1 >> 64) as u64,
+                    mask_lo: m as u64,
+                    key_lo: e.1 as u64,
+                }
+            })
             .collect();
     }
 
+    #[inline(always)]
     fn get(&self, bits: u128, width: u8) -> Option<&RouteEntry> {
         if self.count <= Self::SMALL {
-            return self
-                .small_masks
-                .iter()
-                .position(|&(m, k)| bits & m == k)
-                .map(|i| &self.small[i].2);
+            // One pass over (mask, key) pairs in 64-bit halves: xor, and, or, test per entry.
+            let (hi, lo) = ((bits >> 64) as u64, bits as u64);
+            for (i, m) in self.small_masks.iter().enumerate() {
+                if ((hi ^ m.key_hi) & m.mask_hi) | ((lo ^ m.key_lo) & m.mask_lo) == 0 {
+                    return self.small.get(i).map(|e| &e.2);
+                }
+            }
+            return None;
         }
+        self.get_hashed(bits, width)
+    }
+
+    /// The hash-per-length lookup of tables too large for the linear scan (kept out of line so that the scan
+    /// inlines into the data path).
+    #[inline(never)]
+    fn get_hashed(&self, bits: u128, width: u8) -> Option<&RouteEntry> {
         self.lens
             .iter()
             .find_map(|&len| self.tables[len as usize].get(&Self::mask(bits, len, width)))
@@ -261,6 +333,7 @@ impl Fib {
     }
 
     /// Longest-prefix match for an IPv6 destination (lowest metric among equal prefixes).
+    #[inline(always)]
     pub fn lookup_v6(&self, dst: Ipv6Addr) -> Option<&RouteEntry> {
         self.fast6.get(u128::from(dst), 128)
     }

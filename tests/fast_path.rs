@@ -21,6 +21,18 @@ sr hmac set 42 sha256 secret mysecret
 -6 route add fd00:94::/64 encap seg6 mode encap.red segs fc00::a dev r1
 -6 route add fd00:95::/64 encap seg6 mode encap segs fc00::a,fc00::b hmac 42 dev r1
 -6 route add fd00:96::/64 encap seg6 mode inline segs fc00::a dev r1
+-6 route add fd00:97::/64 encap seg6 mode inline segs fc00::a,fc00::b hmac 42 dev r1
+-6 route add fd00:98::/64 encap rpl segs fc00::a,fc00::1:b,fd00:98::3 dev r1
+sysctl net.ipv6.ioam6_id=0x111111
+sysctl net.ipv6.ioam6_id_wide=0x22222222222222
+sysctl net.ipv6.conf.r0.ioam6_id=7
+sysctl net.ipv6.conf.r0.ioam6_id_wide=0x70000007
+sysctl net.ipv6.conf.r1.ioam6_id=9
+ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
+-6 route add fd00:a0::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 via fd00:2::2 dev r1
+-6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 dev r1
+-6 route add fd00:a2::/64 encap ioam6 mode auto tundst fc00::2 trace prealloc type 0x800000 ns 9 size 8 dev r1
+-6 route add fd00:a3::/64 encap ioam6 mode inline freq 1/2 trace prealloc type 0x800000 ns 123 size 8 via fd00:2::2 dev r1
 ";
 
 fn router(fast: bool, flowlabel: i32) -> Router {
@@ -46,6 +58,13 @@ fn bases() -> Vec<Vec<u8>> {
         ("fd00:96::1", 64, 0),
         ("2001:db8::7", 30, 0x0fff_ffff),
         ("fd00:92::9", 64, 0),
+        ("fd00:97::1", 64, 0),
+        ("fd00:98::1", 9, 0x0012_3456),
+        ("fd00:98::3", 64, 0),
+        ("fd00:a0::1", 64, 0x0aa0_0001),
+        ("fd00:a1::1", 33, 0x0000_0007),
+        ("fd00:a2::1", 64, 0),
+        ("fd00:a3::1", 64, 0),
     ] {
         let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
         f.extend((0x6000_0000 | tc_fl).to_be_bytes());
@@ -91,10 +110,12 @@ fn base_frames_take_the_fast_path_and_match() {
             (&slow.0, &slow.1),
             "seg6_flowlabel {fl}"
         );
-        // 6 sent (the frame to our own fd00:92::9 is a local delivery); by plan: the 4 encap routes and the
-        // gateway route, unless seg6_flowlabel = 1 (the hash is left to the general path); never inline.
-        assert_eq!(fast.0.len(), 6, "{}", fast.1);
-        assert_eq!(fast.2, if fl == 1 { 1 } else { 5 }, "{}", fast.1);
+        // 13 sent (the frame to our own fd00:92::9 is a local delivery). By plan: the 4 seg6 encap routes unless
+        // seg6_flowlabel = 1 (the hash is left to the general path), seg6 inline without HMAC, the gateway
+        // route, the 2 RPL frames, the 3 ioam6 routes inserting on every packet; not seg6 inline with HMAC nor
+        // ioam6 with freq 1/2.
+        assert_eq!(fast.0.len(), 13, "{}", fast.1);
+        assert_eq!(fast.2, if fl == 1 { 7 } else { 11 }, "{}", fast.1);
         assert_eq!(slow.2, 0);
     }
 }
@@ -103,7 +124,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn mutated_frames_match(i in 0usize..7, flips in prop::collection::vec((0usize..94, any::<u8>()), 0..4),
+    fn mutated_frames_match(i in 0usize..14, flips in prop::collection::vec((0usize..94, any::<u8>()), 0..4),
                             cut in 0usize..100, grow in 0usize..1500, fl in -1i32..=1) {
         let mut f = bases()[i].clone();
         for (at, v) in flips {

@@ -15,14 +15,26 @@ pub const MAX_SEGS: usize = 127;
 pub struct RplTunnel {
     /// Segments in configuration order.
     pub segs: Vec<Ipv6Addr>,
+    /// CmprI (RFC 6554 §3): fixed per tunnel, since addresses 1..n-1 are the configured segments after the
+    /// first and the elided prefix comes from the first segment (the new destination).
+    cmpr_i: u8,
 }
 
 impl RplTunnel {
     /// Builds the tunnel from its configuration.
     pub fn new(cfg: &RplEncap) -> Self {
-        RplTunnel {
-            segs: cfg.segs.clone(),
-        }
+        let segs = cfg.segs.clone();
+        // Linux's rule (behaviour spec §3.2), as `rpl::compression` computes it; the last address (the original
+        // destination) does not take part in CmprI.
+        let cmpr_i = match segs.split_first() {
+            Some((first, rest)) => {
+                let mut probe = rest.to_vec();
+                probe.push(*first);
+                rpl::compression(&probe, first).0
+            }
+            None => rpl::MAX_CMPR,
+        };
+        RplTunnel { segs, cmpr_i }
     }
 
     /// Upper bound of the inserted header: N uncompressed addresses (8 + 16N bytes).
@@ -30,29 +42,60 @@ impl RplTunnel {
         8 + 16 * self.segs.len()
     }
 
-    /// The addresses the header carries for a packet to `orig_da` (segments after the first, then `orig_da`),
-    /// in a stack array, with their count.
-    fn addresses(&self, orig_da: Ipv6Addr) -> ([Ipv6Addr; MAX_SEGS], usize) {
+    /// CmprE for a packet to `orig_da`: the common prefix of `orig_da` and the first segment, capped at 15.
+    fn cmpr_e(&self, orig_da: &Ipv6Addr) -> u8 {
+        let x = u128::from(*orig_da) ^ u128::from(self.segs[0]);
+        ((x.leading_zeros() / 8) as u8).min(rpl::MAX_CMPR)
+    }
+
+    /// (address bytes, pad) of the header for a packet whose CmprE is `cmpr_e`.
+    fn seglen_pad(&self, cmpr_e: u8) -> (usize, usize) {
         let n = self.segs.len();
-        let mut addrs = [Ipv6Addr::UNSPECIFIED; MAX_SEGS];
-        addrs[..n - 1].copy_from_slice(&self.segs[1..]);
-        addrs[n - 1] = orig_da;
-        (addrs, n)
+        let seglen = (n - 1) * (16 - usize::from(self.cmpr_i)) + (16 - usize::from(cmpr_e));
+        (seglen, (8 - seglen % 8) % 8)
     }
 
     /// Length of the header inserted into a packet to `orig_da` (compressed against the first segment).
     pub fn header_len(&self, orig_da: Ipv6Addr) -> usize {
-        let (addrs, n) = self.addresses(orig_da);
-        rpl::compressed_len(&addrs[..n], &self.segs[0])
+        let (seglen, pad) = self.seglen_pad(self.cmpr_e(&orig_da));
+        rpl::FIXED_LEN + seglen + pad
+    }
+
+    /// Writes the compressed header for a packet to `orig_da` into `out[..header_len(orig_da)]`: the same bytes
+    /// as [`rpl::emit_compressed`] of (segments after the first, `orig_da`) against the first segment, with
+    /// Segments Left = N, without building the address list. Returns the length.
+    pub fn emit(&self, out: &mut [u8], next_header: u8, orig_da: &Ipv6Addr) -> usize {
+        let ce = self.cmpr_e(orig_da);
+        let ci = usize::from(self.cmpr_i);
+        let (seglen, pad) = self.seglen_pad(ce);
+        let total = rpl::FIXED_LEN + seglen + pad;
+        let out = &mut out[..total];
+        // RFC 6554 §3: Next Header, Hdr Ext Len, Routing Type, Segments Left, CmprI|CmprE, Pad|Reserved.
+        out[..8].copy_from_slice(&[
+            next_header,
+            ((seglen + pad) / 8) as u8,
+            rpl::ROUTING_TYPE,
+            self.segs.len() as u8,
+            (self.cmpr_i << 4) | ce,
+            (pad as u8) << 4,
+            0,
+            0,
+        ]);
+        let mut off = rpl::FIXED_LEN;
+        for a in &self.segs[1..] {
+            out[off..off + 16 - ci].copy_from_slice(&a.octets()[ci..]);
+            off += 16 - ci;
+        }
+        let ce = usize::from(ce);
+        out[off..off + 16 - ce].copy_from_slice(&orig_da.octets()[ce..]);
+        out[off + 16 - ce..].fill(0);
+        total
     }
 
     /// Inserts the header after the IPv6 header (after Hop-by-Hop if present). Returns the header length.
     pub fn insert(&self, buf: &mut PacketBuf) -> Result<usize, DropReason> {
         let orig_da = ipv6::Packet::new_unchecked(buf.data()).dst_addr();
-        let (addrs, n) = self.addresses(orig_da);
-        let addrs = &addrs[..n];
-        let daddr = self.segs[0];
-        let len = rpl::compressed_len(addrs, &daddr);
+        let len = self.header_len(orig_da);
         let at = super::insertion_offset(buf.data());
         let plen = u16::from_be_bytes([buf.data()[4], buf.data()[5]]) as usize;
         if plen + len > u16::MAX as usize {
@@ -62,9 +105,49 @@ impl RplTunnel {
             .map_err(|_| DropReason::BufferPlanning)?;
         let pkt = buf.data_mut();
         let old_nh = super::replace_next_header_before(pkt, at, proto::ROUTING);
-        rpl::emit_compressed(&mut pkt[at..at + len], old_nh, n as u8, addrs, &daddr);
+        self.emit(&mut pkt[at..at + len], old_nh, &orig_da);
         super::grow_payload_len(pkt, len)?;
-        ipv6::Packet::new_unchecked(&mut pkt[..ipv6::HEADER_LEN]).set_dst_addr(daddr);
+        ipv6::Packet::new_unchecked(&mut pkt[..ipv6::HEADER_LEN]).set_dst_addr(self.segs[0]);
         Ok(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn addr(v: u128) -> Ipv6Addr {
+        Ipv6Addr::from(v)
+    }
+
+    proptest! {
+        /// The direct emitter writes what the general RFC 6554 encoder (checked against the kernel in
+        /// tests/kernel/test_rpl.py) writes for the same address list, for related and unrelated addresses.
+        #[test]
+        fn emit_matches_the_general_encoder(
+            base in any::<u128>(),
+            tails in prop::collection::vec((0u32..=128, any::<u128>()), 1..20),
+            orig in (0u32..=128, any::<u128>()),
+            nh in any::<u8>(),
+        ) {
+            // Each address shares the top `keep` bits with `base`.
+            let mk = |(keep, r): (u32, u128)| {
+                let mask = if keep == 0 { 0 } else { u128::MAX << (128 - keep) };
+                addr((base & mask) | (r & !mask))
+            };
+            let segs: Vec<Ipv6Addr> = tails.into_iter().map(mk).collect();
+            let orig = mk(orig);
+            let t = RplTunnel::new(&RplEncap { segs: segs.clone() });
+            let mut list = segs[1..].to_vec();
+            list.push(orig);
+            let want_len = rpl::compressed_len(&list, &segs[0]);
+            let mut want = vec![0xaa; want_len];
+            rpl::emit_compressed(&mut want, nh, segs.len() as u8, &list, &segs[0]);
+            prop_assert_eq!(t.header_len(orig), want_len);
+            let mut got = vec![0x55; want_len + 3];
+            prop_assert_eq!(t.emit(&mut got, nh, &orig), want_len);
+            prop_assert_eq!(&got[..want_len], &want[..]);
+        }
     }
 }

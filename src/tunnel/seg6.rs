@@ -110,6 +110,12 @@ impl Seg6Tunnel {
         &self.wire
     }
 
+    /// The SRH as configured, which `inline` mode inserts (next header and Segment List\[0\] are set per packet),
+    /// and whether it carries an HMAC TLV (then it also depends on the packet's source and destination).
+    pub fn inline_srh(&self) -> (&[u8], bool) {
+        (&self.configured, self.hmac_at_configured.is_some())
+    }
+
     /// Whether the mode carries the whole received Ethernet frame.
     pub fn is_l2(&self) -> bool {
         matches!(self.mode, Seg6Mode::L2Encap | Seg6Mode::L2EncapRed)
