@@ -193,6 +193,8 @@ struct LpmIndex {
     small: Vec<(u8, u128, RouteEntry)>,
     /// Mask and key of every `small` entry, in the same order.
     small_masks: Vec<SmallKey>,
+    /// Whether every `small` mask has a zero low half (all prefixes of an IPv6 table at most /64 long).
+    small_hi_only: bool,
     /// Number of prefixes.
     count: usize,
 }
@@ -246,13 +248,23 @@ impl LpmIndex {
                 }
             })
             .collect();
+        self.small_hi_only = width == 128 && self.small_masks.iter().all(|m| m.mask_lo == 0);
     }
 
     #[inline(always)]
     fn get(&self, bits: u128, width: u8) -> Option<&RouteEntry> {
         if self.count <= Self::SMALL {
-            // One pass over (mask, key) pairs in 64-bit halves: xor, and, or, test per entry.
+            // One pass over (mask, key) pairs in 64-bit halves: xor, and, or, test per entry; the high halves
+            // only when no prefix is longer than 64 bits (the usual IPv6 table).
             let (hi, lo) = ((bits >> 64) as u64, bits as u64);
+            if self.small_hi_only {
+                for (i, m) in self.small_masks.iter().enumerate() {
+                    if (hi ^ m.key_hi) & m.mask_hi == 0 {
+                        return self.small.get(i).map(|e| &e.2);
+                    }
+                }
+                return None;
+            }
             for (i, m) in self.small_masks.iter().enumerate() {
                 if ((hi ^ m.key_hi) & m.mask_hi) | ((lo ^ m.key_lo) & m.mask_lo) == 0 {
                     return self.small.get(i).map(|e| &e.2);

@@ -261,7 +261,7 @@ impl Router {
         let mut ioam = IoamNode {
             node_id: cfg.sysctl.ioam6_id,
             node_id_wide: cfg.sysctl.ioam6_id_wide,
-            namespaces: HashMap::new(),
+            namespaces: HashMap::default(),
         };
         for ns in &cfg.ioam_namespaces {
             let schema = ns
@@ -501,7 +501,7 @@ impl Router {
     /// header, hop limit above 1, unicast non-link-local addresses, not for us, within the MTU, room in front.
     /// Returns `Err`, having changed nothing, when the packet must take the general path, which would produce
     /// the same bytes (it checks the same things, in more steps); the route found goes with it.
-    #[inline]
+    #[inline(always)]
     fn fast_forward<'f>(
         &mut self,
         fib: &'f Fib,
@@ -525,12 +525,15 @@ impl Router {
         if len > ip.len() || ip[6] == proto::HOPOPTS || hlim <= 1 {
             return Err(None);
         }
-        // Multicast (ff00::/8) or link-local (fe80::/10) source or destination.
-        let special = |hi: u16| hi >= 0xff00 || hi & 0xffc0 == 0xfe80;
-        if special(u16::from_be_bytes([ip[8], ip[9]]))
-            || special(u16::from_be_bytes([ip[24], ip[25]]))
-        {
-            return Err(None);
+        // Multicast (ff00::/8) or link-local (fe80::/10) source or destination: both start with 0xfe or 0xff,
+        // which one test of the first bytes rules out for almost every packet.
+        if ip[8] >= 0xfe || ip[24] >= 0xfe {
+            let special = |hi: u16| hi >= 0xff00 || hi & 0xffc0 == 0xfe80;
+            if special(u16::from_be_bytes([ip[8], ip[9]]))
+                || special(u16::from_be_bytes([ip[24], ip[25]]))
+            {
+                return Err(None);
+            }
         }
         let dst_octets: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_octets);
@@ -542,7 +545,10 @@ impl Router {
             (PlanKind::Rpl, Some(Tunnel::Rpl(p))) => Some(p),
             _ => None,
         };
-        let growth = rpl.map_or(plan.growth, |p| p.header_len(dst));
+        let growth = match rpl {
+            Some(p) => p.header_len(dst),
+            None => plan.growth,
+        };
         let new_len = len + growth;
         if new_len > plan.mtu
             || self.rx_headroom < growth
@@ -734,7 +740,7 @@ impl Router {
 
     /// One frame (the caller manages the next-hop cache generation and the counters): the fast path when `fast` (the router-wide [`Self::fast_ok`], checked once per batch) and
     /// the route has a plan, else the general path with the route the fast path found.
-    #[inline]
+    #[inline(always)]
     fn process_one(
         &mut self,
         fib: &Fib,

@@ -25,7 +25,7 @@ pub struct IoamNode {
     /// `net.ipv6.ioam6_id_wide`.
     pub node_id_wide: u64,
     /// Namespaces by id.
-    pub namespaces: HashMap<u16, Namespace>,
+    pub namespaces: HashMap<u16, Namespace, crate::fib::FastBuild>,
 }
 
 /// Interface identifiers (per-interface `ioam6_id`, `ioam6_id_wide`).

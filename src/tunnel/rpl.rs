@@ -1,7 +1,7 @@
 //! The `rpl` tunnel: inserts a compressed RPL Source Routing Header (RFC 6554) with Linux's semantics
 //! (behaviour spec §3.3): DA := first segment, the original DA travels as the last address, SL = N.
 
-use crate::buffer::PacketBuf;
+use crate::buffer::{PacketBuf, copy_bytes};
 use crate::config::RplEncap;
 use crate::stats::DropReason;
 use crate::wire::{ipv6, proto, rpl};
@@ -18,6 +18,9 @@ pub struct RplTunnel {
     /// CmprI (RFC 6554 §3): fixed per tunnel, since addresses 1..n-1 are the configured segments after the
     /// first and the elided prefix comes from the first segment (the new destination).
     cmpr_i: u8,
+    /// Addresses 1..n-1 as they go on the wire: the configured segments after the first, each without its first
+    /// CmprI bytes (fixed per tunnel, so written with one copy per packet).
+    middle: Vec<u8>,
 }
 
 impl RplTunnel {
@@ -34,7 +37,16 @@ impl RplTunnel {
             }
             None => rpl::MAX_CMPR,
         };
-        RplTunnel { segs, cmpr_i }
+        let middle = segs
+            .iter()
+            .skip(1)
+            .flat_map(|a| a.octets()[usize::from(cmpr_i)..].to_vec())
+            .collect();
+        RplTunnel {
+            segs,
+            cmpr_i,
+            middle,
+        }
     }
 
     /// Upper bound of the inserted header: N uncompressed addresses (8 + 16N bytes).
@@ -66,7 +78,6 @@ impl RplTunnel {
     /// Segments Left = N, without building the address list. Returns the length.
     pub fn emit(&self, out: &mut [u8], next_header: u8, orig_da: &Ipv6Addr) -> usize {
         let ce = self.cmpr_e(orig_da);
-        let ci = usize::from(self.cmpr_i);
         let (seglen, pad) = self.seglen_pad(ce);
         let total = rpl::FIXED_LEN + seglen + pad;
         let out = &mut out[..total];
@@ -81,11 +92,8 @@ impl RplTunnel {
             0,
             0,
         ]);
-        let mut off = rpl::FIXED_LEN;
-        for a in &self.segs[1..] {
-            out[off..off + 16 - ci].copy_from_slice(&a.octets()[ci..]);
-            off += 16 - ci;
-        }
+        let off = rpl::FIXED_LEN + self.middle.len();
+        copy_bytes(&mut out[rpl::FIXED_LEN..off], &self.middle);
         let ce = usize::from(ce);
         out[off..off + 16 - ce].copy_from_slice(&orig_da.octets()[ce..]);
         out[off + 16 - ce..].fill(0);

@@ -371,9 +371,23 @@ pub fn write_node(out: &mut [u8], trace_type: u32, node: &NodeData) {
         w.put(&UNDEF);
     }
     // Bits 12-21: undefined, one word of all-ones each.
-    for k in 12..=21 {
-        if trace_type & bit(k) != 0 {
-            w.put(&UNDEF);
+    if trace_type
+        & (bit(12)
+            | bit(13)
+            | bit(14)
+            | bit(15)
+            | bit(16)
+            | bit(17)
+            | bit(18)
+            | bit(19)
+            | bit(20)
+            | bit(21))
+        != 0
+    {
+        for k in 12..=21 {
+            if trace_type & bit(k) != 0 {
+                w.put(&UNDEF);
+            }
         }
     }
     // §4.4.2.13: opaque state snapshot: Length (8, words) | Schema ID (24) | data.
