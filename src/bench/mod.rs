@@ -487,6 +487,10 @@ pub struct Point {
     pub rate: Spread,
     /// Reallocations per packet (router counter / packets).
     pub reallocs_per_packet: f64,
+    /// Rate of every run, Mpps, in run order. In a sequential sweep, run `r` of every point belongs to the same
+    /// pass over the sweep, in which neighbouring sizes and the strategies of one size are measured back to back
+    /// (milliseconds apart): comparisons within a run are not disturbed by the host's slow and fast phases.
+    pub runs_mpps: Vec<f64>,
 }
 
 /// One family/size set up under several strategies, warmed up, collecting timed runs.
@@ -573,6 +577,7 @@ impl Prepared {
                 added: self.added[k],
                 rx_headroom: self.routers[k].rx_headroom,
                 rate: Spread::of_pps(&self.rates[k]),
+                runs_mpps: self.rates[k].iter().map(|r| r / 1e6).collect(),
                 reallocs_per_packet: self.realloc[k],
             })
             .collect()
@@ -939,7 +944,7 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
 pub fn to_csv(points: &[Point], opts: &Options) -> String {
     let mut s = String::from(
         "proto,mode,size,size_unit,strategy,added_bytes,rx_headroom,mpps_median,mpps_min,mpps_max,\
-         reallocs_per_packet,predicted_reallocs,runs,packets_per_run\n",
+         reallocs_per_packet,predicted_reallocs,runs,packets_per_run,mpps_runs\n",
     );
     for p in points {
         let predicted = match p.strategy {
@@ -952,7 +957,7 @@ pub fn to_csv(points: &[Point], opts: &Options) -> String {
         .map_or(String::new(), |n| n.to_string());
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.3},{},{},{}",
+            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.3},{},{},{},{}",
             p.family.proto(),
             p.family.mode(),
             p.size,
@@ -966,7 +971,12 @@ pub fn to_csv(points: &[Point], opts: &Options) -> String {
             p.reallocs_per_packet,
             predicted,
             opts.runs,
-            opts.packets.div_ceil(FLOWS) * FLOWS
+            opts.packets.div_ceil(FLOWS) * FLOWS,
+            p.runs_mpps
+                .iter()
+                .map(|r| format!("{r:.4}"))
+                .collect::<Vec<_>>()
+                .join(";")
         );
     }
     s
@@ -1004,6 +1014,13 @@ pub fn from_csv(text: &str) -> Result<Vec<Point>, String> {
                 max: num(9)?,
             },
             reallocs_per_packet: num(10)?,
+            runs_mpps: match c.get(14) {
+                Some(r) if !r.is_empty() => r
+                    .split(';')
+                    .map(|x| x.parse::<f64>().map_err(|_| bad()))
+                    .collect::<Result<_, _>>()?,
+                _ => Vec::new(),
+            },
         });
     }
     Ok(v)
@@ -1034,6 +1051,49 @@ pub fn worst_shortfall(line: &[&Point], best: bool) -> Option<(usize, f64)> {
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// Median of some values (`None` when empty).
+fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Like [`worst_shortfall`], paired by run: for every point, the shortfall below the line through its neighbours
+/// is computed within each run (three measurements taken milliseconds apart), and the median over the runs is
+/// taken. The host's slow and fast phases, which last seconds to minutes, then cancel out. `None` without
+/// per-run rates.
+pub fn worst_shortfall_paired(line: &[&Point]) -> Option<(usize, f64)> {
+    line.windows(3)
+        .filter_map(|w| {
+            let (x0, x1, x2) = (w[0].size as f64, w[1].size as f64, w[2].size as f64);
+            let runs = w.iter().map(|p| p.runs_mpps.len()).min()?;
+            let mut v: Vec<f64> = (0..runs)
+                .map(|r| {
+                    let (y0, y1, y2) = (w[0].runs_mpps[r], w[1].runs_mpps[r], w[2].runs_mpps[r]);
+                    1.0 - y1 / (y0 + (y2 - y0) * (x1 - x0) / (x2 - x0))
+                })
+                .collect();
+            Some((w[1].size, median(&mut v)?))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The median over runs of `a`'s rate divided by `b`'s in the same run (strategies of one point run back to
+/// back); `None` without per-run rates.
+pub fn paired_ratio(a: &Point, b: &Point) -> Option<f64> {
+    let mut v: Vec<f64> = a
+        .runs_mpps
+        .iter()
+        .zip(&b.runs_mpps)
+        .map(|(x, y)| x / y)
+        .collect();
+    median(&mut v)
+}
+
 /// Markdown summary of a sweep: dips of pre-fix against the predicted positions, smoothness of lwt6, lwt6 against
 /// post-fix, reallocations per packet.
 pub fn summary(points: &[Point], opts: &Options) -> String {
@@ -1048,10 +1108,14 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
     let _ = writeln!(
         s,
         "| family | points | pre-fix 2-realloc sizes (measured) | predicted (§5.2) | match | analyzer agrees | mean dip vs post-fix | \
-         mean dip vs pre-fix neighbours | lwt6 worst shortfall vs neighbours | lwt6 < post-fix at | \
-         lwt6-general < post-fix at | reallocs/pkt pre / post / lwt6 / lwt6-tiny |"
+         mean dip vs pre-fix neighbours | lwt6 worst shortfall vs neighbours | lwt6 worst shortfall, paired by run | \
+         lwt6 < post-fix at | lwt6 < post-fix at, paired by run | lwt6-general < post-fix at | \
+         reallocs/pkt pre / post / lwt6 / lwt6-tiny |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for &fam in &families {
         let pre = line_of(points, fam, Strategy::PreFix);
         let post = line_of(points, fam, Strategy::PostFix);
@@ -1124,6 +1188,15 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
                 .collect()
         };
         let below = below_post(&nat);
+        let paired_short = worst_shortfall_paired(&nat)
+            .map_or("-".into(), |(x, f)| format!("{:.2}% at {x}", 100.0 * f));
+        let below_paired: Vec<String> = nat
+            .iter()
+            .filter_map(|n| {
+                let q = post.iter().find(|p| p.size == n.size)?;
+                (paired_ratio(n, q)? < 1.0).then(|| n.size.to_string())
+            })
+            .collect();
         let below_general = below_post(&general);
         let rpp = |l: &[&Point]| {
             if l.is_empty() {
@@ -1155,7 +1228,7 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
             fam.name(),
             pre.len().max(nat.len()),
             if has(Strategy::PreFix) {
@@ -1187,12 +1260,20 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
             mean(&vs_post),
             mean(&vs_nb),
             short,
+            paired_short,
             if post.is_empty() {
                 "-".into()
             } else if below.is_empty() {
                 "nowhere".into()
             } else {
                 below.join(", ")
+            },
+            if post.is_empty() {
+                "-".into()
+            } else if below_paired.is_empty() {
+                "nowhere".into()
+            } else {
+                below_paired.join(", ")
             },
             if post.is_empty() || general.is_empty() {
                 "-".into()
@@ -1208,4 +1289,63 @@ pub fn summary(points: &[Point], opts: &Options) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(size: usize, runs: &[f64]) -> Point {
+        Point {
+            family: Family::Rpl,
+            size,
+            strategy: Strategy::Lwt6,
+            added: 0,
+            rx_headroom: 0,
+            rate: Spread::of_pps(&runs.iter().map(|r| r * 1e6).collect::<Vec<_>>()),
+            reallocs_per_packet: 0.0,
+            runs_mpps: runs.to_vec(),
+        }
+    }
+
+    #[test]
+    fn pairing_by_run_cancels_a_slow_phase() {
+        // Run 1 caught the middle point in a slow phase (half rate) and its neighbours in a fast one: the medians
+        // per point put the middle point 50 % below its neighbours, the per-run comparison 0 % (runs 0 and 2 are
+        // on the line, run 1 is 50 % below: median 0).
+        let line = [
+            pt(1, &[10.0, 20.0, 20.0]),
+            pt(2, &[10.0, 10.0, 20.0]),
+            pt(3, &[10.0, 20.0, 20.0]),
+        ];
+        let refs: Vec<&Point> = line.iter().collect();
+        let (at, f) = worst_shortfall(&refs, false).unwrap();
+        assert_eq!(at, 2);
+        assert!((f - 0.5).abs() < 1e-12, "{f}");
+        let (at, f) = worst_shortfall_paired(&refs).unwrap();
+        assert_eq!(at, 2);
+        assert!(f.abs() < 1e-12, "{f}");
+        // Unequal spacing: the line through (1, 10) and (4, 40) passes 20 at x = 2; 18 is 10 % below.
+        let uneven = [pt(1, &[10.0]), pt(2, &[18.0]), pt(4, &[40.0])];
+        let refs: Vec<&Point> = uneven.iter().collect();
+        let (_, f) = worst_shortfall_paired(&refs).unwrap();
+        assert!((f - 0.1).abs() < 1e-12, "{f}");
+    }
+
+    #[test]
+    fn paired_ratio_is_the_median_of_per_run_ratios() {
+        let a = pt(1, &[9.0, 30.0, 11.0]);
+        let b = pt(1, &[10.0, 20.0, 10.0]);
+        // Ratios 0.9, 1.5, 1.1: median 1.1 (the medians of the points would give 11 / 10 as well, but by chance).
+        assert!((paired_ratio(&a, &b).unwrap() - 1.1).abs() < 1e-12);
+        assert_eq!(paired_ratio(&pt(1, &[]), &b), None);
+    }
+
+    #[test]
+    fn csv_round_trip_keeps_the_runs() {
+        let p = pt(3, &[1.5, 2.25]);
+        let back = from_csv(&to_csv(&[p.clone()], &Options::default())).unwrap();
+        assert_eq!(back[0].runs_mpps, p.runs_mpps);
+        assert_eq!(back[0].size, 3);
+    }
 }

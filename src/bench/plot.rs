@@ -330,6 +330,7 @@ mod tests {
                 max: mpps * 1.1,
             },
             reallocs_per_packet: r,
+            runs_mpps: vec![mpps],
         };
         let pts = vec![
             p(1, Strategy::PreFix, 3.0, 1.0),
