@@ -307,6 +307,11 @@ pub struct Options {
     pub cache_line: usize,
     /// Received frame length.
     pub frame_len: usize,
+    /// When non-zero (sequential sweeps only): instead of `runs` runs of `packets` packets per point, this many
+    /// single batches of [`FLOWS`] packets per point and strategy, each timed on its own, interleaved over the
+    /// whole sweep (batch 1 of every point and strategy, then batch 2, ...). The point's best rate is then that
+    /// of its least disturbed batch, and its neighbours' batches ran microseconds before and after it.
+    pub batches: usize,
 }
 
 impl Default for Options {
@@ -319,6 +324,7 @@ impl Default for Options {
             tiny_headroom: 0,
             cache_line: 64,
             frame_len: DEFAULT_FRAME_LEN,
+            batches: 0,
         }
     }
 }
@@ -470,6 +476,9 @@ impl Spread {
     }
 }
 
+/// Most per-run rates a [`Point`] keeps (and writes to the CSV).
+const MAX_KEPT_RUNS: usize = 64;
+
 /// One measured point of a sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
@@ -558,6 +567,13 @@ impl Prepared {
         })
     }
 
+    /// One timed batch (the [`FLOWS`] frames, once) of every strategy, one after the other.
+    pub fn run_batch(&mut self, frames: &[Vec<u8>]) {
+        for (k, r) in self.routers.iter_mut().enumerate() {
+            self.rates[k].push(run_once(r, frames, frames.len()).0);
+        }
+    }
+
     /// One timed run of every strategy, one after the other.
     pub fn run(&mut self, frames: &[Vec<u8>], packets: usize) {
         for (k, r) in self.routers.iter_mut().enumerate() {
@@ -577,7 +593,12 @@ impl Prepared {
                 added: self.added[k],
                 rx_headroom: self.routers[k].rx_headroom,
                 rate: Spread::of_pps(&self.rates[k]),
-                runs_mpps: self.rates[k].iter().map(|r| r / 1e6).collect(),
+                // Kept for runs (a handful per point), not for single-batch timings (thousands).
+                runs_mpps: if self.rates[k].len() <= MAX_KEPT_RUNS {
+                    self.rates[k].iter().map(|r| r / 1e6).collect()
+                } else {
+                    Vec::new()
+                },
                 reallocs_per_packet: self.realloc[k],
             })
             .collect()
@@ -886,6 +907,19 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
             .iter()
             .map(|&(f, s)| Prepared::new(f, s, &req.strategies, &req.opts, &frames))
             .collect::<Result<Vec<_>, _>>()?;
+        if req.opts.batches > 0 {
+            let n = req.opts.batches;
+            let mut progress = Progress::new(n, req.progress);
+            for b in 0..n {
+                for p in &mut prepared {
+                    p.run_batch(&frames);
+                }
+                progress.step(&format!("batch {}/{n}", b + 1));
+            }
+            let mut v: Vec<Point> = prepared.iter().flat_map(Prepared::points).collect();
+            v.sort_by_key(|p| (p.family, p.size, p.strategy));
+            return Ok(v);
+        }
         let runs = req.opts.runs.max(1);
         let mut progress = Progress::new(prepared.len() * runs, req.progress);
         for r in 0..runs {
@@ -970,8 +1004,16 @@ pub fn to_csv(points: &[Point], opts: &Options) -> String {
             p.rate.max,
             p.reallocs_per_packet,
             predicted,
-            opts.runs,
-            opts.packets.div_ceil(FLOWS) * FLOWS,
+            if opts.batches > 0 {
+                opts.batches
+            } else {
+                opts.runs
+            },
+            if opts.batches > 0 {
+                FLOWS
+            } else {
+                opts.packets.div_ceil(FLOWS) * FLOWS
+            },
             p.runs_mpps
                 .iter()
                 .map(|r| format!("{r:.4}"))
@@ -1344,7 +1386,7 @@ mod tests {
     #[test]
     fn csv_round_trip_keeps_the_runs() {
         let p = pt(3, &[1.5, 2.25]);
-        let back = from_csv(&to_csv(&[p.clone()], &Options::default())).unwrap();
+        let back = from_csv(&to_csv(std::slice::from_ref(&p), &Options::default())).unwrap();
         assert_eq!(back[0].runs_mpps, p.runs_mpps);
         assert_eq!(back[0].size, 3);
     }

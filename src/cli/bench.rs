@@ -50,6 +50,11 @@ pub struct Common {
     /// Received frame length in bytes.
     #[arg(long = "frame-len", default_value_t = bench::DEFAULT_FRAME_LEN)]
     pub frame_len: usize,
+    /// Sweep only: time N single batches of 256 packets per point and strategy, interleaved over the whole sweep,
+    /// instead of --runs runs of --packets packets. The plots' bars and the "best" figures then come from the least
+    /// disturbed batch, measured microseconds apart from its neighbours' (for smoothness checks on a noisy host).
+    #[arg(long, default_value_t = 0)]
+    pub batches: usize,
 }
 
 /// `lwt6 bench sweep`.
@@ -123,6 +128,7 @@ fn options(c: &Common) -> Result<Options, Failure> {
         tiny_headroom: c.tiny_headroom,
         cache_line: c.cache_line.max(1),
         frame_len: c.frame_len,
+        batches: c.batches,
     })
 }
 
@@ -287,6 +293,11 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         })
         .filter(|(_, s)| !s.is_empty())
         .collect();
+    if opts.batches > 0 && a.jobs > 1 {
+        return Err(super::fail(
+            "lwt6 bench: --batches interleaves every point in one thread; use it with --jobs 1",
+        ));
+    }
     let req = Sweep {
         lines,
         strategies,
@@ -334,11 +345,22 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         write(&name, &svg)?;
         plots.push(name);
     }
+    let how = if opts.batches > 0 {
+        format!(
+            "{} interleaved single-batch timings of {} packets each (median; best = least disturbed batch)",
+            opts.batches,
+            bench::FLOWS
+        )
+    } else {
+        format!(
+            "{} runs of {} packets each",
+            opts.runs,
+            opts.packets.div_ceil(bench::FLOWS) * bench::FLOWS
+        )
+    };
     let mut md = format!(
-        "Command: `{cmd}`\n\n{} points, {} runs of {} packets each, {:.0} s.\n\n",
+        "Command: `{cmd}`\n\n{} points, {how}, {:.0} s.\n\n",
         points.len(),
-        opts.runs,
-        opts.packets.div_ceil(bench::FLOWS) * bench::FLOWS,
         elapsed
     );
     if let Some(b) = baseline {
