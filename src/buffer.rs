@@ -32,10 +32,10 @@ pub enum BufError {
 }
 
 /// Copies `src` into `dst` (equal lengths; panics otherwise). Copies of 16 to 128 bytes (the received frames
-/// of the sweeps and the short header templates) go inline as a fixed sequence of 16- or 32-byte moves, the last
-/// ones overlapping their predecessors; anything else is a `copy_from_slice` (libc `memcpy`, which uses the
-/// widest vector moves the CPU has: measured faster from 129 bytes on than an inline loop of 32-byte blocks
-/// built for the baseline x86-64 target, by up to 40 % at 500 bytes; see docs/BENCHMARKS.md).
+/// of the sweeps, header fields) go inline as a fixed sequence of 16- or 32-byte moves, the last ones overlapping
+/// their predecessors, without a call; anything else is a `copy_from_slice` (libc `memcpy`, which uses the widest
+/// vector moves the CPU has; measured faster than an inline loop of 32-byte blocks built for the baseline x86-64
+/// target, by up to 40 % at 500 bytes: see docs/BENCHMARKS.md).
 #[inline(always)]
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     /// `dst = src` for exactly `N` bytes at `at`: one fixed-size move.

@@ -573,7 +573,8 @@ impl Router {
         }
         let t = plan.template.len();
         let data = buf.data_mut();
-        copy_bytes(&mut data[..t], &plan.template);
+        // memcpy: fewer instructions than inline moves from 65 bytes on, and smaller steps between sizes.
+        data[..t].copy_from_slice(&plan.template);
         let plen = ((new_len - H) as u16).to_be_bytes();
         let hl = hlim - 1;
         let ip_at = E;
@@ -631,7 +632,6 @@ impl Router {
             }
         }
         if let Some(at) = ioam_at {
-            self.encap_pending[1] += 1;
             let opt_len = 2 + data[at + 1] as usize;
             let ctx = FillContext {
                 hop_limit: hl,
@@ -642,9 +642,11 @@ impl Router {
                 ts_ns: ts,
             };
             if let Err(reason) = self.ioam.fill_option(&mut data[at..at + opt_len], &ctx) {
+                // As on the general path: dropped, and not counted as an ioam6 insertion.
                 self.stats.drop(reason);
                 return Ok(());
             }
+            self.encap_pending[1] += 1;
         }
         out(plan.egress, ts, buf.data());
         self.stats.tx += 1;
