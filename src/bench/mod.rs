@@ -567,13 +567,6 @@ impl Prepared {
         })
     }
 
-    /// One timed batch (the [`FLOWS`] frames, once) of every strategy, one after the other.
-    pub fn run_batch(&mut self, frames: &[Vec<u8>]) {
-        for (k, r) in self.routers.iter_mut().enumerate() {
-            self.rates[k].push(run_once(r, frames, frames.len()).0);
-        }
-    }
-
     /// One timed run of every strategy, one after the other.
     pub fn run(&mut self, frames: &[Vec<u8>], packets: usize) {
         for (k, r) in self.routers.iter_mut().enumerate() {
@@ -907,30 +900,29 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
             .iter()
             .map(|&(f, s)| Prepared::new(f, s, &req.strategies, &req.opts, &frames))
             .collect::<Result<Vec<_>, _>>()?;
-        if req.opts.batches > 0 {
-            let n = req.opts.batches;
-            let mut progress = Progress::new(n, req.progress);
-            for b in 0..n {
-                for p in &mut prepared {
-                    p.run_batch(&frames);
-                }
-                progress.step(&format!("batch {}/{n}", b + 1));
-            }
-            let mut v: Vec<Point> = prepared.iter().flat_map(Prepared::points).collect();
-            v.sort_by_key(|p| (p.family, p.size, p.strategy));
-            return Ok(v);
-        }
-        let runs = req.opts.runs.max(1);
-        let mut progress = Progress::new(prepared.len() * runs, req.progress);
+        // A single-batch timing is a run of one batch; its progress is reported per round, not per point.
+        let batches = req.opts.batches > 0;
+        let (runs, packets) = if batches {
+            (req.opts.batches, frames.len())
+        } else {
+            (req.opts.runs.max(1), req.opts.packets)
+        };
+        let steps = if batches { runs } else { prepared.len() * runs };
+        let mut progress = Progress::new(steps, req.progress);
         for r in 0..runs {
             for p in &mut prepared {
-                p.run(&frames, req.opts.packets);
-                progress.step(&format!(
-                    "run {}/{runs} {} {}",
-                    r + 1,
-                    p.family.name(),
-                    p.size
-                ));
+                p.run(&frames, packets);
+                if !batches {
+                    progress.step(&format!(
+                        "run {}/{runs} {} {}",
+                        r + 1,
+                        p.family.name(),
+                        p.size
+                    ));
+                }
+            }
+            if batches {
+                progress.step(&format!("batch {}/{runs}", r + 1));
             }
         }
         let mut v: Vec<Point> = prepared.iter().flat_map(Prepared::points).collect();
