@@ -66,10 +66,111 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// Largest alignment [`Aligned`] storage gets: a page.
+pub const PAGE: usize = 4096;
+
+/// Bytes kept at a fixed alignment in an ordinary `Vec`: the storage starts `base` bytes into the allocation, at
+/// the natural alignment of its size (the next power of two, at most a [`PAGE`]), the way the kernel's slab
+/// places `kmalloc` objects and NIC drivers place rx buffers on (half) pages. So storage of at most a page never
+/// straddles a page boundary, and where data sits relative to pages and cache lines depends only on offsets the
+/// program chooses, not on what the allocator happened to hand out: a frame that straddles a page costs split
+/// loads and stores on every copy (measured: up to 2x slower forwarding, see docs/BENCHMARKS.md).
+#[derive(Debug, Default)]
+pub struct Aligned {
+    mem: Vec<u8>,
+    base: usize,
+}
+
+impl Aligned {
+    /// `len` zero bytes at the natural alignment of `len` (capped at a [`PAGE`]).
+    pub fn zeroed(len: usize) -> Self {
+        Aligned::zeroed_at(len, len.next_power_of_two().clamp(1, PAGE), 0)
+    }
+
+    /// `len` zero bytes starting `offset` bytes past an `align` boundary (`align` a power of two).
+    pub fn zeroed_at(len: usize, align: usize, offset: usize) -> Self {
+        let mut mem = vec![0u8; len + align - 1 + offset];
+        let base = (align - mem.as_ptr() as usize % align) % align + offset;
+        mem.truncate(base + len);
+        Aligned { mem, base }
+    }
+
+    /// A copy of `bytes` in the second half of a page when it fits there (else at its natural alignment):
+    /// where header templates live. Packet data sits in the first half of its page (rx buffers are page-aligned
+    /// and headrooms are well under 2 KiB), so a template and the packet it is copied into are half a page apart
+    /// modulo 4 KiB, and the copy's loads never wait on its own stores to the same 4 KiB offset (4K aliasing).
+    pub fn copy_half_page(bytes: &[u8]) -> Self {
+        let mut a = if bytes.len() <= PAGE / 2 {
+            Aligned::zeroed_at(bytes.len(), PAGE, PAGE / 2)
+        } else {
+            Aligned::zeroed(bytes.len())
+        };
+        a.as_mut_slice().copy_from_slice(bytes);
+        a
+    }
+
+    /// A copy of `bytes` at the natural alignment of its length.
+    pub fn copy_of(bytes: &[u8]) -> Self {
+        let mut a = Aligned::zeroed(bytes.len());
+        a.as_mut_slice().copy_from_slice(bytes);
+        a
+    }
+
+    /// Length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.mem.len() - self.base
+    }
+
+    /// Whether it holds no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.mem[self.base..]
+    }
+
+    /// The bytes, mutable.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.mem[self.base..]
+    }
+}
+
+impl Clone for Aligned {
+    /// A copy at its own natural alignment (a plain `Vec` clone would not keep it).
+    fn clone(&self) -> Self {
+        Aligned::copy_of(self)
+    }
+}
+
+impl PartialEq for Aligned {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Aligned {}
+
+impl std::ops::Deref for Aligned {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
 /// A packet buffer with headroom accounting.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PacketBuf {
     mem: Vec<u8>,
+    /// Where the storage starts in `mem` (see [`Aligned`]); `start` and `end` index `mem`, the headroom is
+    /// `start - base`.
+    base: usize,
     start: usize,
     end: usize,
     grown: bool,
@@ -77,19 +178,22 @@ pub struct PacketBuf {
     /// The rx-sized storage set aside when a packet had to be reallocated: the next [`load`](Self::load) goes
     /// back to it (and frees the grown copy), as a driver refills its ring with an rx-sized buffer, instead of
     /// keeping a buffer that would grow with every reallocating packet.
-    spare: Vec<u8>,
+    spare: Aligned,
 }
 
 impl PacketBuf {
-    /// Creates an empty buffer with `capacity` bytes of storage.
+    /// Creates an empty buffer with `capacity` bytes of storage at the natural alignment of `capacity` (a page
+    /// for the usual 4096: like a driver's rx buffer, never straddling a page boundary).
     pub fn new(capacity: usize) -> Self {
+        let Aligned { mem, base } = Aligned::zeroed(capacity);
         PacketBuf {
-            mem: vec![0; capacity],
-            start: 0,
-            end: 0,
+            mem,
+            base,
+            start: base,
+            end: base,
             grown: false,
             reallocs: 0,
-            spare: Vec::new(),
+            spare: Aligned::default(),
         }
     }
 
@@ -99,28 +203,30 @@ impl PacketBuf {
     #[inline(always)]
     pub fn load(&mut self, frame: &[u8], headroom: usize) {
         let need = headroom + frame.len();
-        if !self.spare.is_empty() {
-            self.mem = std::mem::take(&mut self.spare);
+        if !self.spare.mem.is_empty() {
+            let Aligned { mem, base } = std::mem::take(&mut self.spare);
+            (self.mem, self.base) = (mem, base);
         }
-        if self.mem.len() < need {
+        if self.mem.len() - self.base < need {
             self.enlarge(need);
         }
-        self.start = headroom;
-        self.end = need;
-        copy_bytes(&mut self.mem[headroom..need], frame);
+        self.start = self.base + headroom;
+        self.end = self.base + need;
+        copy_bytes(&mut self.mem[self.start..self.end], frame);
         self.grown = false;
     }
 
     /// Sizes the storage for a larger frame (rare: the rx buffer pool growing once).
     #[cold]
     fn enlarge(&mut self, need: usize) {
-        self.mem.resize(need.next_power_of_two(), 0);
+        let Aligned { mem, base } = Aligned::zeroed(need.next_power_of_two());
+        (self.mem, self.base) = (mem, base);
     }
 
     /// Free bytes in front of the data.
     #[inline]
     pub fn headroom(&self) -> usize {
-        self.start
+        self.start - self.base
     }
 
     /// Free bytes after the data.
@@ -169,23 +275,24 @@ impl PacketBuf {
     /// data into a new allocation with exactly the missing headroom added, rounded up to 64 bytes), `Ok(false)`
     /// if the headroom was already there. A second growth for the same packet is refused.
     pub fn ensure_headroom(&mut self, need: usize) -> Result<bool, BufError> {
-        if need <= self.start {
+        if need <= self.headroom() {
             return Ok(false);
         }
         if self.grown {
             return Err(BufError::SecondGrowth);
         }
-        self.grow_front((need - self.start).div_ceil(64) * 64);
+        self.grow_front((need - self.headroom()).div_ceil(64) * 64);
         Ok(true)
     }
 
     /// Reallocates with `delta` more bytes of headroom, copying the data; counted.
     fn grow_front(&mut self, delta: usize) {
-        let mut mem = vec![0u8; self.mem.len() + delta];
-        mem[self.start + delta..self.end + delta].copy_from_slice(&self.mem[self.start..self.end]);
+        let (start, end) = (self.headroom() + delta, self.end - self.base + delta);
+        let mut mem = vec![0u8; self.mem.len() - self.base + delta];
+        mem[start..end].copy_from_slice(&self.mem[self.start..self.end]);
         self.replace_mem(mem);
-        self.start += delta;
-        self.end += delta;
+        self.start = start;
+        self.end = end;
         self.grown = true;
         self.reallocs += 1;
     }
@@ -195,7 +302,7 @@ impl PacketBuf {
     /// `ALIGN(need - headroom, pad)`), counted like any growth but, unlike [`ensure_headroom`](Self::ensure_headroom),
     /// allowed more than once per packet: that is the behaviour being modelled. Returns whether it reallocated.
     pub fn kernel_cow_head(&mut self, need: usize, pad: usize) -> bool {
-        match crate::analysis::skb::cow_head(self.start, need, pad) {
+        match crate::analysis::skb::cow_head(self.headroom(), need, pad) {
             Some(delta) => {
                 self.kernel_expand_head(delta);
                 true
@@ -211,17 +318,19 @@ impl PacketBuf {
     }
 
     /// Installs a reallocated storage; the first one replaced since the last load is kept as the rx buffer.
+    /// (A grown storage is a plain allocation, placed by the allocator: `base` 0.)
     fn replace_mem(&mut self, mem: Vec<u8>) {
         let old = std::mem::replace(&mut self.mem, mem);
-        if self.spare.is_empty() {
-            self.spare = old;
+        let base = std::mem::replace(&mut self.base, 0);
+        if self.spare.mem.is_empty() {
+            self.spare = Aligned { mem: old, base };
         }
     }
 
     /// Moves the data start `n` bytes back and returns the new front bytes (uninitialised content: overwrite it).
     #[inline(always)]
     pub fn push_front(&mut self, n: usize) -> Result<&mut [u8], BufError> {
-        if n > self.start {
+        if n > self.headroom() {
             return Err(BufError::NoHeadroom);
         }
         self.start -= n;
@@ -244,7 +353,7 @@ impl PacketBuf {
         if offset > self.len() {
             return Err(BufError::OutOfRange);
         }
-        if n > self.start {
+        if n > self.headroom() {
             return Err(BufError::NoHeadroom);
         }
         let s = self.start;
@@ -284,6 +393,56 @@ mod tests {
             let mut dst = vec![0xeeu8; n];
             copy_bytes(&mut dst, &src);
             assert_eq!(dst, src, "length {n}");
+        }
+    }
+
+    #[test]
+    fn aligned_storage_sits_at_the_natural_alignment_of_its_size() {
+        // (length, expected alignment): the next power of two, capped at a page.
+        for (len, align) in [
+            (1, 1),
+            (94, 128),
+            (128, 128),
+            (129, 256),
+            (4096, 4096),
+            (5000, 4096),
+        ] {
+            for _ in 0..8 {
+                let a = Aligned::zeroed(len);
+                assert_eq!(a.len(), len);
+                assert_eq!(a.as_ptr() as usize % align, 0, "length {len}");
+                // Allocations in between move the allocator's next address around.
+                let _noise = vec![0u8; 24 + len % 40];
+            }
+        }
+        // Templates: half a page past a page boundary when they fit there.
+        for len in [14, 94, 2048] {
+            let t = Aligned::copy_half_page(&vec![7u8; len]);
+            assert_eq!(t.as_ptr() as usize % PAGE, PAGE / 2, "length {len}");
+            assert_eq!(&*t, &vec![7u8; len][..]);
+        }
+        assert_eq!(Aligned::copy_half_page(&[1; 2049]).as_ptr() as usize % PAGE, 0);
+        let c = Aligned::copy_of(&[1, 2, 3]);
+        assert_eq!(&*c.clone(), &[1, 2, 3]);
+        assert_eq!(c.clone().as_ptr() as usize % 4, 0);
+    }
+
+    #[test]
+    fn rx_storage_is_page_aligned_so_a_frame_never_straddles_a_page() {
+        let mut keep = Vec::new();
+        for k in 0..16 {
+            let mut b = PacketBuf::new(4096);
+            b.load(&[0x60; 78], 128);
+            let first = b.data().as_ptr() as usize;
+            assert_eq!((first - 128) % 4096, 0);
+            assert_eq!(first / 4096, (first + 77) / 4096);
+            // The storage goes back to the aligned rx buffer after a reallocating packet.
+            assert!(b.kernel_cow_head(200 + k, 64));
+            b.load(&[0x60; 78], 128);
+            assert_eq!((b.data().as_ptr() as usize - 128) % 4096, 0);
+            assert_eq!(b.headroom(), 128);
+            assert_eq!(b.tailroom(), 4096 - 128 - 78);
+            keep.push(b);
         }
     }
 

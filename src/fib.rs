@@ -96,8 +96,9 @@ pub struct Plan {
     pub egress: DevId,
     /// MTU the packet must fit as it leaves (route MTU or the device's).
     pub mtu: usize,
-    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold).
-    pub template: Box<[u8]>,
+    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold), at the natural
+    /// alignment of their length so that their place relative to pages and cache lines is the same in every run.
+    pub template: crate::buffer::Aligned,
     /// What the template holds and what is written per packet.
     pub kind: PlanKind,
     /// Bytes the tunnel adds to the IPv6 packet (0 for [`PlanKind::Forward`]; for [`PlanKind::Rpl`] only the

@@ -5,7 +5,7 @@
 //! egress MTU and the next hop are all known first; then headroom is reserved once and the headers are
 //! written. Every drop is a named [`DropReason`], and `rx == tx + dropped` always holds.
 
-use crate::buffer::{PacketBuf, copy_bytes};
+use crate::buffer::{Aligned, PacketBuf, copy_bytes};
 use crate::config::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
 use crate::fib::{DevId, FastBuild, Fib, FibHandle, Origin, Plan, PlanKind, RouteEntry, TunnelId};
 use crate::node::ioam::{FillContext, IfIds, IoamNode, NO_IF, Namespace};
@@ -402,7 +402,7 @@ impl Router {
                 Plan {
                     egress,
                     mtu,
-                    template: template.into(),
+                    template: Aligned::copy_half_page(&template),
                     kind,
                     growth,
                     tunnel: r.tunnel,
