@@ -185,7 +185,16 @@ impl PacketBuf {
     /// Creates an empty buffer with `capacity` bytes of storage at the natural alignment of `capacity` (a page
     /// for the usual 4096: like a driver's rx buffer, never straddling a page boundary).
     pub fn new(capacity: usize) -> Self {
-        let Aligned { mem, base } = Aligned::zeroed(capacity);
+        PacketBuf::from_storage(Aligned::zeroed(capacity))
+    }
+
+    /// Creates an empty buffer whose storage starts `offset` bytes past a page boundary: for measuring what
+    /// placement costs (`examples/placement.rs`), not for forwarding.
+    pub fn at_page_offset(capacity: usize, offset: usize) -> Self {
+        PacketBuf::from_storage(Aligned::zeroed_at(capacity, PAGE, offset))
+    }
+
+    fn from_storage(Aligned { mem, base }: Aligned) -> Self {
         PacketBuf {
             mem,
             base,
@@ -421,7 +430,10 @@ mod tests {
             assert_eq!(t.as_ptr() as usize % PAGE, PAGE / 2, "length {len}");
             assert_eq!(&*t, &vec![7u8; len][..]);
         }
-        assert_eq!(Aligned::copy_half_page(&[1; 2049]).as_ptr() as usize % PAGE, 0);
+        assert_eq!(
+            Aligned::copy_half_page(&[1; 2049]).as_ptr() as usize % PAGE,
+            0
+        );
         let c = Aligned::copy_of(&[1, 2, 3]);
         assert_eq!(&*c.clone(), &[1, 2, 3]);
         assert_eq!(c.clone().as_ptr() as usize % 4, 0);

@@ -654,6 +654,12 @@ impl Router {
         Ok(())
     }
 
+    /// Replaces the buffer received frames are loaded into (returns the old one). The router's own is page-aligned;
+    /// this exists to measure other placements (`examples/placement.rs`).
+    pub fn set_rx_buffer(&mut self, buf: PacketBuf) -> PacketBuf {
+        std::mem::replace(&mut self.buf, buf)
+    }
+
     /// The interface called `name`.
     pub fn dev_id(&self, name: &str) -> Option<DevId> {
         self.links.iter().position(|l| l.name == name)
