@@ -211,18 +211,25 @@ impl PacketBuf {
     /// packet reallocation: it is the rx buffer pool being sized, once). Resets the per-packet growth flag.
     #[inline(always)]
     pub fn load(&mut self, frame: &[u8], headroom: usize) {
-        let need = headroom + frame.len();
         if !self.spare.mem.is_empty() {
-            let Aligned { mem, base } = std::mem::take(&mut self.spare);
-            (self.mem, self.base) = (mem, base);
+            self.restore_spare();
         }
-        if self.mem.len() - self.base < need {
-            self.enlarge(need);
+        let n = frame.len();
+        if self.base + headroom + n > self.mem.len() {
+            self.enlarge(headroom + n);
         }
-        self.start = self.base + headroom;
-        self.end = self.base + need;
-        copy_bytes(&mut self.mem[self.start..self.end], frame);
+        let start = self.base + headroom;
+        self.start = start;
+        self.end = start + n;
+        copy_bytes(&mut self.mem[start..start + n], frame);
         self.grown = false;
+    }
+
+    /// Goes back to the rx storage set aside by a reallocating packet (freeing the grown one).
+    #[cold]
+    fn restore_spare(&mut self) {
+        let Aligned { mem, base } = std::mem::take(&mut self.spare);
+        (self.mem, self.base) = (mem, base);
     }
 
     /// Sizes the storage for a larger frame (rare: the rx buffer pool growing once).
