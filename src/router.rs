@@ -558,16 +558,22 @@ impl Router {
         {
             return Err(Some((dst, route)));
         }
-        self.stats.rx += 1;
-        let buf = &mut self.buf;
         let template = plan.template.as_slice();
         let t = template.len();
+        // The outgoing frame starts where the rx headroom minus what the plan adds would put it (checked above not
+        // to underflow), rounded down to a cache line: the template's copy then stores whole aligned lines whatever
+        // the tunnel's size (measured: up to 7 % faster, and no 64-byte period in the rate against size;
+        // docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
+        // lookup; a zero-copy receive could not.
+        let start = (self.rx_headroom - growth) & !63;
+        self.stats.rx += 1;
+        let buf = &mut self.buf;
         let front = if plan.kind.inserts() {
             // The received IPv6 header is rewritten into the template's slot: load only its payload.
-            buf.load(&ip[H..len], self.rx_headroom + E + H);
+            buf.load(&ip[H..len], start + E + H + growth);
             E + H + growth
         } else {
-            buf.load(&ip[..len], self.rx_headroom + E);
+            buf.load(&ip[..len], start + t);
             t
         };
         if buf.push_front(front).is_err() {
