@@ -640,7 +640,8 @@ impl Router {
             }
         }
         if let Some(at) = ioam_at {
-            let opt_len = 2 + data[at + 1] as usize;
+            // Everything about the option is read from the template, not from the packet's fresh copy of it.
+            let opt_len = 2 + template[at + 1] as usize;
             let ctx = FillContext {
                 hop_limit: hl,
                 ingress: if_ids(&self.links[in_dev].sysctl),
@@ -649,7 +650,11 @@ impl Router {
                     .map_or(NO_IF, |d| if_ids(&self.links[d].sysctl)),
                 ts_ns: ts,
             };
-            if let Err(reason) = self.ioam.fill_option(&mut data[at..at + opt_len], &ctx) {
+            if let Err(reason) = self.ioam.fill_option_from(
+                &template[at..at + opt_len],
+                &mut data[at..at + opt_len],
+                &ctx,
+            ) {
                 // As on the general path: dropped, and not counted as an ioam6 insertion.
                 self.stats.drop(reason);
                 return Ok(());

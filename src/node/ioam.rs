@@ -90,6 +90,24 @@ impl IoamNode {
         Ok(true)
     }
 
+    /// [`fill_option`](Self::fill_option) for an option just copied from a header template: reads the template's
+    /// copy (`template`, from its type byte) and only writes the packet's (`opt`), see
+    /// [`ioam::fill_from_template`].
+    pub fn fill_option_from(
+        &self,
+        template: &[u8],
+        opt: &mut [u8],
+        ctx: &FillContext,
+    ) -> Result<bool, DropReason> {
+        let view = TraceOption::new_checked(template).map_err(|_| DropReason::IoamMalformed)?;
+        let hdr = view.header().map_err(|_| DropReason::IoamMalformed)?;
+        let Some(node) = self.node_data(hdr.namespace, ctx) else {
+            return Ok(false);
+        };
+        ioam::fill_from_template(&view, opt, &node).map_err(|_| DropReason::IoamMalformed)?;
+        Ok(true)
+    }
+
     /// Transit processing of one received Hop-by-Hop header `hbh` (exactly its length), which sits at
     /// `hbh_offset` from the start of the IPv6 header. `enabled` is the ingress interface's `ioam6_enabled`.
     /// Returns the number of traces filled.

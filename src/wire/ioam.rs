@@ -440,8 +440,43 @@ pub fn fill<T: AsRef<[u8]> + AsMut<[u8]>>(
     node: &NodeData,
 ) -> Result<FillOutcome> {
     let hdr = opt.header()?;
+    let data_len = opt.data().len();
+    // The two header bytes a fill rewrites (flags / RemainingLen), read before writing.
+    let hdr_bytes = [
+        opt.option()[TRACE_HDR_OFFSET + 2],
+        opt.option()[TRACE_HDR_OFFSET + 3],
+    ];
+    fill_core(&hdr, hdr_bytes, data_len, opt.option_mut(), node)
+}
+
+/// [`fill`] for an option whose bytes were just copied from `template` (the same option in a header template):
+/// reads only `template` and writes only `opt` (the packet's copy, `2 + opt_len` bytes or more), so the packet's
+/// freshly copied bytes are never loaded back, which would wait for the copy's wide stores (store forwarding).
+pub fn fill_from_template<T: AsRef<[u8]>>(
+    template: &TraceOption<T>,
+    opt: &mut [u8],
+    node: &NodeData,
+) -> Result<FillOutcome> {
+    let hdr = template.header()?;
+    let option = template.option();
+    if opt.len() < option.len() {
+        return Err(Error::Truncated);
+    }
+    let hdr_bytes = [option[TRACE_HDR_OFFSET + 2], option[TRACE_HDR_OFFSET + 3]];
+    fill_core(&hdr, hdr_bytes, template.data().len(), opt, node)
+}
+
+/// The fill proper (RFC 9197 §4.4.1): `hdr` and `hdr_bytes` (trace header bytes 2 and 3: flags and RemainingLen)
+/// as read, `data_len` bytes of node data after the header, `opt` the option to write (from its type byte).
+fn fill_core(
+    hdr: &TraceHeader,
+    hdr_bytes: [u8; 2],
+    data_len: usize,
+    opt: &mut [u8],
+    node: &NodeData,
+) -> Result<FillOutcome> {
     let remlen = usize::from(hdr.remaining_len);
-    if opt.data().len() < 4 * remlen {
+    if data_len < 4 * remlen {
         return Err(Error::Truncated);
     }
     if hdr.overflow() {
@@ -450,13 +485,18 @@ pub fn fill<T: AsRef<[u8]> + AsMut<[u8]>>(
     let schema_len = node.schema.map(|(_, d)| d.len());
     let words = block_words(hdr.trace_type, schema_len);
     if remlen == 0 || remlen < words {
-        opt.set_overflow();
+        // The flags straddle header bytes 2 and 3; Overflow is the first flag bit, i.e. bit 2 of byte 2.
+        opt[TRACE_HDR_OFFSET + 2] = hdr_bytes[0] | (FLAG_OVERFLOW >> 1);
         return Ok(FillOutcome::Overflow);
     }
-    let start = 4 * (remlen - words);
-    write_node(&mut opt.data_mut()[start..4 * remlen], hdr.trace_type, node);
+    let start = DATA_OFFSET + 4 * (remlen - words);
+    write_node(
+        &mut opt[start..DATA_OFFSET + 4 * remlen],
+        hdr.trace_type,
+        node,
+    );
     // remlen - words < remlen <= 127, so the cast cannot truncate.
-    opt.set_remaining_len((remlen - words) as u8);
+    opt[TRACE_HDR_OFFSET + 3] = (hdr_bytes[1] & 0x80) | ((remlen - words) as u8 & 0x7f);
     Ok(FillOutcome::Filled)
 }
 
@@ -682,6 +722,45 @@ mod tests {
             ns_data_wide: 0xcafec0dedeadbeef,
             ..node()
         }
+    }
+
+    #[test]
+    fn fill_from_template_writes_what_the_kernel_writes_without_reading_the_packet() {
+        // The kernel oracle (oracles.md §2): BEFORE is the template and the packet holds a copy of it; the result
+        // must be the kernel's AFTER even if the packet's copy of the header bytes differs (only the template is
+        // read).
+        let before = hex(ORACLE_BEFORE);
+        let after = hex(ORACLE_AFTER);
+        let tpl = TraceOption::new_checked(&before[4..]).unwrap();
+        let mut pkt = before.clone();
+        // Header bytes the fill rewrites, scrambled in the packet copy: the result must still be the kernel's.
+        pkt[4 + TRACE_HDR_OFFSET + 3] = 0x7f;
+        assert_eq!(
+            fill_from_template(&tpl, &mut pkt[4..], &oracle_node()),
+            Ok(FillOutcome::Filled)
+        );
+        assert_eq!(pkt, after);
+        // Overflow: RemainingLen 2 < NodeLen 3 sets only the flag (byte 2 of the trace header, bit 2).
+        let mut small = before.clone();
+        small[4 + TRACE_HDR_OFFSET + 3] = 2;
+        let tpl = TraceOption::new_checked(&small[4..]).unwrap();
+        let mut pkt = small.clone();
+        assert_eq!(
+            fill_from_template(&tpl, &mut pkt[4..], &oracle_node()),
+            Ok(FillOutcome::Overflow)
+        );
+        assert_eq!(
+            pkt[4 + TRACE_HDR_OFFSET + 2],
+            small[4 + TRACE_HDR_OFFSET + 2] | 0x04
+        );
+        pkt[4 + TRACE_HDR_OFFSET + 2] = small[4 + TRACE_HDR_OFFSET + 2];
+        assert_eq!(pkt, small);
+        // A packet buffer shorter than the option: refused, nothing written.
+        let mut short = vec![0u8; 8];
+        assert_eq!(
+            fill_from_template(&tpl, &mut short, &oracle_node()),
+            Err(Error::Truncated)
+        );
     }
 
     #[test]
