@@ -1,6 +1,6 @@
 #!/bin/bash
 # The project's whole test run (what CI runs): installs what it needs, then
-#   formatting, clippy, unit/property/golden tests, and the differential tests against the Linux kernel
+#   formatting, clippy, rustdoc links, unit/property/golden tests, and the differential tests against the Linux kernel
 #   in network namespaces (needs root; fails loudly without it, never skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,9 @@ cargo fmt --check
 
 say "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
+
+say "cargo doc (no broken intra-doc links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 say "cargo test (unit, property, golden vectors)"
 cargo test --quiet 2>&1 | tee target/cargo-test.log

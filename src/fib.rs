@@ -96,8 +96,9 @@ pub struct Plan {
     pub egress: DevId,
     /// MTU the packet must fit as it leaves (route MTU or the device's).
     pub mtu: usize,
-    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold), at the natural
-    /// alignment of their length so that their place relative to pages and cache lines is the same in every run.
+    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold), half a page past a
+    /// page boundary ([`Aligned::copy_half_page`](crate::buffer::Aligned::copy_half_page)), so that their place
+    /// relative to pages, cache lines and the packet is the same in every run.
     pub template: crate::buffer::Aligned,
     /// What the template holds and what is written per packet.
     pub kind: PlanKind,

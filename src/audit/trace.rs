@@ -62,7 +62,7 @@ impl Counters {
     }
 }
 
-/// The probes whose first event prints `live NAME` (see [`live`]); the audit waits for all of them.
+/// The probes whose first event prints `live NAME` (the `live` helper below); the audit waits for all of them.
 pub const LIVE_PROBES: &[&str] = &[
     "kmalloc",
     "kmem_cache_alloc",

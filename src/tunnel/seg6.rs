@@ -164,7 +164,7 @@ impl Seg6Tunnel {
     }
 
     /// H.Insert as Linux's inline mode: the configured SRH is inserted after the IPv6 header (after the
-    /// Hop-by-Hop header if there is one), Segment List[0] := original DA, DA := first SID. Source, traffic class,
+    /// Hop-by-Hop header if there is one), Segment List\[0\] := original DA, DA := first SID. Source, traffic class,
     /// flow label and hop limit are untouched. The headroom must already be there.
     pub fn insert_inline(
         &self,

@@ -149,7 +149,7 @@ fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> usize {
 
 /// (CmprI, CmprE) Linux chooses for `addrs` (n+1 addresses, n >= 0) against `daddr` (behaviour spec §3.2):
 /// CmprI = common prefix of daddr with ALL of addrs[0..n] (15 when n == 0 or all 16 bytes match);
-/// CmprE = common prefix of daddr and addrs[n], capped at 15.
+/// CmprE = common prefix of daddr and addrs\[n\], capped at 15.
 /// An empty `addrs` gives (15, 15).
 pub fn compression(addrs: &[Ipv6Addr], daddr: &Ipv6Addr) -> (u8, u8) {
     let Some((last, inner)) = addrs.split_last() else {

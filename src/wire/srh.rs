@@ -13,7 +13,7 @@
 //! |            Segment List[n] (128 bits IPv6 address)            |
 //! //         Optional Type Length Value objects (variable)       //
 //! ```
-//! Segment List[0] is the LAST segment of the path; Segment List[Last Entry] the first.
+//! Segment List\[0\] is the LAST segment of the path; Segment List\[Last Entry\] the first.
 //! HMAC TLV (§2.1.2): | Type 5 | Length 38 | D(1)+Reserved(15) | HMAC Key ID (32) | HMAC (32 bytes) |.
 
 use super::{Error, Result};
@@ -113,7 +113,7 @@ impl<T: AsRef<[u8]>> Header<T> {
         let b = &self.buffer.as_ref()[field::TAG];
         u16::from_be_bytes([b[0], b[1]])
     }
-    /// Segment List[i] (i <= last_entry). Panics if `i` is past the buffer.
+    /// Segment List\[i\] (i <= last_entry). Panics if `i` is past the buffer.
     pub fn segment(&self, i: usize) -> Ipv6Addr {
         let off = FIXED_LEN + SEGMENT_LEN * i;
         let mut a = [0u8; 16];
@@ -136,7 +136,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     pub fn set_segments_left(&mut self, sl: u8) {
         self.buffer.as_mut()[field::SEG_LEFT] = sl;
     }
-    /// Sets Segment List[i]. Panics if `i` is past the buffer.
+    /// Sets Segment List\[i\]. Panics if `i` is past the buffer.
     pub fn set_segment(&mut self, i: usize, a: Ipv6Addr) {
         let off = FIXED_LEN + SEGMENT_LEN * i;
         self.buffer.as_mut()[off..off + SEGMENT_LEN].copy_from_slice(&a.octets());
