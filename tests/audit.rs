@@ -30,26 +30,42 @@ fn our_namespaces(pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// Runs `lwt6 ARGS` (an audit with `-j`), requires success, returns its pid and the JSON report.
+/// Runs `lwt6 ARGS` (an audit with `-j`), requires success, returns its pid and the JSON report. A run whose only
+/// problem is inconclusive configurations (frames lost inside the namespace testbed, which the kernel's veth
+/// occasionally does) is run once more; a disagreement is never retried.
 fn run_audit(args: &[&str]) -> (u32, serde_json::Value) {
-    let child = lwt6()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run lwt6");
-    let pid = child.id();
-    let out = child.wait_with_output().expect("wait");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "audit failed: {stderr}\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    (
-        pid,
-        serde_json::from_slice(&out.stdout).expect("JSON report"),
-    )
+    for attempt in 1..=2 {
+        let child = lwt6()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run lwt6");
+        let pid = child.id();
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report: Option<serde_json::Value> = serde_json::from_slice(&out.stdout).ok();
+        if out.status.success() {
+            return (pid, report.expect("JSON report"));
+        }
+        let verdicts = |want: &str| {
+            report
+                .as_ref()
+                .and_then(|v| v["results"].as_array())
+                .map_or(0, |rs| rs.iter().filter(|r| r["verdict"] == want).count())
+        };
+        let only_inconclusive = verdicts("disagree") == 0 && verdicts("inconclusive") > 0;
+        assert!(
+            attempt == 1 && only_inconclusive,
+            "audit failed: {stderr}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(our_namespaces(pid).is_empty(), "namespaces left behind");
+        eprintln!(
+            "audit: inconclusive configuration(s) on the first run, running once more:\n{stderr}"
+        );
+    }
+    unreachable!("the second attempt returns or fails")
 }
 
 #[test]
