@@ -100,20 +100,22 @@ impl Aligned {
     /// and headrooms are well under 2 KiB), so a template and the packet it is copied into are half a page apart
     /// modulo 4 KiB, and the copy's loads never wait on its own stores to the same 4 KiB offset (4K aliasing).
     pub fn copy_half_page(bytes: &[u8]) -> Self {
-        let mut a = if bytes.len() <= PAGE / 2 {
-            Aligned::zeroed_at(bytes.len(), PAGE, PAGE / 2)
+        if bytes.len() <= PAGE / 2 {
+            Aligned::zeroed_at(bytes.len(), PAGE, PAGE / 2).filled(bytes)
         } else {
-            Aligned::zeroed(bytes.len())
-        };
-        a.as_mut_slice().copy_from_slice(bytes);
-        a
+            Aligned::copy_of(bytes)
+        }
     }
 
     /// A copy of `bytes` at the natural alignment of its length.
     pub fn copy_of(bytes: &[u8]) -> Self {
-        let mut a = Aligned::zeroed(bytes.len());
-        a.as_mut_slice().copy_from_slice(bytes);
-        a
+        Aligned::zeroed(bytes.len()).filled(bytes)
+    }
+
+    /// This storage with `bytes` (of its length) copied in.
+    fn filled(mut self, bytes: &[u8]) -> Self {
+        self.as_mut_slice().copy_from_slice(bytes);
+        self
     }
 
     /// Length in bytes.

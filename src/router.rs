@@ -562,7 +562,7 @@ impl Router {
         let t = template.len();
         // The outgoing frame starts where the rx headroom minus what the plan adds would put it (checked above not
         // to underflow), rounded down to a cache line: the template's copy then stores whole aligned lines whatever
-        // the tunnel's size (measured: up to 7 % faster, and no 64-byte period in the rate against size;
+        // the tunnel's size (measured: up to 15 % faster, and no 64-byte period in the rate against size;
         // docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
         // lookup; a zero-copy receive could not.
         let start = (self.rx_headroom - growth) & !63;

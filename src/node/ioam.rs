@@ -82,12 +82,21 @@ impl IoamNode {
     /// known. Returns whether anything was written or flagged.
     pub fn fill_option(&self, opt: &mut [u8], ctx: &FillContext) -> Result<bool, DropReason> {
         let mut view = TraceOption::new_checked(opt).map_err(|_| DropReason::IoamMalformed)?;
-        let hdr = view.header().map_err(|_| DropReason::IoamMalformed)?;
-        let Some(node) = self.node_data(hdr.namespace, ctx) else {
+        let Some(node) = self.node_for(&view, ctx)? else {
             return Ok(false);
         };
         ioam::fill(&mut view, &node).map_err(|_| DropReason::IoamMalformed)?;
         Ok(true)
+    }
+
+    /// This node's data for the namespace of the trace `view` (None if the namespace is unknown here).
+    fn node_for<T: AsRef<[u8]>>(
+        &self,
+        view: &TraceOption<T>,
+        ctx: &FillContext,
+    ) -> Result<Option<NodeData<'_>>, DropReason> {
+        let hdr = view.header().map_err(|_| DropReason::IoamMalformed)?;
+        Ok(self.node_data(hdr.namespace, ctx))
     }
 
     /// [`fill_option`](Self::fill_option) for an option just copied from a header template: reads the template's
@@ -100,8 +109,7 @@ impl IoamNode {
         ctx: &FillContext,
     ) -> Result<bool, DropReason> {
         let view = TraceOption::new_checked(template).map_err(|_| DropReason::IoamMalformed)?;
-        let hdr = view.header().map_err(|_| DropReason::IoamMalformed)?;
-        let Some(node) = self.node_data(hdr.namespace, ctx) else {
+        let Some(node) = self.node_for(&view, ctx)? else {
             return Ok(false);
         };
         ioam::fill_from_template(&view, opt, &node).map_err(|_| DropReason::IoamMalformed)?;

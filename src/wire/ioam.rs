@@ -249,15 +249,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TraceOption<T> {
     /// Does nothing if the option is too short to hold a trace header.
     pub fn set_remaining_len(&mut self, remlen: u8) {
         if let Some(b) = self.option_mut().get_mut(TRACE_HDR_OFFSET + 3) {
-            *b = (*b & 0x80) | (remlen & 0x7f);
+            *b = with_remaining_len(*b, remlen);
         }
     }
 
     /// Sets the Overflow flag. Does nothing if the option is too short to hold a trace header.
     pub fn set_overflow(&mut self) {
-        // The flags straddle bytes 6 and 7; Overflow is the first flag bit, i.e. bit 2 of byte 6.
         if let Some(b) = self.option_mut().get_mut(TRACE_HDR_OFFSET + 2) {
-            *b |= FLAG_OVERFLOW >> 1;
+            *b = with_overflow(*b);
         }
     }
 
@@ -265,6 +264,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TraceOption<T> {
     pub fn data_mut(&mut self) -> &mut [u8] {
         self.option_mut().get_mut(DATA_OFFSET..).unwrap_or(&mut [])
     }
+}
+
+/// Trace header byte 2 (NodeLen and the first flag bits) with Overflow set. The flags straddle bytes 2 and 3 of
+/// the trace header (bytes 6 and 7 of the option); Overflow is the first flag bit, i.e. bit 2 of byte 2.
+fn with_overflow(byte2: u8) -> u8 {
+    byte2 | (FLAG_OVERFLOW >> 1)
+}
+
+/// Trace header byte 3 with RemainingLen (its low 7 bits) replaced by `remlen`, the last flag bit kept.
+fn with_remaining_len(byte3: u8, remlen: u8) -> u8 {
+    (byte3 & 0x80) | (remlen & 0x7f)
 }
 
 /// The values a node writes into its block (behaviour spec §2.4 table). The caller resolves every
@@ -485,8 +495,7 @@ fn fill_core(
     let schema_len = node.schema.map(|(_, d)| d.len());
     let words = block_words(hdr.trace_type, schema_len);
     if remlen == 0 || remlen < words {
-        // The flags straddle header bytes 2 and 3; Overflow is the first flag bit, i.e. bit 2 of byte 2.
-        opt[TRACE_HDR_OFFSET + 2] = hdr_bytes[0] | (FLAG_OVERFLOW >> 1);
+        opt[TRACE_HDR_OFFSET + 2] = with_overflow(hdr_bytes[0]);
         return Ok(FillOutcome::Overflow);
     }
     let start = DATA_OFFSET + 4 * (remlen - words);
@@ -496,7 +505,7 @@ fn fill_core(
         node,
     );
     // remlen - words < remlen <= 127, so the cast cannot truncate.
-    opt[TRACE_HDR_OFFSET + 3] = (hdr_bytes[1] & 0x80) | ((remlen - words) as u8 & 0x7f);
+    opt[TRACE_HDR_OFFSET + 3] = with_remaining_len(hdr_bytes[1], (remlen - words) as u8);
     Ok(FillOutcome::Filled)
 }
 
