@@ -213,18 +213,25 @@ impl PacketBuf {
     /// packet reallocation: it is the rx buffer pool being sized, once). Resets the per-packet growth flag.
     #[inline(always)]
     pub fn load(&mut self, frame: &[u8], headroom: usize) {
+        copy_bytes(self.place(headroom, frame.len()), frame);
+    }
+
+    /// Makes the data the `len` bytes starting `headroom` bytes into the storage, with whatever they hold, and
+    /// returns them for writing: [`load`](Self::load) without the copy, for a caller that writes every byte
+    /// itself (the fast path assembles template and received bytes in place).
+    #[inline(always)]
+    pub fn place(&mut self, headroom: usize, len: usize) -> &mut [u8] {
         if !self.spare.mem.is_empty() {
             self.restore_spare();
         }
-        let n = frame.len();
-        if self.base + headroom + n > self.mem.len() {
-            self.enlarge(headroom + n);
+        if self.base + headroom + len > self.mem.len() {
+            self.enlarge(headroom + len);
         }
         let start = self.base + headroom;
         self.start = start;
-        self.end = start + n;
-        copy_bytes(&mut self.mem[start..start + n], frame);
+        self.end = start + len;
         self.grown = false;
+        &mut self.mem[start..start + len]
     }
 
     /// Goes back to the rx storage set aside by a reallocating packet (freeing the grown one).

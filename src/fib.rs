@@ -94,8 +94,9 @@ impl PlanKind {
 pub struct Plan {
     /// Egress interface.
     pub egress: DevId,
-    /// MTU the packet must fit as it leaves (route MTU or the device's).
-    pub mtu: usize,
+    /// Longest IPv6 packet the plan sends: the MTU it must fit as it leaves (route MTU or the device's), capped
+    /// at what a Payload Length field describes (40 + 65,535 bytes).
+    pub max_len: usize,
     /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold), half a page past a
     /// page boundary ([`Aligned::copy_half_page`](crate::buffer::Aligned::copy_half_page)), so that their place
     /// relative to pages, cache lines and the packet is the same in every run.

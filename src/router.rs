@@ -89,6 +89,8 @@ pub struct Router {
     /// Tunnel applications by kind (seg6, ioam6, rpl), added to `stats.encapsulated` at the end of each
     /// `process` / `process_batch` call rather than per packet.
     encap_pending: [u64; 3],
+    /// Packets the fast path sent since the last flush: each one received, sent and fast.
+    fast_sent: u64,
     fib: FibHandle,
     /// Installed tunnels, indexed by [`TunnelId`].
     pub tunnels: Vec<Tunnel>,
@@ -310,6 +312,7 @@ impl Router {
             nh_cache: Vec::new(),
             nh_gen: 0,
             encap_pending: [0; 3],
+            fast_sent: 0,
         };
         router.tun_src = tunnel_dev
             .iter()
@@ -401,7 +404,8 @@ impl Router {
                 template.extend_from_slice(rest);
                 Plan {
                     egress,
-                    mtu,
+                    // A Payload Length field describes at most 65,535 bytes.
+                    max_len: mtu.min(H + u16::MAX as usize),
                     template: Aligned::copy_half_page(&template),
                     kind,
                     growth,
@@ -541,8 +545,11 @@ impl Router {
         let Some(plan) = route.and_then(|r| r.plan).and_then(|id| fib.plan(id)) else {
             return Err(Some((dst, route)));
         };
-        let rpl = match (plan.kind, plan.tunnel.map(|t| &self.tunnels[t])) {
-            (PlanKind::Rpl, Some(Tunnel::Rpl(p))) => Some(p),
+        let rpl = match plan.kind {
+            PlanKind::Rpl => match plan.tunnel.map(|t| &self.tunnels[t]) {
+                Some(Tunnel::Rpl(p)) => Some(p),
+                _ => return Err(Some((dst, route))),
+            },
             _ => None,
         };
         let growth = match rpl {
@@ -550,9 +557,8 @@ impl Router {
             None => plan.growth,
         };
         let new_len = len + growth;
-        if new_len > plan.mtu
+        if new_len > plan.max_len
             || self.rx_headroom < growth
-            || new_len - H > u16::MAX as usize
             || (plan.kind == PlanKind::Seg6Encap && self.seg6_flowlabel > 0)
             || (plan.contains_local && self.local6.contains(&dst))
         {
@@ -566,30 +572,29 @@ impl Router {
         // docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
         // lookup; a zero-copy receive could not.
         let start = (self.rx_headroom - growth) & !63;
-        self.stats.rx += 1;
-        let buf = &mut self.buf;
-        let front = if plan.kind.inserts() {
-            // The received IPv6 header is rewritten into the template's slot: load only its payload.
-            buf.load(&ip[H..len], start + E + H + growth);
-            E + H + growth
+        let (front, body) = if plan.kind.inserts() {
+            // The received IPv6 header is rewritten into the template's slot: only its payload follows.
+            (E + H + growth, &ip[H..len])
         } else {
-            buf.load(&ip[..len], start + t);
-            t
+            (t, &ip[..len])
         };
-        if buf.push_front(front).is_err() {
-            unreachable!("headroom checked above")
-        }
-        let data = buf.data_mut();
+        // The outgoing frame is assembled in place: the received bytes behind the template's.
+        let data = self.buf.place(start, front + body.len());
+        copy_bytes(&mut data[front..], body);
         // memcpy: fewer instructions than inline moves from 65 bytes on, and smaller steps between sizes; as
         // fast as any copy loop tried (docs/BENCHMARKS.md).
         data[..t].copy_from_slice(template);
         let plen = ((new_len - H) as u16).to_be_bytes();
         let hl = hlim - 1;
-        let ip_at = E;
+        // Every plan's frame starts with an Ethernet and an IPv6 header (the template's, or the template's
+        // Ethernet header and the received IPv6 header): one length check, then fixed offsets.
+        let Some((hdr, after)) = data.split_first_chunk_mut::<{ E + H }>() else {
+            unreachable!("a planned frame holds an Ethernet and an IPv6 header")
+        };
         // Where the IOAM option this node fills starts (Hop-by-Hop header after the IPv6 header, option at 4).
         let mut ioam_at = None;
         match plan.kind {
-            PlanKind::Forward => data[ip_at + 7] = hl,
+            PlanKind::Forward => hdr[E + 7] = hl,
             PlanKind::Seg6Encap => {
                 // Outer header: version, inner traffic class, inner flow label (seg6_flowlabel 0) or 0 (-1);
                 // payload length; the inner hop limit, decremented by forwarding.
@@ -599,19 +604,19 @@ impl Router {
                 } else {
                     first
                 };
-                data[E..E + 4].copy_from_slice(&first.to_be_bytes());
-                data[E + 4..E + 6].copy_from_slice(&plen);
-                data[E + 7] = hl;
+                hdr[E..E + 4].copy_from_slice(&first.to_be_bytes());
+                hdr[E + 4..E + 6].copy_from_slice(&plen);
+                hdr[E + 7] = hl;
                 self.encap_pending[0] += 1;
             }
             PlanKind::Seg6Inline | PlanKind::Rpl => {
                 // Version to source from the received header; the template's slot already holds the new
                 // destination (first SID, first RPL segment).
-                copy_bytes(&mut data[E..E + 24], &ip[..24]);
-                data[E + 4..E + 6].copy_from_slice(&plen);
-                data[E + 6] = proto::ROUTING;
-                data[E + 7] = hl;
-                let rh = &mut data[E + H..E + H + growth];
+                hdr[E..E + 24].copy_from_slice(&ip[..24]);
+                hdr[E + 4..E + 6].copy_from_slice(&plen);
+                hdr[E + 6] = proto::ROUTING;
+                hdr[E + 7] = hl;
+                let rh = &mut after[..growth];
                 if let Some(p) = rpl {
                     p.emit(rh, ip[6], &dst);
                     self.encap_pending[2] += 1;
@@ -623,19 +628,20 @@ impl Router {
                 }
             }
             PlanKind::IoamInline => {
-                copy_bytes(&mut data[E..E + H], &ip[..H]);
-                data[E + 4..E + 6].copy_from_slice(&plen);
-                data[E + 6] = proto::HOPOPTS;
-                data[E + 7] = hl;
-                data[E + H] = ip[6];
+                hdr[E..E + H].copy_from_slice(&ip[..H]);
+                hdr[E + 4..E + 6].copy_from_slice(&plen);
+                hdr[E + 6] = proto::HOPOPTS;
+                hdr[E + 7] = hl;
+                after[0] = ip[6];
                 ioam_at = Some(E + H + crate::tunnel::ioam6::OPTION_OFFSET_IN_HBH);
             }
             PlanKind::IoamEncap => {
                 // The outer header copies the inner one's first word and its (decremented) hop limit.
-                data[E..E + 4].copy_from_slice(&ip[..4]);
-                data[E + 4..E + 6].copy_from_slice(&plen);
-                data[E + 7] = hl;
-                data[t + 7] = hl;
+                hdr[E..E + 4].copy_from_slice(&ip[..4]);
+                hdr[E + 4..E + 6].copy_from_slice(&plen);
+                hdr[E + 7] = hl;
+                // The inner header starts where the template ends.
+                after[t - (E + H) + 7] = hl;
                 ioam_at = Some(E + H + crate::tunnel::ioam6::OPTION_OFFSET_IN_HBH);
             }
         }
@@ -656,14 +662,15 @@ impl Router {
                 &ctx,
             ) {
                 // As on the general path: dropped, and not counted as an ioam6 insertion.
+                self.stats.rx += 1;
                 self.stats.drop(reason);
                 return Ok(());
             }
             self.encap_pending[1] += 1;
         }
-        out(plan.egress, ts, buf.data());
-        self.stats.tx += 1;
-        self.stats.fast_path += 1;
+        out(plan.egress, ts, data);
+        // Received, sent and fast: added to the three counters once per batch (`flush_counters`).
+        self.fast_sent += 1;
         Ok(())
     }
 
@@ -737,6 +744,10 @@ impl Router {
 
     /// Adds the pending per-kind tunnel counts to `stats.encapsulated`.
     fn flush_counters(&mut self) {
+        let fast = std::mem::take(&mut self.fast_sent);
+        self.stats.rx += fast;
+        self.stats.tx += fast;
+        self.stats.fast_path += fast;
         for (k, kind) in ["seg6", "ioam6", "rpl"].into_iter().enumerate() {
             let n = std::mem::take(&mut self.encap_pending[k]);
             if n > 0 {
