@@ -224,13 +224,15 @@ impl PacketBuf {
         if !self.spare.mem.is_empty() {
             self.restore_spare();
         }
-        if self.base + headroom + len > self.mem.len() {
-            self.enlarge(headroom + len);
-        }
         let start = self.base + headroom;
         self.start = start;
         self.end = start + len;
         self.grown = false;
+        if start + len > self.mem.len() {
+            // Sized once for the largest frame seen; then placed again in the new storage.
+            self.enlarge(headroom + len);
+            return self.place(headroom, len);
+        }
         &mut self.mem[start..start + len]
     }
 

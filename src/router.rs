@@ -98,6 +98,9 @@ pub struct Router {
     tunsrc: Option<Ipv6Addr>,
     ioam: IoamNode,
     seg6_flowlabel: i32,
+    /// What an H.Encaps outer header keeps of the inner header's first word: all of it (`seg6_flowlabel` 0:
+    /// version, traffic class, flow label) or version and traffic class only (-1: flow label 0).
+    seg6_first_word: u32,
     all: DevSysctls,
     /// Headroom every received frame is loaded with (in front of its Ethernet header).
     pub rx_headroom: usize,
@@ -298,6 +301,11 @@ impl Router {
             tunsrc: cfg.sr_tunsrc.filter(|a| !a.is_unspecified()),
             ioam,
             seg6_flowlabel: cfg.sysctl.seg6_flowlabel,
+            seg6_first_word: if cfg.sysctl.seg6_flowlabel < 0 {
+                0xfff0_0000
+            } else {
+                u32::MAX
+            },
             all: cfg.sysctl.all,
             rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
             strategy: BufferStrategy::Native,
@@ -419,7 +427,8 @@ impl Router {
         };
         match &self.tunnels[tid] {
             Tunnel::Seg6(s) => match s.mode {
-                Seg6Mode::Encap | Seg6Mode::EncapRed => {
+                // seg6_flowlabel 1 hashes the flow into the outer flow label: left to the general path.
+                Seg6Mode::Encap | Seg6Mode::EncapRed if self.seg6_flowlabel <= 0 => {
                     let next = next_route(tid, s.first_sid)?;
                     let way = hop(next, Some(s.first_sid))?;
                     let src = s
@@ -559,7 +568,6 @@ impl Router {
         let new_len = len + growth;
         if new_len > plan.max_len
             || self.rx_headroom < growth
-            || (plan.kind == PlanKind::Seg6Encap && self.seg6_flowlabel > 0)
             || (plan.contains_local && self.local6.contains(&dst))
         {
             return Err(Some((dst, route)));
@@ -598,12 +606,7 @@ impl Router {
             PlanKind::Seg6Encap => {
                 // Outer header: version, inner traffic class, inner flow label (seg6_flowlabel 0) or 0 (-1);
                 // payload length; the inner hop limit, decremented by forwarding.
-                let first = u32::from_be_bytes([ip[0], ip[1], ip[2], ip[3]]);
-                let first = if self.seg6_flowlabel < 0 {
-                    first & 0xfff0_0000
-                } else {
-                    first
-                };
+                let first = u32::from_be_bytes([ip[0], ip[1], ip[2], ip[3]]) & self.seg6_first_word;
                 hdr[E..E + 4].copy_from_slice(&first.to_be_bytes());
                 hdr[E + 4..E + 6].copy_from_slice(&plen);
                 hdr[E + 7] = hl;
