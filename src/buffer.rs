@@ -414,6 +414,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn place_sets_the_data_and_grows_the_storage_when_needed() {
+        let mut b = PacketBuf::new(256);
+        b.load(&[7u8; 30], 10);
+        // Within the storage: the data is the placed bytes, which still hold what was there.
+        assert_eq!(b.place(10, 20), &[7u8; 20][..]);
+        assert_eq!((b.headroom(), b.len(), b.grown()), (10, 20, false));
+        // Beyond it: enlarged (to a power of two), then placed at the same headroom.
+        let d = b.place(300, 100);
+        assert_eq!(d.len(), 100);
+        d.fill(1);
+        assert_eq!((b.headroom(), b.len()), (300, 100));
+        assert_eq!(b.data(), &[1u8; 100][..]);
+        assert!(b.headroom() + b.len() + b.tailroom() >= 400);
+    }
+
+    #[test]
     fn copy_bytes_copies_every_length() {
         for n in 0..=600 {
             let src: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
