@@ -1,5 +1,5 @@
 #!/bin/bash
-# Install what tests/kernel needs: tshark, iproute2 (ip), scapy, pytest.
+# Install what the tests need: tshark, iproute2 (ip) and bpftrace (tests/audit.rs), scapy, pytest.
 # Idempotent and quick when everything is already present. Run as root.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -8,6 +8,8 @@ PY=${PYTHON:-python3}
 need_apt=()
 command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+# Installed here, before the tests run in parallel: lwt6 audit would otherwise install it from two tests at once.
+command -v bpftrace >/dev/null 2>&1 || need_apt+=(bpftrace)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
@@ -22,4 +24,4 @@ if ((${#need_pip[@]})); then
     "$PY" -m pip install -q "${need_pip[@]}"
 fi
 
-echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"
+echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); $(bpftrace --version); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"

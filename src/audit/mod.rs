@@ -306,20 +306,39 @@ pub fn ensure_bpftrace(log: &mut dyn FnMut(&str)) -> Result<(), String> {
         return Ok(());
     }
     log("bpftrace is missing: installing it with apt-get (non-interactive)");
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
+    // Concurrent installers (two audits, or an audit beside another apt user) wait for dpkg's lock instead of
+    // failing at once: seen in CI when two audit tests started on a fresh machine together.
+    let apt = |args: &[&str]| -> Result<(), String> {
+        let out = Command::new("apt-get")
+            .args(["-o", "DPkg::Lock::Timeout=300"])
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdin(std::process::Stdio::null())
             .output()
-            .is_ok_and(|o| o.status.success())
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        Err(format!(
+            "apt-get {} exited with {}: {last}",
+            args.join(" "),
+            out.status
+        ))
     };
-    if !apt(&["install", "-y", "-q", "bpftrace"]) {
+    if apt(&["install", "-y", "-q", "bpftrace"]).is_err() {
         log("apt-get install failed; running apt-get update and retrying");
-        if !apt(&["update", "-q"]) || !apt(&["install", "-y", "-q", "bpftrace"]) {
-            return Err(
-                "bpftrace is not installed and `apt-get install -y bpftrace` failed".into(),
-            );
+        if let Err(e) =
+            apt(&["update", "-q"]).and_then(|()| apt(&["install", "-y", "-q", "bpftrace"]))
+        {
+            return Err(format!(
+                "bpftrace is not installed and installing it failed ({e})"
+            ));
         }
     }
     if present() {
