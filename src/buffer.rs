@@ -31,41 +31,6 @@ pub enum BufError {
     OutOfRange,
 }
 
-/// Copies `src` into `dst` (equal lengths; panics otherwise). Copies of 16 to 128 bytes (the received frames
-/// of the sweeps, header fields) go inline as a fixed sequence of 16- or 32-byte moves, the last ones overlapping
-/// their predecessors, without a call; anything else is a `copy_from_slice` (libc `memcpy`, which uses the widest
-/// vector moves the CPU has; measured faster than an inline loop of 32-byte blocks built for the baseline x86-64
-/// target, by up to 40 % at 500 bytes: see docs/BENCHMARKS.md).
-#[inline(always)]
-pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    /// `dst = src` for exactly `N` bytes at `at`: one fixed-size move.
-    #[inline(always)]
-    fn block<const N: usize>(dst: &mut [u8], src: &[u8], at: usize) {
-        let d: &mut [u8; N] = (&mut dst[at..at + N]).try_into().expect("N bytes");
-        let s: &[u8; N] = src[at..at + N].try_into().expect("N bytes");
-        *d = *s;
-    }
-    let n = src.len();
-    assert_eq!(dst.len(), n, "copy_bytes: length mismatch");
-    match n {
-        16..=31 => {
-            block::<16>(dst, src, 0);
-            block::<16>(dst, src, n - 16);
-        }
-        32..=64 => {
-            block::<32>(dst, src, 0);
-            block::<32>(dst, src, n - 32);
-        }
-        65..=128 => {
-            block::<32>(dst, src, 0);
-            block::<32>(dst, src, 32);
-            block::<32>(dst, src, n - 64);
-            block::<32>(dst, src, n - 32);
-        }
-        _ => dst.copy_from_slice(src),
-    }
-}
-
 /// Largest alignment [`Aligned`] storage gets: a page.
 pub const PAGE: usize = 4096;
 
@@ -213,7 +178,7 @@ impl PacketBuf {
     /// packet reallocation: it is the rx buffer pool being sized, once). Resets the per-packet growth flag.
     #[inline(always)]
     pub fn load(&mut self, frame: &[u8], headroom: usize) {
-        copy_bytes(self.place(headroom, frame.len()), frame);
+        crate::copy::copy_bytes(self.place(headroom, frame.len()), frame);
     }
 
     /// Makes the data the `len` bytes starting `headroom` bytes into the storage, with whatever they hold, and
@@ -427,16 +392,6 @@ mod tests {
         assert_eq!((b.headroom(), b.len()), (300, 100));
         assert_eq!(b.data(), &[1u8; 100][..]);
         assert!(b.headroom() + b.len() + b.tailroom() >= 400);
-    }
-
-    #[test]
-    fn copy_bytes_copies_every_length() {
-        for n in 0..=600 {
-            let src: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
-            let mut dst = vec![0xeeu8; n];
-            copy_bytes(&mut dst, &src);
-            assert_eq!(dst, src, "length {n}");
-        }
     }
 
     #[test]

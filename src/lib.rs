@@ -18,6 +18,7 @@ pub mod bench;
 pub mod buffer;
 pub mod cli;
 pub mod config;
+pub mod copy;
 pub mod decode;
 pub mod fib;
 pub mod io;

@@ -5,8 +5,9 @@
 //! egress MTU and the next hop are all known first; then headroom is reserved once and the headers are
 //! written. Every drop is a named [`DropReason`], and `rx == tx + dropped` always holds.
 
-use crate::buffer::{Aligned, PacketBuf, copy_bytes};
+use crate::buffer::{Aligned, PacketBuf};
 use crate::config::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
+use crate::copy::{WideCopy, copy_bytes};
 use crate::fib::{DevId, FastBuild, Fib, FibHandle, Origin, Plan, PlanKind, RouteEntry, TunnelId};
 use crate::node::ioam::{FillContext, IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::rpl::RplAction;
@@ -101,6 +102,9 @@ pub struct Router {
     /// What an H.Encaps outer header keeps of the inner header's first word: all of it (`seg6_flowlabel` 0:
     /// version, traffic class, flow label) or version and traffic class only (-1: flow label 0).
     seg6_first_word: u32,
+    /// How plan templates are copied: [`WideCopy`] where the CPU has it (detected when the router is built), else
+    /// libc `memcpy`. Public so that benchmarks can compare the two (`lwt6 bench sweep --strategies lwt6-memcpy`).
+    pub template_copy: Option<WideCopy>,
     all: DevSysctls,
     /// Headroom every received frame is loaded with (in front of its Ethernet header).
     pub rx_headroom: usize,
@@ -306,6 +310,7 @@ impl Router {
             } else {
                 u32::MAX
             },
+            template_copy: WideCopy::detect(),
             all: cfg.sysctl.all,
             rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
             strategy: BufferStrategy::Native,
@@ -589,9 +594,11 @@ impl Router {
         // The outgoing frame is assembled in place: the received bytes behind the template's.
         let data = self.buf.place(start, front + body.len());
         copy_bytes(&mut data[front..], body);
-        // memcpy: fewer instructions than inline moves from 65 bytes on, and smaller steps between sizes; as
-        // fast as any copy loop tried (docs/BENCHMARKS.md).
-        data[..t].copy_from_slice(template);
+        // The wide copy costs the same for every further 32 bytes; memcpy steps at its size classes (crate::copy).
+        match self.template_copy {
+            Some(w) => w.copy(&mut data[..t], template),
+            None => data[..t].copy_from_slice(template),
+        }
         let plen = ((new_len - H) as u16).to_be_bytes();
         let hl = hlim - 1;
         // Every plan's frame starts with an Ethernet and an IPv6 header (the template's, or the template's

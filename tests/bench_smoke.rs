@@ -32,6 +32,7 @@ fn reallocations_per_packet() {
             Strategy::PostFix,
             Strategy::Lwt6,
             Strategy::Lwt6Tiny,
+            Strategy::Lwt6Memcpy,
         ],
         opts: tiny(),
         jobs: 1,
@@ -47,11 +48,14 @@ fn reallocations_per_packet() {
     // n = 2: O = 80, 80 + 16 <= 206: none.
     assert_eq!(point(&seg, 2, Strategy::PostFix), 0.0);
     for n in [2, 12, 13] {
-        assert_eq!(
-            point(&seg, n, Strategy::Lwt6),
-            0.0,
-            "lwt6 default headroom, {n} SIDs"
-        );
+        for s in [Strategy::Lwt6, Strategy::Lwt6Memcpy] {
+            assert_eq!(
+                point(&seg, n, s),
+                0.0,
+                "{} default headroom, {n} SIDs",
+                s.name()
+            );
+        }
         let t = point(&seg, n, Strategy::Lwt6Tiny);
         assert!(t <= 1.0, "lwt6 with rx headroom 0, {n} SIDs: {t}");
     }

@@ -123,3 +123,18 @@ fn show_routes_json_reports_linux_and_lwt6_mtu() {
     assert_eq!(red["linux_effective_mtu"], 1404);
     assert_eq!(red["effective_mtu"], 1420);
 }
+
+#[test]
+fn unknown_bench_strategy_lists_the_valid_ones() {
+    let o = lwt6()
+        .args(["bench", "sweep", "--quick", "--strategies", "lwt6,fastest"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("unknown strategy 'fastest'")
+            && err.contains("pre-fix, post-fix, lwt6, lwt6-tiny, lwt6-general, lwt6-memcpy"),
+        "{err}"
+    );
+}

@@ -120,6 +120,25 @@ fn base_frames_take_the_fast_path_and_match() {
     }
 }
 
+#[test]
+fn both_template_copies_give_the_same_frames() {
+    let run = |wide: bool| {
+        let mut r = router(true, 0);
+        if !wide {
+            r.template_copy = None;
+        }
+        let mut out = Vec::new();
+        r.process_batch(
+            bases().iter().map(|f| (0usize, 7u64, f.as_slice())),
+            &mut |d, _, b| out.push((d, b.to_vec())),
+        );
+        (out, r.stats.fast_path)
+    };
+    let (wide, memcpy) = (run(true), run(false));
+    assert_eq!(wide.1, 11, "fast-path packets");
+    assert_eq!(wide, memcpy);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 

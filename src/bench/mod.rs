@@ -245,6 +245,9 @@ pub enum Strategy {
     /// lwt6's buffer strategy on the general path (fast-path plans off): the same per-packet code as the Linux
     /// strategies, so the comparison isolates the buffer handling.
     Lwt6General,
+    /// lwt6 with templates copied by libc `memcpy` instead of [`WideCopy`](crate::copy::WideCopy) (the same on
+    /// CPUs without AVX2): shows what the copy's size classes do to the curve.
+    Lwt6Memcpy,
 }
 
 impl Strategy {
@@ -264,20 +267,23 @@ impl Strategy {
             Strategy::Lwt6 => "lwt6",
             Strategy::Lwt6Tiny => "lwt6-tiny",
             Strategy::Lwt6General => "lwt6-general",
+            Strategy::Lwt6Memcpy => "lwt6-memcpy",
         }
     }
 
+    /// Every strategy, in the order of the CSV and the plots' legends.
+    pub const ALL: [Strategy; 6] = [
+        Strategy::PreFix,
+        Strategy::PostFix,
+        Strategy::Lwt6,
+        Strategy::Lwt6Tiny,
+        Strategy::Lwt6General,
+        Strategy::Lwt6Memcpy,
+    ];
+
     /// Parses [`name`](Self::name).
     pub fn from_name(s: &str) -> Option<Strategy> {
-        [
-            Strategy::PreFix,
-            Strategy::PostFix,
-            Strategy::Lwt6,
-            Strategy::Lwt6Tiny,
-            Strategy::Lwt6General,
-        ]
-        .into_iter()
-        .find(|x| x.name() == s)
+        Strategy::ALL.into_iter().find(|x| x.name() == s)
     }
 
     /// The router's buffer strategy.
@@ -285,7 +291,9 @@ impl Strategy {
         match self {
             Strategy::PreFix => BufferStrategy::LinuxPreFix { cache_line },
             Strategy::PostFix => BufferStrategy::LinuxPostFix { cache_line },
-            Strategy::Lwt6 | Strategy::Lwt6Tiny | Strategy::Lwt6General => BufferStrategy::Native,
+            Strategy::Lwt6 | Strategy::Lwt6Tiny | Strategy::Lwt6General | Strategy::Lwt6Memcpy => {
+                BufferStrategy::Native
+            }
         }
     }
 }
@@ -409,10 +417,15 @@ pub fn router(
     r.strategy = strategy.buffer(opts.cache_line);
     r.rx_headroom = match strategy {
         Strategy::PreFix | Strategy::PostFix => opts.nic_headroom,
-        Strategy::Lwt6 | Strategy::Lwt6General => opts.native_headroom.unwrap_or(r.rx_headroom),
+        Strategy::Lwt6 | Strategy::Lwt6General | Strategy::Lwt6Memcpy => {
+            opts.native_headroom.unwrap_or(r.rx_headroom)
+        }
         Strategy::Lwt6Tiny => opts.tiny_headroom,
     };
     r.fast_path = strategy != Strategy::Lwt6General;
+    if strategy == Strategy::Lwt6Memcpy {
+        r.template_copy = None;
+    }
     Ok(r)
 }
 

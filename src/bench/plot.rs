@@ -21,6 +21,7 @@ fn color(s: Strategy) -> (&'static str, &'static str) {
         Strategy::Lwt6 => ("#2ca02c", ""),
         Strategy::Lwt6Tiny => ("#9467bd", "6,3"),
         Strategy::Lwt6General => ("#17becf", "2,2"),
+        Strategy::Lwt6Memcpy => ("#ff7f0e", "8,2,2,2"),
     }
 }
 

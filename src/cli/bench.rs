@@ -69,7 +69,8 @@ pub struct SweepArgs {
     /// Sizes `A..B` (inclusive; IOAM sizes step by 4), or a comma list. Default: each protocol's full range.
     #[arg(long)]
     pub sizes: Option<String>,
-    /// Strategies, comma separated: pre-fix, post-fix, lwt6, lwt6-tiny.
+    /// Strategies, comma separated: pre-fix, post-fix, lwt6, lwt6-tiny (tiny rx headroom), lwt6-general (no
+    /// fast-path plans), lwt6-memcpy (templates copied by libc memcpy).
     #[arg(long, default_value = "pre-fix,post-fix,lwt6-general,lwt6")]
     pub strategies: String,
     /// Directory for sweep.csv, the SVG plots and summary.md.
@@ -265,8 +266,14 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         .strategies
         .split(',')
         .map(|s| {
-            Strategy::from_name(s.trim())
-                .ok_or_else(|| super::fail(format!("lwt6 bench: unknown strategy '{s}'")))
+            Strategy::from_name(s.trim()).ok_or_else(|| {
+                let valid: Vec<&str> = Strategy::ALL.iter().map(|x| x.name()).collect();
+                super::fail(format!(
+                    "lwt6 bench: unknown strategy '{}' (valid: {})",
+                    s.trim(),
+                    valid.join(", ")
+                ))
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let sizes = a.sizes.as_deref().map(parse_sizes).transpose()?;

@@ -1,8 +1,9 @@
 //! The `rpl` tunnel: inserts a compressed RPL Source Routing Header (RFC 6554) with Linux's semantics
 //! (behaviour spec §3.3): DA := first segment, the original DA travels as the last address, SL = N.
 
-use crate::buffer::{PacketBuf, copy_bytes};
+use crate::buffer::PacketBuf;
 use crate::config::RplEncap;
+use crate::copy::copy_bytes;
 use crate::stats::DropReason;
 use crate::wire::{ipv6, proto, rpl};
 use std::net::Ipv6Addr;
