@@ -3,7 +3,7 @@
 # a sweep, counted by callgrind (repeatable whatever else the machine does), for the smoothness check the
 # wall-clock sweep cannot make on a noisy host. Marginal cost: (Ir(N2) - Ir(N1)) / (N2 - N1) with collection
 # restricted to Router::process_batch, so setup and warm-up cancel out.
-# Usage: [STRATS="lwt6 post-fix"] scripts/bench-instructions.sh [OUT.csv]   (needs valgrind; ~15 minutes per strategy;
+# Usage: [STRATS="lwt6 lwt6-memcpy post-fix"] scripts/bench-instructions.sh [OUT.csv]   (needs valgrind; ~15 minutes per strategy;
 # appends to OUT when it exists)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ point() { # proto mode size strategy
     b=$(ir "$1" "$2" "$3" "$4" $N2)
     echo "$1,$2,$3,$4,$(( (b - a) / (N2 - N1) ))" | tee -a "$OUT"
 }
-STRATS=${STRATS:-lwt6 post-fix}
+STRATS=${STRATS:-lwt6 lwt6-memcpy post-fix}
 for s in $STRATS; do
     for m in encap encap.red inline l2encap; do
         for n in $(seq 1 40); do point seg6 "$m" "$n" "$s"; done

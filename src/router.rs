@@ -595,7 +595,10 @@ impl Router {
         let data = self.buf.place(start, front + body.len());
         copy_bytes(&mut data[front..], body);
         // The wide copy costs the same for every further 32 bytes; memcpy steps at its size classes (crate::copy).
+        // Templates of at most 64 bytes (gateway routes' Ethernet header, RPL's Ethernet + IPv6 slot; never one
+        // that grows with a tunnel's size) go inline, without a call.
         match self.template_copy {
+            Some(_) if t <= 64 => copy_bytes(&mut data[..t], template),
             Some(w) => w.copy(&mut data[..t], template),
             None => data[..t].copy_from_slice(template),
         }
