@@ -1,5 +1,6 @@
-//! The few raw system calls the audit needs (the only `unsafe` in the crate): effective uid, thread id,
-//! entering a network namespace, an `AF_PACKET` raw socket bound to an interface, signal handling and `kill`.
+//! The few raw system calls the audit needs (with `audit::xdp` and `copy::WideCopy`, the only `unsafe` in the
+//! crate): effective uid, thread id, entering a network namespace, an `AF_PACKET` raw socket bound to an
+//! interface, signal handling and `kill`.
 //!
 //! Every function is a thin, checked wrapper: arguments are owned Rust values, errors come back as
 //! [`std::io::Error`] from `errno`.
