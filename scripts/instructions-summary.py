@@ -52,7 +52,10 @@ def main():
         sizes = sorted(ours)
         worst = worst_below_line(ours)
         memcpy = ir.get((proto, mode, "lwt6-memcpy"), {})
-        worst_m = f"{worst_below_line(memcpy)[0] * 100:.2f}% at {worst_below_line(memcpy)[1]}" if memcpy else "-"
+        worst_m = "-"
+        if memcpy:
+            short, size = worst_below_line(memcpy)
+            worst_m = f"{short * 100:.2f}% at {size}"
         common = sorted(set(sizes) & set(post))
         realloc = {s: reallocs.get((proto, mode, s), 0.0) for s in common}
         diff_r = [ours[s] - post[s] for s in common if realloc.get(s, 0) > 0]

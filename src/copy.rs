@@ -14,13 +14,6 @@
 /// target, by up to 40 % at 500 bytes: see docs/BENCHMARKS.md). Tunnel templates go through [`WideCopy`].
 #[inline(always)]
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    /// `dst = src` for exactly `N` bytes at `at`: one fixed-size move.
-    #[inline(always)]
-    fn block<const N: usize>(dst: &mut [u8], src: &[u8], at: usize) {
-        let d: &mut [u8; N] = (&mut dst[at..at + N]).try_into().expect("N bytes");
-        let s: &[u8; N] = src[at..at + N].try_into().expect("N bytes");
-        *d = *s;
-    }
     let n = src.len();
     assert_eq!(dst.len(), n, "copy_bytes: length mismatch");
     match n {
@@ -40,6 +33,15 @@ pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
         }
         _ => dst.copy_from_slice(src),
     }
+}
+
+/// `dst[at..at + N] = src[at..at + N]`: one fixed-size move (in [`blocks32`], built with AVX2, one 32-byte load and
+/// store).
+#[inline(always)]
+fn block<const N: usize>(dst: &mut [u8], src: &[u8], at: usize) {
+    let d: &mut [u8; N] = (&mut dst[at..at + N]).try_into().expect("N bytes");
+    let s: &[u8; N] = src[at..at + N].try_into().expect("N bytes");
+    *d = *s;
 }
 
 /// Blocks [`blocks32`] copies in straight-line code; longer copies loop over the blocks in front of them.
@@ -83,23 +85,17 @@ impl WideCopy {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn blocks32(dst: &mut [u8], src: &[u8]) {
-    /// `dst[at..at + 32] = src[at..at + 32]`.
-    #[inline(always)]
-    fn block(dst: &mut [u8], src: &[u8], at: usize) {
-        let d: &mut [u8; 32] = (&mut dst[at..at + 32]).try_into().expect("32 bytes");
-        *d = *<&[u8; 32]>::try_from(&src[at..at + 32]).expect("32 bytes");
-    }
     let n = src.len();
     if n < 32 || dst.len() != n {
         dst.copy_from_slice(src);
         return;
     }
     // The last block ends at the end; `k` whole blocks come before it.
-    block(dst, src, n - 32);
+    block::<32>(dst, src, n - 32);
     let k = (n - 1) / 32;
     let (mut d, mut s) = (&mut dst[..k * 32], &src[..k * 32]);
     while d.len() > CHAIN * 32 {
-        block(d, s, 0);
+        block::<32>(d, s, 0);
         (d, s) = (&mut d[32..], &s[32..]);
     }
     let s = &s[..d.len()];
@@ -107,7 +103,7 @@ fn blocks32(dst: &mut [u8], src: &[u8]) {
     // would cost a remainder loop's overhead at some lengths and not at others (measured: instructions per packet
     // going 284, 279, 290 for 4, 5, 7 SIDs).
     macro_rules! chain {
-        ($($i:literal)*) => { $( if d.len() >= ($i + 1) * 32 { block(d, s, $i * 32); } )* };
+        ($($i:literal)*) => { $( if d.len() >= ($i + 1) * 32 { block::<32>(d, s, $i * 32); } )* };
     }
     chain!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22);
 }
