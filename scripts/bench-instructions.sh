@@ -15,7 +15,7 @@ N1=${N1:-2000}
 N2=${N2:-12000}
 ir() { # proto mode size strategy packets
     local f; f=$(mktemp)
-    valgrind --tool=callgrind --toggle-collect='lwt6::router::Router::process_batch' --callgrind-out-file="$f" \
+    valgrind --tool=callgrind --toggle-collect='lwt6_dataplane::router::Router::process_batch' --callgrind-out-file="$f" \
         "$BIN" bench sweep --proto "$1" --modes "$2" --sizes "$3..$3" --strategies "$4" --packets "$5" --runs 1 \
         --no-baseline --no-progress --out-dir "$(mktemp -d)" >/dev/null 2>&1
     callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'

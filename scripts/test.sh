@@ -18,17 +18,17 @@ for c in rustfmt clippy; do
     rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
 done
 
-say "cargo fmt --check"
-cargo fmt --check
+say "cargo fmt --all --check"
+cargo fmt --all --check
 
-say "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets --quiet -- -D warnings
+say "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 say "cargo doc (no broken intra-doc links)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 say "cargo test (unit, property, golden vectors)"
-cargo test --quiet 2>&1 | tee target/cargo-test.log
+cargo test --workspace --quiet 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
 
 say "cargo build --release"

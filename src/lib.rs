@@ -1,29 +1,19 @@
 //! lwt6: IPv6 lightweight tunnels (SRv6, IOAM, RPL) done in userspace.
 //!
-//! The layout tells the story of a packet:
-//! - [`wire`]: pure codecs (checked views over bytes plus `Repr`s), no allocation, no I/O.
-//! - [`buffer`]: the packet buffer with explicit, counted headroom growth.
-//! - [`fib`]: the routing table (longest-prefix match, immutable snapshots).
-//! - [`tunnel`]: the `seg6`, `ioam6` and `rpl` encapsulations, byte for byte as Linux.
-//! - [`node`]: what a router does with packets addressed to it or passing through (IOAM transit, RPL/SRH).
-//! - [`router`]: the forwarding pipeline that ties them together, with named drop reasons.
-//! - [`config`]: iproute2-syntax configuration.
-//! - [`io`]: pcap / pcapng files.
-//! - [`decode`]: human / JSON decoding of frames; [`cli`]: the `lwt6` command.
+//! This crate is the `lwt6` command ([`cli`]) and a facade over the workspace, whose crates read as the path of a
+//! packet (see `docs/architecture.md`):
+//! - [`wire`] (`lwt6-wire`): pure codecs (checked views over bytes plus `Repr`s), no allocation, no I/O.
+//! - `lwt6-dataplane`: [`spec`] (what a router is made of), [`buffer`], [`copy`], [`fib`], [`tunnel`], [`node`],
+//!   [`router`] (the pipeline), [`headroom`] (how room is made for added headers), [`stats`].
+//! - [`config`] (`lwt6-config`): iproute2 syntax into [`spec`] types.
+//! - [`io`] (`lwt6-io`): pcap / pcapng files.
+//! - `lwt6-lab`: [`analysis`], [`audit`], [`bench`](mod@bench), [`decode`].
 #![deny(unsafe_code)]
 
-pub mod analysis;
-pub mod audit;
-pub mod bench;
-pub mod buffer;
+pub use lwt6_config as config;
+pub use lwt6_dataplane::{buffer, copy, fib, headroom, node, router, spec, stats, tunnel};
+pub use lwt6_io as io;
+pub use lwt6_lab::{analysis, audit, bench, decode};
+pub use lwt6_wire as wire;
+
 pub mod cli;
-pub mod config;
-pub mod copy;
-pub mod decode;
-pub mod fib;
-pub mod io;
-pub mod node;
-pub mod router;
-pub mod stats;
-pub mod tunnel;
-pub mod wire;

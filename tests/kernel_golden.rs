@@ -236,7 +236,7 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
 /// reallocates twice before the fix and once after; 12 SIDs (O = 240) once in both; lwt6 never.
 #[test]
 fn linux_strategies_reproduce_the_double_reallocation() {
-    use lwt6::router::BufferStrategy;
+    use lwt6::analysis::skb::BufferStrategy;
     for (n, pre, post) in [(13usize, 2u64, 1u64), (12, 1, 1), (17, 2, 1), (2, 0, 0)] {
         let segs: Vec<String> = (1..=n).map(|i| format!("fc00::{i:x}")).collect();
         let refs: Vec<&str> = segs.iter().map(String::as_str).collect();
@@ -249,7 +249,7 @@ fn linux_strategies_reproduce_the_double_reallocation() {
             if strategy != BufferStrategy::Native {
                 r.rx_headroom = 192;
             }
-            r.strategy = strategy;
+            strategy.install(&mut r);
             let input = input_frame();
             let mut out = Vec::new();
             r.process_batch([(0usize, 0u64, input.as_slice())], &mut |_, _, b| {

@@ -2,6 +2,8 @@
 //!
 //! Nothing here allocates on the packet path or does I/O. Every parser returns a typed [`Error`].
 
+#![deny(unsafe_code)]
+
 pub mod checksum;
 pub mod ethernet;
 pub mod exthdr;

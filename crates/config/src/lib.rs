@@ -33,31 +33,9 @@
 //! these is IPv4, as in iproute2. IPv6 routes without a metric (or with metric 0) get 1024, as the
 //! kernel stores them. Route identity for "route already exists" is (prefix, metric).
 
-mod model;
+#![deny(unsafe_code)]
+
 mod parse;
 
-pub use model::*;
+pub use lwt6_dataplane::spec::*;
 pub use parse::{parse, parse_with_stdin};
-
-/// A configuration error: where, which token, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// 1-based line number (0 when the error is about the file as a whole).
-    pub line: usize,
-    /// The offending token (may be empty when a token is missing).
-    pub token: String,
-    /// What is wrong, and what would be valid.
-    pub reason: String,
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.token.is_empty() {
-            write!(f, "line {}: {}", self.line, self.reason)
-        } else {
-            write!(f, "line {}: '{}': {}", self.line, self.token, self.reason)
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}

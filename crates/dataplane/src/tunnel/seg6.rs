@@ -2,7 +2,7 @@
 //! l2encap.red), built byte for byte as Linux `seg6_iptunnel.c` does (behaviour spec §1.1–§1.6).
 
 use crate::buffer::PacketBuf;
-use crate::config::{Seg6Encap, Seg6Mode};
+use crate::spec::{Seg6Encap, Seg6Mode};
 use crate::stats::DropReason;
 use crate::wire::ipv6::{self, Ipv6Repr};
 use crate::wire::proto;

@@ -17,8 +17,10 @@
 pub mod plot;
 
 use crate::analysis::skb;
-use crate::config::{self, Seg6Mode};
-use crate::router::{BufferStrategy, Router};
+use crate::analysis::skb::BufferStrategy;
+use lwt6_config as config;
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::spec::Seg6Mode;
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -245,7 +247,7 @@ pub enum Strategy {
     /// lwt6's buffer strategy on the general path (fast-path plans off): the same per-packet code as the Linux
     /// strategies, so the comparison isolates the buffer handling.
     Lwt6General,
-    /// lwt6 with templates copied by libc `memcpy` instead of [`WideCopy`](crate::copy::WideCopy) (the same on
+    /// lwt6 with templates copied by libc `memcpy` instead of [`WideCopy`](lwt6_dataplane::copy::WideCopy) (the same on
     /// CPUs without AVX2): shows what the copy's size classes do to the curve.
     Lwt6Memcpy,
 }
@@ -414,7 +416,7 @@ pub fn router(
     };
     let cfg = config::parse(&family.config_text(size)).map_err(|e| err(e.to_string()))?;
     let mut r = Router::build(&cfg).map_err(|e| err(e.to_string()))?;
-    r.strategy = strategy.buffer(opts.cache_line);
+    strategy.buffer(opts.cache_line).install(&mut r);
     r.rx_headroom = match strategy {
         Strategy::PreFix | Strategy::PostFix => opts.nic_headroom,
         Strategy::Lwt6 | Strategy::Lwt6General | Strategy::Lwt6Memcpy => {

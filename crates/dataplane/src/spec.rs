@@ -1,4 +1,5 @@
-//! The configuration model: what a parsed file says, before the router is built from it.
+//! What a router is made of, as typed specs: what a parsed configuration says, before the router is built from
+//! it. The syntax lives elsewhere (`lwt6-config`); this is the contract between it and the dataplane.
 
 use crate::wire::ethernet::Mac;
 use crate::wire::srh::HmacAlgo;
@@ -273,3 +274,26 @@ impl Default for DevSysctls {
         }
     }
 }
+
+/// A configuration error: where, which token, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// 1-based line number (0 when the error is about the file as a whole).
+    pub line: usize,
+    /// The offending token (may be empty when a token is missing).
+    pub token: String,
+    /// What is wrong, and what would be valid.
+    pub reason: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.token.is_empty() {
+            write!(f, "line {}: {}", self.line, self.reason)
+        } else {
+            write!(f, "line {}: '{}': {}", self.line, self.token, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}

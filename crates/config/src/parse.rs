@@ -11,9 +11,9 @@ use super::{
     Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamMode, IoamNamespace,
     IoamSchema, Link, Neigh, Route, RplEncap, Seg6Encap, Seg6Mode,
 };
-use crate::wire::ethernet::Mac;
-use crate::wire::srh::HmacAlgo;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use lwt6_wire::ethernet::Mac;
+use lwt6_wire::srh::HmacAlgo;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -1583,7 +1583,7 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Sysctls;
+    use crate::Sysctls;
     use proptest::prelude::*;
     use std::net::Ipv4Addr;
 

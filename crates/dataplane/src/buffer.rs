@@ -289,23 +289,23 @@ impl PacketBuf {
         self.reallocs += 1;
     }
 
-    /// Linux's `skb_cow_head(skb, need)` on this buffer, for modelling the kernel: when `need` exceeds the headroom,
-    /// reallocates like `pskb_expand_head` (a new allocation, the data copied, headroom grown by
-    /// `ALIGN(need - headroom, pad)`), counted like any growth but, unlike [`ensure_headroom`](Self::ensure_headroom),
-    /// allowed more than once per packet: that is the behaviour being modelled. Returns whether it reallocated.
-    pub fn kernel_cow_head(&mut self, need: usize, pad: usize) -> bool {
-        match crate::analysis::skb::cow_head(self.headroom(), need, pad) {
-            Some(delta) => {
-                self.kernel_expand_head(delta);
-                true
-            }
-            None => false,
+    /// Makes the headroom at least `need` bytes the way Linux's `skb_cow_head` does, for headroom policies that model
+    /// another system: when `need` exceeds the headroom, reallocates (a new allocation, the data copied) with the
+    /// headroom grown by the shortfall rounded up to a multiple of `align`. Counted like any growth but, unlike
+    /// [`ensure_headroom`](Self::ensure_headroom), allowed more than once per packet: that is the behaviour being
+    /// modelled. Returns whether it reallocated.
+    pub fn cow_head(&mut self, need: usize, align: usize) -> bool {
+        let headroom = self.headroom();
+        if need <= headroom {
+            return false;
         }
+        self.expand_head((need - headroom).div_ceil(align) * align);
+        true
     }
 
-    /// Linux's `pskb_expand_head(skb, nhead, 0)`: always reallocates, growing the headroom by exactly `nhead`
-    /// (the l2encap modes do this unconditionally with `nhead = mac_len`). Counted.
-    pub fn kernel_expand_head(&mut self, nhead: usize) {
+    /// Always reallocates, growing the headroom by exactly `nhead` (Linux's `pskb_expand_head(skb, nhead, 0)`, which
+    /// its l2encap modes call unconditionally with `nhead = mac_len`). Counted.
+    pub fn expand_head(&mut self, nhead: usize) {
         self.grow_front(nhead);
     }
 
@@ -438,7 +438,7 @@ mod tests {
             assert_eq!((first - 128) % 4096, 0);
             assert_eq!(first / 4096, (first + 77) / 4096);
             // The storage goes back to the aligned rx buffer after a reallocating packet.
-            assert!(b.kernel_cow_head(200 + k, 64));
+            assert!(b.cow_head(200 + k, 64));
             b.load(&[0x60; 78], 128);
             assert_eq!((b.data().as_ptr() as usize - 128) % 4096, 0);
             assert_eq!(b.headroom(), 128);
@@ -484,8 +484,8 @@ mod tests {
         let mut b = PacketBuf::new(256);
         for _ in 0..1000 {
             b.load(&[5; 64], 32);
-            assert!(b.kernel_cow_head(100, 64));
-            assert!(b.kernel_cow_head(200, 64));
+            assert!(b.cow_head(100, 64));
+            assert!(b.cow_head(200, 64));
             assert_eq!(b.data(), &[5; 64]);
         }
         assert_eq!(b.reallocs(), 2000);

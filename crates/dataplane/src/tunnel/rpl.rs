@@ -2,8 +2,8 @@
 //! (behaviour spec §3.3): DA := first segment, the original DA travels as the last address, SL = N.
 
 use crate::buffer::PacketBuf;
-use crate::config::RplEncap;
 use crate::copy::copy_bytes;
+use crate::spec::RplEncap;
 use crate::stats::DropReason;
 use crate::wire::{ipv6, proto, rpl};
 use std::net::Ipv6Addr;

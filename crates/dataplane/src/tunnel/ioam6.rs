@@ -2,7 +2,7 @@
 //! IPv6 header, for the first K of every N packets (behaviour spec §2.1–§2.3).
 
 use crate::buffer::PacketBuf;
-use crate::config::{Ioam6Encap, IoamMode};
+use crate::spec::{Ioam6Encap, IoamMode};
 use crate::stats::DropReason;
 use crate::wire::ioam::{self, TraceHeader};
 use crate::wire::{ipv6, proto};

@@ -6,13 +6,14 @@
 //! written. Every drop is a named [`DropReason`], and `rx == tx + dropped` always holds.
 
 use crate::buffer::{Aligned, PacketBuf};
-use crate::config::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
 use crate::copy::{WideCopy, copy_bytes};
 use crate::fib::{DevId, FastBuild, Fib, FibHandle, Origin, Plan, PlanKind, RouteEntry, TunnelId};
+use crate::headroom::HeadroomPolicy;
 use crate::node::ioam::{FillContext, IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{rpl as node_rpl, saddr, srh as node_srh};
+use crate::spec::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
 use crate::stats::{DropReason, Stats};
 use crate::tunnel::seg6::{HmacSecret, Outer};
 use crate::tunnel::{Ioam6Tunnel, RplTunnel, Seg6Tunnel, Tunnel};
@@ -28,29 +29,6 @@ use std::sync::Arc;
 pub const MIN_RX_HEADROOM: usize = 64;
 /// How many decapsulations or local routing-header passes one packet may go through.
 const MAX_PASSES: usize = 8;
-
-/// How the router makes room for the headers it adds.
-///
-/// `Native` is lwt6: the growth of the whole packet is planned first and reserved once (zero reallocations when the
-/// rx headroom covers the largest route). The two `Linux*` strategies reproduce the kernel's `skb_cow_head` calls
-/// with its alignment, with real allocation and copy, for the forwarding-rate sweeps and the analyzer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BufferStrategy {
-    /// lwt6: plan, reserve once, write.
-    #[default]
-    Native,
-    /// Linux before the 2024 fix: `skb_cow_head(O + mac_len)` before the push, then
-    /// `skb_cow_head(LL_RESERVED_SPACE(dev))` after the route lookup, on every packet.
-    LinuxPreFix {
-        /// L1 cache line size (NET_SKB_PAD = max(32, line)).
-        cache_line: usize,
-    },
-    /// Linux after the fix, warm route cache: one `skb_cow_head(O + LL_RESERVED_SPACE(cached dev))`.
-    LinuxPostFix {
-        /// L1 cache line size.
-        cache_line: usize,
-    },
-}
 
 /// An interface of the router.
 #[derive(Debug, Clone)]
@@ -108,8 +86,9 @@ pub struct Router {
     all: DevSysctls,
     /// Headroom every received frame is loaded with (in front of its Ethernet header).
     pub rx_headroom: usize,
-    /// How headroom is made for added headers.
-    pub strategy: BufferStrategy,
+    /// How headroom is made for added headers when not by the router's own plan (`None`: plan the whole packet,
+    /// reserve once).
+    pub headroom_policy: Option<std::sync::Arc<dyn HeadroomPolicy>>,
     /// Use the precomputed plans for packets that need nothing else (on by default; the general path gives the
     /// same bytes, see `tests/fast_path.rs`).
     pub fast_path: bool,
@@ -313,7 +292,7 @@ impl Router {
             template_copy: WideCopy::detect(),
             all: cfg.sysctl.all,
             rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
-            strategy: BufferStrategy::Native,
+            headroom_policy: None,
             fast_path: true,
             buf: PacketBuf::new(4096),
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
@@ -512,7 +491,7 @@ impl Router {
     /// Whether the fast path may run at all (router-wide conditions).
     #[inline]
     fn fast_ok(&self) -> bool {
-        self.fast_path && self.strategy == BufferStrategy::Native && self.all.forwarding
+        self.fast_path && self.headroom_policy.is_none() && self.all.forwarding
     }
 
     /// The fast path: a received frame whose route has a [`Plan`] and that needs nothing else — no Hop-by-Hop
@@ -1232,45 +1211,21 @@ impl Router {
             buf.push_front(ethernet::HEADER_LEN)
                 .map_err(|_| DropReason::BufferPlanning)?;
         }
-        // Linux's model: `skb_cow_head` around each tunnel, with LL_RESERVED_SPACE of an Ethernet device.
-        let (kernel_pad, ll) = match self.strategy {
-            BufferStrategy::Native => {
-                let reserve =
-                    growth - if l2_frame { ethernet::HEADER_LEN } else { 0 } + ethernet::HEADER_LEN;
-                buf.ensure_headroom(reserve)
-                    .map_err(|_| DropReason::BufferPlanning)?;
-                (0, 0)
-            }
-            BufferStrategy::LinuxPreFix { cache_line }
-            | BufferStrategy::LinuxPostFix { cache_line } => (
-                crate::analysis::skb::net_skb_pad(cache_line),
-                crate::analysis::skb::ll_reserved_space(ethernet::HEADER_LEN, 0),
-            ),
-        };
-        let kernel_cow =
-            |buf: &mut PacketBuf, s: &Stage, l2_stage: bool, strategy: BufferStrategy| {
-                if strategy == BufferStrategy::Native {
-                    return;
-                }
-                let l2 = if l2_stage { ethernet::HEADER_LEN } else { 0 };
-                if l2_stage {
-                    // l2encap: unconditional pskb_expand_head(skb, mac_len).
-                    buf.kernel_expand_head(ethernet::HEADER_LEN);
-                }
-                let o = s.growth - l2;
-                match strategy {
-                    BufferStrategy::LinuxPreFix { .. } => {
-                        buf.kernel_cow_head(o + ethernet::HEADER_LEN, kernel_pad)
-                    }
-                    BufferStrategy::LinuxPostFix { .. } => buf.kernel_cow_head(o + ll, kernel_pad),
-                    BufferStrategy::Native => false,
-                };
-            };
+        // One reservation for the whole plan, unless a headroom policy handles each stage.
+        let policy = self.headroom_policy.as_deref();
+        if policy.is_none() {
+            let reserve =
+                growth - if l2_frame { ethernet::HEADER_LEN } else { 0 } + ethernet::HEADER_LEN;
+            buf.ensure_headroom(reserve)
+                .map_err(|_| DropReason::BufferPlanning)?;
+        }
         if let Some(s) = stages[0] {
-            kernel_cow(buf, &s, l2_frame, self.strategy);
+            if let Some(p) = &policy {
+                p.before_stage(buf, s.growth, l2_frame);
+            }
             self.apply_input_tunnel(s, buf, l3, out_hlim_v4)?;
-            if matches!(self.strategy, BufferStrategy::LinuxPreFix { .. }) {
-                buf.kernel_cow_head(ll, kernel_pad);
+            if let Some(p) = &policy {
+                p.after_stage(buf);
             }
         }
         // ip6_forward: decrement the (outer) hop limit; plain IPv4 forwarding: TTL.
@@ -1282,10 +1237,12 @@ impl Router {
             p.decrement_ttl();
         }
         if let Some(s) = stages[1] {
-            kernel_cow(buf, &s, false, self.strategy);
+            if let Some(p) = &policy {
+                p.before_stage(buf, s.growth, false);
+            }
             self.apply_ioam(s, buf)?;
-            if matches!(self.strategy, BufferStrategy::LinuxPreFix { .. }) {
-                buf.kernel_cow_head(ll, kernel_pad);
+            if let Some(p) = &policy {
+                p.after_stage(buf);
             }
         }
         let ethertype = if l3 == L3::V4 && stages[0].is_none() {
@@ -1316,7 +1273,7 @@ impl Router {
 
     /// seg6 / rpl on the input path. `buf` starts at the L3 header (at the Ethernet header for L2 modes).
     fn apply_input_tunnel(
-        &mut self,
+        &self,
         stage: Stage,
         buf: &mut PacketBuf,
         l3: L3,
@@ -1372,7 +1329,7 @@ impl Router {
     }
 
     /// ioam6 on the output path (after the hop limit decrement), then this node fills its own data.
-    fn apply_ioam(&mut self, stage: Stage, buf: &mut PacketBuf) -> Verdict {
+    fn apply_ioam(&self, stage: Stage, buf: &mut PacketBuf) -> Verdict {
         let Tunnel::Ioam6(t) = &self.tunnels[stage.tunnel] else {
             unreachable!()
         };

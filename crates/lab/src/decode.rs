@@ -1,8 +1,8 @@
 //! Decoding frames into a readable / JSON description: Ethernet, IPv6 (nested), extension headers with SRH,
 //! RPL and IOAM trace contents, IPv4, UDP and ICMPv6. Used by `lwt6 decode` and by the tests.
 
-use crate::wire::ethernet::{self, EthernetRepr};
-use crate::wire::{exthdr, hbh, icmpv6, ioam, ipv4, ipv6, proto, rpl, srh};
+use lwt6_wire::ethernet::{self, EthernetRepr};
+use lwt6_wire::{exthdr, hbh, icmpv6, ioam, ipv4, ipv6, proto, rpl, srh};
 use serde_json::{Value, json};
 use std::net::Ipv6Addr;
 

@@ -21,9 +21,9 @@
 
 use super::nic::ETH_HLEN;
 use super::skb::{align, cow_head, net_skb_pad};
-use crate::config::{Ioam6Encap, IoamMode, Seg6Encap, Seg6Mode};
-use crate::tunnel::{Ioam6Tunnel, Seg6Tunnel};
-use crate::wire::rpl;
+use lwt6_dataplane::spec::{Ioam6Encap, IoamMode, Seg6Encap, Seg6Mode};
+use lwt6_dataplane::tunnel::{Ioam6Tunnel, Seg6Tunnel};
+use lwt6_wire::rpl;
 use std::fmt;
 use std::net::Ipv6Addr;
 use std::str::FromStr;
@@ -39,7 +39,7 @@ pub const CACHE_LINES: &[usize] = &[32, 64, 128];
 /// Largest IOAM pre-allocated trace (`IOAM6_TRACE_DATA_SIZE_MAX`).
 pub const IOAM_TRACE_MAX: usize = 244;
 /// Most RPL addresses (`tunnel::rpl::MAX_SEGS`).
-pub const RPL_MAX_SEGS: usize = crate::tunnel::rpl::MAX_SEGS;
+pub const RPL_MAX_SEGS: usize = lwt6_dataplane::tunnel::rpl::MAX_SEGS;
 /// Largest SRH `hdrlen`.
 const MAX_SRH_HDRLEN: usize = 255;
 /// The HMAC TLV in 8-octet units.
@@ -504,7 +504,8 @@ fn lwt6(s: &Scenario, o: usize, headroom: Option<usize>, steps: &mut Vec<String>
         Some(h) => h,
         None => {
             // Router::build: ALIGN(max growth + 2·ETH_HLEN, 64) in front of the Ethernet header (>= 64).
-            let sized = align(o + l2 + 2 * ETH_HLEN, 64).max(crate::router::MIN_RX_HEADROOM);
+            let sized =
+                align(o + l2 + 2 * ETH_HLEN, 64).max(lwt6_dataplane::router::MIN_RX_HEADROOM);
             steps.push(format!(
                 "  lwt6: rx headroom sized from the route: ALIGN({} + 28, 64) = {sized} before the Ethernet header \
                  -> H0 = {}",
@@ -986,8 +987,9 @@ mod tests {
     /// predictions for every seg6 mode and size.
     mod router_cross_check {
         use super::*;
-        use crate::config::{Addr, Config, Encap, Link, Neigh, Route};
-        use crate::router::{BufferStrategy, Router};
+        use crate::analysis::skb::BufferStrategy;
+        use lwt6_dataplane::router::Router;
+        use lwt6_dataplane::spec::{Addr, Config, Encap, Link, Neigh, Route};
 
         fn config(mode: Seg6Mode, n: usize) -> Config {
             let mut c = Config::default();
@@ -1062,7 +1064,7 @@ mod tests {
         fn run(mode: Seg6Mode, n: usize, strategy: BufferStrategy, h0: usize) -> u64 {
             let mut r = Router::build(&config(mode, n)).unwrap();
             r.rx_headroom = h0 - ETH_HLEN;
-            r.strategy = strategy;
+            strategy.install(&mut r);
             let input = frame();
             let mut sent = 0;
             r.process_batch([(0usize, 0u64, input.as_slice())], &mut |_, _, _| sent += 1);

@@ -742,7 +742,7 @@ mod tests {
 
     /// Kernel-generated capture copied from `/work/shared/reference/oracle-scripts/pcaps/srh_kernel.pcap`
     /// (made by `mkpcaps.py`, see oracles.md §4).
-    const SRH_KERNEL: &[u8] = include_bytes!("../../tests/data/srh_kernel.pcap");
+    const SRH_KERNEL: &[u8] = include_bytes!("../../../tests/data/srh_kernel.pcap");
 
     fn frame(ts_ns: u64, data: &[u8], orig_len: u32, linktype: u16) -> CapturedFrame {
         CapturedFrame {

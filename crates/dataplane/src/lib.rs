@@ -1,0 +1,28 @@
+//! The lwt6 packet path: everything a frame meets between its arrival and its departure.
+//!
+//! - [`spec`]: the typed description of a router (links, addresses, routes with their tunnels, sysctls) that a
+//!   configuration front end (`lwt6-config`) produces and [`router::Router::build`] consumes.
+//! - [`buffer`]: the packet buffer with explicit, counted headroom growth; [`copy`]: the fast path's byte copies.
+//! - [`fib`]: the routing table (longest-prefix match, immutable snapshots, forwarding plans).
+//! - [`tunnel`]: the `seg6`, `ioam6` and `rpl` encapsulations, byte for byte as Linux.
+//! - [`node`]: what a router does with packets addressed to it or passing through (IOAM transit, RPL/SRH).
+//! - [`router`]: the forwarding pipeline that ties them together, with named drop reasons; [`headroom`]: how it
+//!   makes room for added headers (its own plan, or a policy plugged in from outside, such as the lab's models of
+//!   the Linux kernel).
+//! - [`stats`]: counters, every drop named.
+//!
+//! This crate knows neither the configuration syntax nor the lab: dependencies point from them to it.
+#![deny(unsafe_code)]
+
+/// The wire formats this crate is built on (the `lwt6-wire` crate).
+pub use lwt6_wire as wire;
+
+pub mod buffer;
+pub mod copy;
+pub mod fib;
+pub mod headroom;
+pub mod node;
+pub mod router;
+pub mod spec;
+pub mod stats;
+pub mod tunnel;
