@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut routers = Vec::new();
     for &off in &offsets {
         let mut r = bench::router(family, size, Strategy::Lwt6, &opts)?;
-        r.set_rx_buffer(PacketBuf::at_page_offset(PAGE, off));
+        r.worker.set_rx_buffer(PacketBuf::at_page_offset(PAGE, off));
         bench::run_once(&mut r, &frames, frames.len() * 10);
         // Where the packet as sent lies: straddling a page boundary or not.
         let mut straddles = false;

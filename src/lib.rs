@@ -3,15 +3,18 @@
 //! This crate is the `lwt6` command ([`cli`]) and a facade over the workspace, whose crates read as the path of a
 //! packet (see `docs/architecture.md`):
 //! - [`wire`] (`lwt6-wire`): pure codecs (checked views over bytes plus `Repr`s), no allocation, no I/O.
-//! - `lwt6-dataplane`: [`spec`] (what a router is made of), [`buffer`], [`copy`], [`fib`], [`tunnel`], [`node`],
-//!   [`router`] (the pipeline), [`headroom`] (how room is made for added headers), [`stats`].
+//! - `lwt6-dataplane`: [`spec`] (what a router is made of), [`snapshot`] (all of it, immutable, with the [`fib`] and
+//!   its [`plan`]s), [`worker`] (the pipeline, per thread), [`buffer`], [`copy`], [`tunnel`], [`node`],
+//!   [`router`] (one snapshot handle and one worker), [`headroom`] (how room is made for added headers), [`stats`].
 //! - [`config`] (`lwt6-config`): iproute2 syntax into [`spec`] types.
 //! - [`io`] (`lwt6-io`): pcap / pcapng files.
 //! - `lwt6-lab`: [`analysis`], [`audit`], [`bench`](mod@bench), [`decode`].
 #![deny(unsafe_code)]
 
 pub use lwt6_config as config;
-pub use lwt6_dataplane::{buffer, copy, fib, headroom, node, router, spec, stats, tunnel};
+pub use lwt6_dataplane::{
+    buffer, copy, fib, headroom, node, plan, router, snapshot, spec, stats, tunnel, worker,
+};
 pub use lwt6_io as io;
 pub use lwt6_lab::{analysis, audit, bench, decode};
 pub use lwt6_wire as wire;

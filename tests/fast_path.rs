@@ -43,7 +43,7 @@ fn router(fast: bool, flowlabel: i32) -> Router {
         .unwrap(),
     )
     .unwrap();
-    r.fast_path = fast;
+    r.worker.fast_path = fast;
     r
 }
 
@@ -91,7 +91,7 @@ fn both(frames: &[Vec<u8>], flowlabel: i32) -> [Run; 2] {
             frames.iter().map(|f| (0usize, 7u64, f.as_slice())),
             &mut |d, _, b| out.push((d, b.to_vec())),
         );
-        let s = &r.stats;
+        let s = &r.worker.stats;
         assert!(s.balanced());
         let counters = format!(
             "rx {} tx {} icmp {} drops {:?} enc {:?} reallocs {}",
@@ -125,14 +125,14 @@ fn both_template_copies_give_the_same_frames() {
     let run = |wide: bool| {
         let mut r = router(true, 0);
         if !wide {
-            r.template_copy = None;
+            r.worker.template_copy = None;
         }
         let mut out = Vec::new();
         r.process_batch(
             bases().iter().map(|f| (0usize, 7u64, f.as_slice())),
             &mut |d, _, b| out.push((d, b.to_vec())),
         );
-        (out, r.stats.fast_path)
+        (out, r.worker.stats.fast_path)
     };
     let (wide, memcpy) = (run(true), run(false));
     assert_eq!(wide.1, 11, "fast-path packets");
@@ -180,7 +180,7 @@ fn fast_path_output_starts_on_a_cache_line_and_stays_in_one_page() {
                 seen = Some((b.as_ptr() as usize, b.len()))
             });
             let (at, len) = seen.unwrap_or_else(|| panic!("{} {size}: not sent", family.name()));
-            if r.stats.fast_path == 0 {
+            if r.worker.stats.fast_path == 0 {
                 continue; // l2encap: general path
             }
             assert_eq!(at % 64, 0, "{} {size}: starts at {at:#x}", family.name());

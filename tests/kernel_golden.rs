@@ -87,7 +87,7 @@ fn run(cfg: &Config, input: &[u8]) -> (Router, Vec<(usize, Vec<u8>)>) {
     r.process_batch([(0usize, 0u64, input)], &mut |d, _, b| {
         out.push((d, b.to_vec()))
     });
-    assert!(r.stats.balanced());
+    assert!(r.worker.stats.balanced());
     (r, out)
 }
 
@@ -121,7 +121,12 @@ fn hex(b: &[u8]) -> String {
 fn check(idx: usize, encap: Encap) {
     let kernel = &kernel_frames()[idx];
     let (r, out) = run(&topology(encap), &input_frame());
-    assert_eq!(out.len(), 1, "one frame out; drops: {:?}", r.stats.drops);
+    assert_eq!(
+        out.len(),
+        1,
+        "one frame out; drops: {:?}",
+        r.worker.stats.drops
+    );
     assert_eq!(out[0].0, 1, "leaves on r1");
     assert_eq!(
         out[0].1,
@@ -130,7 +135,10 @@ fn check(idx: usize, encap: Encap) {
         hex(&out[0].1),
         hex(kernel)
     );
-    assert_eq!(r.stats.reallocs, 0, "default rx headroom: no reallocation");
+    assert_eq!(
+        r.worker.stats.reallocs, 0,
+        "default rx headroom: no reallocation"
+    );
 }
 
 const SEGS: &[&str] = &["fc00::a", "fc00::b", "fc00::c"];
@@ -168,7 +176,7 @@ fn encap_hmac_sha256_matches_kernel() {
 #[test]
 fn tiny_headroom_reallocates_exactly_once() {
     let mut r = Router::build(&topology(seg6(Seg6Mode::Encap, SEGS, None))).unwrap();
-    r.rx_headroom = 0;
+    r.worker.rx_headroom = 0;
     let input = input_frame();
     let mut out = Vec::new();
     r.process_batch(
@@ -177,7 +185,7 @@ fn tiny_headroom_reallocates_exactly_once() {
     );
     assert_eq!(out.len(), 2);
     assert_eq!(out[0], kernel_frames()[1]);
-    assert_eq!(r.stats.reallocs, 2, "one per packet, never two");
+    assert_eq!(r.worker.stats.reallocs, 2, "one per packet, never two");
 }
 
 #[test]
@@ -186,7 +194,8 @@ fn hop_limit_one_is_time_exceeded_to_the_sender() {
     input[14 + 7] = 1;
     let (r, out) = run(&topology(seg6(Seg6Mode::Encap, SEGS, None)), &input);
     assert_eq!(
-        r.stats
+        r.worker
+            .stats
             .drops
             .get(&lwt6::stats::DropReason::HopLimitExceeded),
         Some(&1)
@@ -217,7 +226,10 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
     input[14 + 4..14 + 6].copy_from_slice(&plen.to_be_bytes());
     let (r, out) = run(&cfg, &input);
     assert_eq!(
-        r.stats.drops.get(&lwt6::stats::DropReason::MtuExceeded),
+        r.worker
+            .stats
+            .drops
+            .get(&lwt6::stats::DropReason::MtuExceeded),
         Some(&1)
     );
     assert_eq!(out.len(), 1);
@@ -247,7 +259,7 @@ fn linux_strategies_reproduce_the_double_reallocation() {
         ] {
             let mut r = Router::build(&topology(seg6(Seg6Mode::Encap, &refs, None))).unwrap();
             if strategy != BufferStrategy::Native {
-                r.rx_headroom = 192;
+                r.worker.rx_headroom = 192;
             }
             strategy.install(&mut r);
             let input = input_frame();
@@ -255,8 +267,13 @@ fn linux_strategies_reproduce_the_double_reallocation() {
             r.process_batch([(0usize, 0u64, input.as_slice())], &mut |_, _, b| {
                 out.push(b.to_vec())
             });
-            assert_eq!(out.len(), 1, "{n} SIDs {strategy:?}: {:?}", r.stats.drops);
-            assert_eq!(r.stats.reallocs, want, "{n} SIDs {strategy:?}");
+            assert_eq!(
+                out.len(),
+                1,
+                "{n} SIDs {strategy:?}: {:?}",
+                r.worker.stats.drops
+            );
+            assert_eq!(r.worker.stats.reallocs, want, "{n} SIDs {strategy:?}");
         }
     }
 }

@@ -46,7 +46,7 @@ fn run(r: &mut Router, frames: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
             .map(|f| (0usize, 1_000_000_000u64, f.as_slice())),
         &mut |d, _, b| out.push((d, b.to_vec())),
     );
-    assert!(r.stats.balanced());
+    assert!(r.worker.stats.balanced());
     out
 }
 
@@ -73,7 +73,7 @@ fn ioam_encap_copies_the_forwarded_header_and_fills_own_node() {
          -6 route add fd00:97::/64 encap ioam6 mode encap tundst fd00:2::2 trace prealloc type 0xc40000 ns 7 size 24 dev r1\n",
     );
     let out = run(&mut r, &[frame("fd00:97::1", 17, &[], 64)]);
-    assert_eq!(out.len(), 1, "{:?}", r.stats.drops);
+    assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
     let f = &out[0].1[14..];
     // Outer: copy of the inner header after the decrement (hlim 63), next header 0, DA tundst, SA r1's address.
     assert_eq!(f[6], 0);
@@ -125,11 +125,14 @@ fn srh_endpoint_advances_when_seg6_enabled() {
     );
     let mut off = router("");
     assert!(run(&mut off, std::slice::from_ref(&f)).is_empty());
-    assert_eq!(off.stats.drops.get(&DropReason::Seg6Disabled), Some(&1));
+    assert_eq!(
+        off.worker.stats.drops.get(&DropReason::Seg6Disabled),
+        Some(&1)
+    );
     let mut on =
         router("sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\n");
     let out = run(&mut on, &[f]);
-    assert_eq!(out.len(), 1, "{:?}", on.stats.drops);
+    assert_eq!(out.len(), 1, "{:?}", on.worker.stats.drops);
     let p = &out[0].1[14..];
     assert_eq!(&p[24..40], &a("fd00:2::2"));
     assert_eq!(p[7], 63);
@@ -148,7 +151,7 @@ fn srh_endpoint_requires_hmac_when_configured() {
         "sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_require_hmac=1\n",
     );
     assert!(run(&mut r, &[f]).is_empty());
-    assert_eq!(r.stats.drops.get(&DropReason::HmacInvalid), Some(&1));
+    assert_eq!(r.worker.stats.drops.get(&DropReason::HmacInvalid), Some(&1));
 }
 
 #[test]
@@ -167,7 +170,7 @@ fn srh_end_of_path_decapsulates_the_inner_packet() {
     let mut r =
         router("sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\n");
     let out = run(&mut r, &[f]);
-    assert_eq!(out.len(), 1, "{:?}", r.stats.drops);
+    assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
     let p = &out[0].1[14..];
     assert_eq!(&p[24..40], &a("fd00:2::2"));
     assert_eq!(p[7], 49, "inner hop limit decremented by forwarding");
@@ -183,7 +186,10 @@ fn rpl_param_problem_points_at_segments_left() {
         "sysctl net.ipv6.conf.all.rpl_seg_enabled=1\nsysctl net.ipv6.conf.r0.rpl_seg_enabled=1\n",
     );
     let out = run(&mut r, &[frame("fd00:1::2", 43, &rh, 64)]);
-    assert_eq!(r.stats.drops.get(&DropReason::RplSegmentsLeft), Some(&1));
+    assert_eq!(
+        r.worker.stats.drops.get(&DropReason::RplSegmentsLeft),
+        Some(&1)
+    );
     assert_eq!(out.len(), 1);
     let icmp = &out[0].1[14 + 40..];
     assert_eq!((icmp[0], icmp[1]), (4, 0));

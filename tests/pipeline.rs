@@ -56,8 +56,8 @@ proptest! {
         for ex in ["seg6", "ioam6", "rpl"] {
             let mut r = router(ex);
             r.process_batch(frames.iter().map(|f| (0usize, 0u64, f.as_slice())), &mut |_, _, _| {});
-            prop_assert!(r.stats.balanced());
-            prop_assert_eq!(r.stats.rx, frames.len() as u64);
+            prop_assert!(r.worker.stats.balanced());
+            prop_assert_eq!(r.worker.stats.rx, frames.len() as u64);
         }
     }
 
@@ -71,9 +71,9 @@ proptest! {
             let mut r = router(ex);
             let mut sent = 0u64;
             r.process_batch([(0usize, 0u64, f.as_slice())], &mut |_, _, _| sent += 1);
-            prop_assert!(r.stats.balanced());
-            prop_assert!(sent <= 1 + r.stats.icmp_tx);
-            prop_assert_eq!(r.stats.reallocs, 0, "default headroom covers every route");
+            prop_assert!(r.worker.stats.balanced());
+            prop_assert!(sent <= 1 + r.worker.stats.icmp_tx);
+            prop_assert_eq!(r.worker.stats.reallocs, 0, "default headroom covers every route");
         }
     }
 }
@@ -89,11 +89,15 @@ fn examples_forward_what_they_should() {
             &mut |_, _, _| {},
         );
         assert_eq!(
-            (r.stats.tx, r.stats.dropped(), r.stats.icmp_tx),
+            (
+                r.worker.stats.tx,
+                r.worker.stats.dropped(),
+                r.worker.stats.icmp_tx
+            ),
             (tx, dropped, icmp),
             "{ex}: {:?}",
-            r.stats.drops
+            r.worker.stats.drops
         );
-        assert_eq!(r.stats.reallocs, 0);
+        assert_eq!(r.worker.stats.reallocs, 0);
     }
 }

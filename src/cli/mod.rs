@@ -5,6 +5,7 @@ use crate::decode;
 use crate::fib::{Origin, RouteEntry};
 use crate::io::pcap::{self, OutFrame};
 use crate::router::Router;
+use crate::snapshot::Snapshot;
 use crate::tunnel::Tunnel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -194,8 +195,9 @@ fn build_router(path: &Path) -> Result<Router, Failure> {
 
 fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     let mut router = build_router(&a.config)?;
-    let in_dev = router.dev_id(&a.in_dev).ok_or_else(|| {
-        let names: Vec<&str> = router.links.iter().map(|l| l.name.as_str()).collect();
+    let snap = router.snapshot();
+    let in_dev = snap.dev_id(&a.in_dev).ok_or_else(|| {
+        let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
         fail(format!(
             "--in-dev {}: no such interface in {} (have: {})",
             a.in_dev,
@@ -204,7 +206,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         ))
     })?;
     if let Some(h) = a.rx_headroom {
-        router.rx_headroom = h;
+        router.worker.rx_headroom = h;
     }
     let frames =
         pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
@@ -223,7 +225,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
         &mut |dev, ts, bytes| sent.push((dev, ts, bytes.to_vec())),
     );
-    let names: Vec<&str> = router.links.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
     if let Some(out) = &a.output {
         let of: Vec<OutFrame> = sent
             .iter()
@@ -263,7 +265,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             );
         }
     }
-    let st = &router.stats;
+    let st = &router.worker.stats;
     if a.stats {
         if a.json {
             let mut v = st.to_json();
@@ -275,7 +277,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 );
             }
             v["frames_out_by_dev"] = json!(per_dev);
-            v["rx_headroom"] = json!(router.rx_headroom);
+            v["rx_headroom"] = json!(router.worker.rx_headroom);
             out!("{v}");
         } else {
             out!(
@@ -285,7 +287,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 st.dropped(),
                 st.icmp_tx,
                 st.reallocs,
-                router.rx_headroom
+                router.worker.rx_headroom
             );
             for (k, v) in &st.encapsulated {
                 out!("  encapsulated {k}: {v}");
@@ -363,7 +365,7 @@ fn encap_text(t: &Tunnel) -> String {
     }
 }
 
-fn route_json(router: &Router, r: &RouteEntry) -> serde_json::Value {
+fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
     let (linux_mtu, mtu) = router.route_mtu(r);
     json!({
         "dst": if r.prefix.prefix_len() == 0 { "default".to_string() } else { r.prefix.to_string() },
@@ -380,7 +382,8 @@ fn route_json(router: &Router, r: &RouteEntry) -> serde_json::Value {
 }
 
 fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
-    let router = build_router(config)?;
+    let router = Snapshot::build(&load_config(config)?)
+        .map_err(|e| fail(format!("{}: {e}", config.display())))?;
     let fib = router.fib();
     let routes: Vec<&RouteEntry> = fib.routes_v6().chain(fib.routes_v4()).collect();
     if as_json {

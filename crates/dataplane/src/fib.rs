@@ -1,14 +1,12 @@
 //! The routing table: IPv6 and IPv4 longest-prefix match over immutable snapshots.
 //!
-//! The control plane builds a [`Fib`] and publishes it through a [`FibHandle`] (an `ArcSwap`). The data path
-//! takes one snapshot per batch and borrows it for every packet of the batch: no reference count is touched per
-//! packet (the "noref" idea of the 2026 kernel patch set, done by construction).
+//! The control plane builds a [`Fib`] as part of a [`Snapshot`](crate::snapshot::Snapshot) and publishes it. The
+//! data path takes one snapshot per batch and borrows it for every packet of the batch: no reference count is
+//! touched per packet (the "noref" idea of the 2026 kernel patch set, done by construction).
 
-use arc_swap::ArcSwap;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use prefix_trie::PrefixMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 
 /// Index of an interface in the router's link table.
 pub type DevId = usize;
@@ -43,75 +41,8 @@ pub struct RouteEntry {
     pub origin: Origin,
     /// Configuration line (0 for derived routes).
     pub line: usize,
-    /// Index of this route's precomputed forwarding [`Plan`] in the snapshot, when it has one.
+    /// Index of this route's precomputed forwarding [`Plan`](crate::plan::Plan) in the snapshot, when it has one.
     pub plan: Option<u32>,
-}
-
-/// What a [`Plan`] does to a packet after copying its template: which fields come from the received packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlanKind {
-    /// Plain forwarding. Template: the Ethernet header.
-    Forward,
-    /// seg6 H.Encaps / H.Encaps.Red (RFC 8986 §5.1, §5.2). Template: Ethernet header, outer IPv6 header, SRH
-    /// (HMAC included: source and segments are fixed). Per packet: traffic class and flow label, payload
-    /// length, hop limit.
-    Seg6Encap,
-    /// seg6 `inline` without HMAC (Linux's H.Insert). Template: Ethernet header, an IPv6 header slot whose
-    /// destination is already the first SID, the SRH. Per packet: the rest of the received IPv6 header, next
-    /// header 43, payload length, hop limit, the SRH's next header and Segment List\[0\] (the original
-    /// destination).
-    Seg6Inline,
-    /// ioam6 `inline` inserting on every packet. Template: Ethernet header, an IPv6 header slot, the Hop-by-Hop
-    /// header with the pre-allocated trace. Per packet: the received IPv6 header with next header 0 and the new
-    /// payload length, the Hop-by-Hop next header, then this node's data (RFC 9197 §4.4) in the trace.
-    IoamInline,
-    /// ioam6 `encap` (and `auto`, which is encap for forwarded packets) inserting on every packet. Template:
-    /// Ethernet header, outer IPv6 header (source, destination = tundst, next header 0), Hop-by-Hop header with
-    /// next header 41. Per packet: the outer header's first 8 bytes from the inner one, then this node's data.
-    IoamEncap,
-    /// rpl (RFC 6554 with Linux's compression). Template: Ethernet header and an IPv6 header slot whose
-    /// destination is the first segment. Per packet: the rest of the IPv6 header and the compressed SRH, whose
-    /// length depends on the original destination (CmprE).
-    Rpl,
-}
-
-impl PlanKind {
-    /// Whether the template holds an IPv6 header slot that the received header fills: the received IPv6
-    /// header then moves to the front and only its payload is loaded behind the template.
-    pub fn inserts(self) -> bool {
-        matches!(
-            self,
-            PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl
-        )
-    }
-}
-
-/// A precomputed forwarding plan for a route (VPP calls it an adjacency's rewrite string): everything about the
-/// way out that does not depend on the packet, resolved once per FIB snapshot. It is what "plans headroom from the
-/// cached output device" means, and the userspace form of Linux's per-tunnel `dst_cache` — without a reference
-/// count, since it lives inside the immutable snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// Egress interface.
-    pub egress: DevId,
-    /// Longest IPv6 packet the plan sends: the MTU it must fit as it leaves (route MTU or the device's), capped
-    /// at what a Payload Length field describes (40 + 65,535 bytes).
-    pub max_len: usize,
-    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold), half a page past a
-    /// page boundary ([`Aligned::copy_half_page`](crate::buffer::Aligned::copy_half_page)), so that their place
-    /// relative to pages, cache lines and the packet is the same in every run.
-    pub template: crate::buffer::Aligned,
-    /// What the template holds and what is written per packet.
-    pub kind: PlanKind,
-    /// Bytes the tunnel adds to the IPv6 packet (0 for [`PlanKind::Forward`]; for [`PlanKind::Rpl`] only the
-    /// fixed part is known here, the header length is computed per packet).
-    pub growth: usize,
-    /// The tunnel applied, if any.
-    pub tunnel: Option<TunnelId>,
-    /// Device of the route that carries the tunnel (its IOAM interface ids are the egress ids of the trace).
-    pub route_dev: Option<DevId>,
-    /// Whether one of the router's own addresses lies inside the route's prefix (then a local check is needed).
-    pub contains_local: bool,
 }
 
 /// An immutable-once-published routing table.
@@ -123,8 +54,6 @@ pub struct Fib {
     fast6: LpmIndex,
     /// Lookup index of `v4` (addresses widened to `u128`).
     fast4: LpmIndex,
-    /// Forwarding plans referenced by [`RouteEntry::plan`].
-    plans: Vec<Plan>,
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -294,8 +223,9 @@ impl Fib {
         Self::default()
     }
 
-    /// The same table with forwarding plans attached: `assign` gives each IPv6 route its plan index in `plans`.
-    pub fn with_plans(self, plans: Vec<Plan>, assign: impl Fn(&RouteEntry) -> Option<u32>) -> Fib {
+    /// The same table with forwarding plans attached: `assign` gives each IPv6 route the index of its plan (the
+    /// plans themselves live beside the table, in the [`Snapshot`](crate::snapshot::Snapshot)).
+    pub fn with_plans(self, assign: impl Fn(&RouteEntry) -> Option<u32>) -> Fib {
         let mut out = Fib::new();
         for r in self.routes_v6().chain(self.routes_v4()) {
             let mut r = r.clone();
@@ -306,13 +236,7 @@ impl Fib {
             };
             out.insert(r);
         }
-        out.plans = plans;
         out
-    }
-
-    /// A forwarding plan of this snapshot.
-    pub fn plan(&self, id: u32) -> Option<&Plan> {
-        self.plans.get(id as usize)
     }
 
     /// Adds a route; routes for the same prefix are kept sorted by metric.
@@ -366,31 +290,6 @@ impl Fib {
     /// Every IPv4 route, in prefix order.
     pub fn routes_v4(&self) -> impl Iterator<Item = &RouteEntry> {
         self.v4.iter().flat_map(|(_, v)| v.iter())
-    }
-}
-
-/// The publication point between control plane and data path.
-#[derive(Debug)]
-pub struct FibHandle {
-    current: ArcSwap<Fib>,
-}
-
-impl FibHandle {
-    /// Publishes an initial table.
-    pub fn new(fib: Fib) -> Self {
-        FibHandle {
-            current: ArcSwap::from_pointee(fib),
-        }
-    }
-
-    /// Replaces the table; workers see it at their next batch.
-    pub fn publish(&self, fib: Fib) {
-        self.current.store(Arc::new(fib));
-    }
-
-    /// Takes a snapshot for one batch (one reference-count operation per batch, none per packet).
-    pub fn snapshot(&self) -> Arc<Fib> {
-        self.current.load_full()
     }
 }
 
@@ -464,16 +363,5 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-    }
-
-    #[test]
-    fn snapshots_are_stable_across_publish() {
-        let h = FibHandle::new(Fib::new());
-        let old = h.snapshot();
-        let mut f = Fib::new();
-        f.insert(r("::/0", 1, 0));
-        h.publish(f);
-        assert!(old.lookup_v6(Ipv6Addr::LOCALHOST).is_none());
-        assert!(h.snapshot().lookup_v6(Ipv6Addr::LOCALHOST).is_some());
     }
 }

@@ -1,14 +1,15 @@
 //! The lwt6 packet path: everything a frame meets between its arrival and its departure.
 //!
 //! - [`spec`]: the typed description of a router (links, addresses, routes with their tunnels, sysctls) that a
-//!   configuration front end (`lwt6-config`) produces and [`router::Router::build`] consumes.
+//!   configuration front end (`lwt6-config`) produces and [`snapshot::Snapshot::build`] consumes.
 //! - [`buffer`]: the packet buffer with explicit, counted headroom growth; [`copy`]: the fast path's byte copies.
 //! - [`fib`]: the routing table (longest-prefix match, immutable snapshots, forwarding plans).
 //! - [`tunnel`]: the `seg6`, `ioam6` and `rpl` encapsulations, byte for byte as Linux.
 //! - [`node`]: what a router does with packets addressed to it or passing through (IOAM transit, RPL/SRH).
-//! - [`router`]: the forwarding pipeline that ties them together, with named drop reasons; [`headroom`]: how it
-//!   makes room for added headers (its own plan, or a policy plugged in from outside, such as the lab's models of
-//!   the Linux kernel).
+//! - [`snapshot`]: everything configured, immutable once published, with the FIB and its forwarding [`plan`]s.
+//! - [`worker`]: one thread's pipeline, buffers, caches and counters, borrowing a snapshot per batch;
+//!   [`headroom`]: how it makes room for added headers (its own plan, or a policy plugged in from outside, such as
+//!   the lab's models of the Linux kernel); [`router`]: one snapshot handle and one worker, for offline use.
 //! - [`stats`]: counters, every drop named.
 //!
 //! This crate knows neither the configuration syntax nor the lab: dependencies point from them to it.
@@ -22,7 +23,10 @@ pub mod copy;
 pub mod fib;
 pub mod headroom;
 pub mod node;
+pub mod plan;
 pub mod router;
+pub mod snapshot;
 pub mod spec;
 pub mod stats;
 pub mod tunnel;
+pub mod worker;

@@ -1063,13 +1063,17 @@ mod tests {
 
         fn run(mode: Seg6Mode, n: usize, strategy: BufferStrategy, h0: usize) -> u64 {
             let mut r = Router::build(&config(mode, n)).unwrap();
-            r.rx_headroom = h0 - ETH_HLEN;
+            r.worker.rx_headroom = h0 - ETH_HLEN;
             strategy.install(&mut r);
             let input = frame();
             let mut sent = 0;
             r.process_batch([(0usize, 0u64, input.as_slice())], &mut |_, _, _| sent += 1);
-            assert_eq!(sent, 1, "{mode:?} n={n} {strategy:?}: {:?}", r.stats.drops);
-            r.stats.reallocs
+            assert_eq!(
+                sent, 1,
+                "{mode:?} n={n} {strategy:?}: {:?}",
+                r.worker.stats.drops
+            );
+            r.worker.stats.reallocs
         }
 
         #[test]

@@ -68,7 +68,7 @@ impl BufferStrategy {
 
     /// Makes `router` handle headroom this way.
     pub fn install(self, router: &mut Router) {
-        router.headroom_policy = self.policy();
+        router.worker.headroom_policy = self.policy();
     }
 }
 

@@ -417,16 +417,16 @@ pub fn router(
     let cfg = config::parse(&family.config_text(size)).map_err(|e| err(e.to_string()))?;
     let mut r = Router::build(&cfg).map_err(|e| err(e.to_string()))?;
     strategy.buffer(opts.cache_line).install(&mut r);
-    r.rx_headroom = match strategy {
+    r.worker.rx_headroom = match strategy {
         Strategy::PreFix | Strategy::PostFix => opts.nic_headroom,
         Strategy::Lwt6 | Strategy::Lwt6General | Strategy::Lwt6Memcpy => {
-            opts.native_headroom.unwrap_or(r.rx_headroom)
+            opts.native_headroom.unwrap_or(r.worker.rx_headroom)
         }
         Strategy::Lwt6Tiny => opts.tiny_headroom,
     };
-    r.fast_path = strategy != Strategy::Lwt6General;
+    r.worker.fast_path = strategy != Strategy::Lwt6General;
     if strategy == Strategy::Lwt6Memcpy {
-        r.template_copy = None;
+        r.worker.template_copy = None;
     }
     Ok(r)
 }
@@ -552,7 +552,7 @@ impl Prepared {
                 &mut |_, _, b| out_len = b.len(),
             );
             added[k] = out_len.saturating_sub(frames[frames.len() - 1].len());
-            let st = &r.stats;
+            let st = &r.worker.stats;
             if st.tx != st.rx || !st.balanced() {
                 let reasons = st
                     .drops
@@ -599,7 +599,7 @@ impl Prepared {
                 size: self.size,
                 strategy: s,
                 added: self.added[k],
-                rx_headroom: self.routers[k].rx_headroom,
+                rx_headroom: self.routers[k].worker.rx_headroom,
                 rate: Spread::of_pps(&self.rates[k]),
                 // Kept for runs (a handful per point), not for single-batch timings (thousands).
                 runs_mpps: if self.rates[k].len() <= MAX_KEPT_RUNS {

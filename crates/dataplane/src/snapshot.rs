@@ -1,0 +1,556 @@
+//! Everything a router is configured with, as one immutable value: interfaces, neighbours, local addresses,
+//! tunnels, HMAC keys, IOAM namespaces, sysctls, and the FIB with its forwarding plans.
+//!
+//! A [`Snapshot`] is built from a [`Config`] and published through a [`SnapshotHandle`] (an `ArcSwap`). Workers
+//! load the current one once per batch and borrow it for every packet of the batch: no lock and no reference count
+//! per packet. A change is a new snapshot, published whole; a batch in flight finishes on the one it started with.
+
+use crate::buffer::{Aligned, PacketBuf};
+use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, TunnelId};
+use crate::node::ioam::{IoamNode, Namespace};
+use crate::node::saddr;
+use crate::plan::{Plan, PlanKind};
+use crate::spec::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
+use crate::tunnel::seg6::{HmacSecret, Outer};
+use crate::tunnel::{Ioam6Tunnel, RplTunnel, Seg6Tunnel, Tunnel};
+use crate::wire::ethernet::{self, EthernetRepr, Mac};
+use crate::wire::{ipv6, proto};
+use arc_swap::ArcSwap;
+use ipnet::IpNet;
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+/// Smallest rx headroom lwt6 uses, whatever the routes (room for an Ethernet header and alignment).
+pub const MIN_RX_HEADROOM: usize = 64;
+
+/// An interface of the router.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// Name.
+    pub name: String,
+    /// MAC address.
+    pub mac: Mac,
+    /// MTU.
+    pub mtu: u32,
+    /// Its `net.ipv6.conf.DEV.*` values.
+    pub sysctl: DevSysctls,
+    /// IPv6 addresses with prefix lengths.
+    pub addrs6: Vec<(Ipv6Addr, u8)>,
+    /// IPv4 addresses with prefix lengths.
+    pub addrs4: Vec<(Ipv4Addr, u8)>,
+}
+
+/// Everything configured, immutable once published.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Interfaces, indexed by [`DevId`].
+    pub links: Vec<Link>,
+    pub(crate) neigh6: HashMap<(DevId, Ipv6Addr), Mac, FastBuild>,
+    pub(crate) neigh4: HashMap<(DevId, Ipv4Addr), Mac, FastBuild>,
+    pub(crate) local6: HashSet<Ipv6Addr, FastBuild>,
+    pub(crate) local4: HashSet<Ipv4Addr, FastBuild>,
+    /// Per tunnel: the device of the route carrying it and the outer source address selected on it for the
+    /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once at build time as Linux caches it per
+    /// tunnel; used when the packet's route device is that one.
+    tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>)>,
+    fib: Fib,
+    /// Forwarding plans, referenced by [`RouteEntry::plan`].
+    plans: Vec<Plan>,
+    /// Installed tunnels, indexed by [`TunnelId`].
+    pub tunnels: Vec<Tunnel>,
+    pub(crate) hmac: HashMap<u32, HmacSecret>,
+    pub(crate) tunsrc: Option<Ipv6Addr>,
+    pub(crate) ioam: IoamNode,
+    pub(crate) seg6_flowlabel: i32,
+    /// What an H.Encaps outer header keeps of the inner header's first word: all of it (`seg6_flowlabel` 0:
+    /// version, traffic class, flow label) or version and traffic class only (-1: flow label 0).
+    pub(crate) seg6_first_word: u32,
+    /// `net.ipv6.conf.all.*`.
+    pub(crate) all: DevSysctls,
+    /// The rx headroom that makes every route's growth fit without reallocation: the largest tunnel overhead and
+    /// two Ethernet headers, rounded up to a cache line, at least [`MIN_RX_HEADROOM`].
+    pub rx_headroom: usize,
+}
+
+fn cfg_err(line: usize, token: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        line,
+        token: token.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Snapshot {
+    /// Builds the snapshot a configuration describes. Fails (with the line) on references the parser could not
+    /// check: a route `via` that no interface reaches, for example.
+    pub fn build(cfg: &Config) -> Result<Snapshot, ConfigError> {
+        let mut links: Vec<Link> = Vec::new();
+        let mut by_name = HashMap::new();
+        for (i, l) in cfg.links.iter().enumerate() {
+            let mac = l.mac.unwrap_or([0x02, 0, 0, 0, 0, (i + 1) as u8]);
+            let sysctl = cfg.sysctl.dev.get(&l.name).copied().unwrap_or_default();
+            by_name.insert(l.name.clone(), i);
+            links.push(Link {
+                name: l.name.clone(),
+                mac,
+                mtu: l.mtu,
+                sysctl,
+                addrs6: vec![],
+                addrs4: vec![],
+            });
+        }
+        let dev = |name: &str, line: usize| -> Result<DevId, ConfigError> {
+            by_name
+                .get(name)
+                .copied()
+                .ok_or_else(|| cfg_err(line, name, "no such device (declare it with 'link add')"))
+        };
+        let mut fib = Fib::new();
+        let mut local6 = HashSet::default();
+        let mut local4 = HashSet::default();
+        for a in &cfg.addrs {
+            let d = dev(&a.dev, a.line)?;
+            match a.addr {
+                IpAddr::V6(v6) => {
+                    links[d].addrs6.push((v6, a.prefix_len));
+                    local6.insert(v6);
+                }
+                IpAddr::V4(v4) => {
+                    links[d].addrs4.push((v4, a.prefix_len));
+                    local4.insert(v4);
+                }
+            }
+            let net = IpNet::new(a.addr, a.prefix_len)
+                .map_err(|_| cfg_err(a.line, &a.prefix_len.to_string(), "bad prefix length"))?;
+            fib.insert(RouteEntry {
+                prefix: net.trunc(),
+                via: None,
+                dev: Some(d),
+                metric: if a.addr.is_ipv6() { 256 } else { 0 },
+                mtu: None,
+                tunnel: None,
+                origin: Origin::Connected,
+                line: a.line,
+                plan: None,
+            });
+        }
+        let mut neigh6 = HashMap::default();
+        let mut neigh4 = HashMap::default();
+        for n in &cfg.neighs {
+            let d = dev(&n.dev, n.line)?;
+            match n.addr {
+                IpAddr::V6(a) => neigh6.insert((d, a), n.lladdr),
+                IpAddr::V4(a) => neigh4.insert((d, a), n.lladdr),
+            };
+        }
+        let mut hmac = HashMap::new();
+        for k in &cfg.hmac_keys {
+            hmac.insert(
+                k.key_id,
+                HmacSecret {
+                    algo: k.algo,
+                    secret: k.secret.clone(),
+                },
+            );
+        }
+        let connected = fib.clone();
+        let mut tunnels = Vec::new();
+        let mut tunnel_dev = Vec::new();
+        for r in &cfg.routes {
+            let mut d = match &r.dev {
+                Some(n) => Some(dev(n, r.line)?),
+                None => None,
+            };
+            if d.is_none() {
+                let via = r.via.expect("parser guarantees dev or via");
+                let found = match via {
+                    IpAddr::V6(a) => connected.lookup_v6(a),
+                    IpAddr::V4(a) => connected.lookup_v4(a),
+                };
+                d = Some(found.and_then(|c| c.dev).ok_or_else(|| {
+                    cfg_err(
+                        r.line,
+                        &via.to_string(),
+                        "gateway is not on a connected network (add 'dev')",
+                    )
+                })?);
+            }
+            let tunnel = r.encap.as_ref().map(|e| {
+                tunnels.push(match e {
+                    Encap::Seg6(s) => Tunnel::Seg6(Seg6Tunnel::new(s)),
+                    Encap::Ioam6(i) => Tunnel::Ioam6(Ioam6Tunnel::new(i)),
+                    Encap::Rpl(p) => Tunnel::Rpl(RplTunnel::new(p)),
+                });
+                tunnel_dev.push(d);
+                tunnels.len() - 1
+            });
+            fib.insert(RouteEntry {
+                prefix: r.prefix,
+                via: r.via,
+                dev: d,
+                metric: r.metric,
+                mtu: r.mtu,
+                tunnel,
+                origin: Origin::Static,
+                line: r.line,
+                plan: None,
+            });
+        }
+        let mut ioam = IoamNode {
+            node_id: cfg.sysctl.ioam6_id,
+            node_id_wide: cfg.sysctl.ioam6_id_wide,
+            namespaces: HashMap::default(),
+        };
+        for ns in &cfg.ioam_namespaces {
+            let schema = ns
+                .schema
+                .and_then(|sid| cfg.ioam_schemas.iter().find(|s| s.id == sid))
+                .map(|s| {
+                    let mut d = s.data.clone();
+                    d.resize(s.data.len().div_ceil(4) * 4, 0);
+                    (s.id, d)
+                });
+            ioam.namespaces.insert(
+                ns.id,
+                Namespace {
+                    data: ns.data,
+                    wide: ns.wide,
+                    schema,
+                },
+            );
+        }
+        let max_overhead = tunnels.iter().map(Tunnel::overhead).max().unwrap_or(0);
+        let rx_headroom = (max_overhead + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
+        let mut snap = Snapshot {
+            links,
+            neigh6,
+            neigh4,
+            local6,
+            local4,
+            fib: Fib::new(),
+            plans: Vec::new(),
+            tunnels,
+            hmac,
+            tunsrc: cfg.sr_tunsrc.filter(|a| !a.is_unspecified()),
+            ioam,
+            seg6_flowlabel: cfg.sysctl.seg6_flowlabel,
+            seg6_first_word: if cfg.sysctl.seg6_flowlabel < 0 {
+                0xfff0_0000
+            } else {
+                u32::MAX
+            },
+            all: cfg.sysctl.all,
+            rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
+            tun_src: Vec::new(),
+        };
+        snap.tun_src = tunnel_dev
+            .iter()
+            .zip(&snap.tunnels)
+            .map(|(&d, t)| {
+                let dst = match t {
+                    Tunnel::Seg6(s) => Some(s.first_sid),
+                    Tunnel::Ioam6(i) => i.tundst,
+                    Tunnel::Rpl(_) => None,
+                };
+                (d, dst.and_then(|a| snap.source_for(d, &a)))
+            })
+            .collect();
+        let (planned, plans) = snap.with_plans(&fib);
+        snap.fib = planned;
+        snap.plans = plans;
+        Ok(snap)
+    }
+
+    /// `fib` with a forwarding [`Plan`] for every IPv6 route whose way out does not depend on the packet (see
+    /// [`PlanKind`]): a gateway route with a known neighbour (plain forwarding); a seg6 `encap` / `encap.red`, seg6
+    /// `inline` without HMAC, or `rpl` route whose new destination resolves, with no further tunnel, to a known
+    /// neighbour; an ioam6 route inserting on every packet (`freq` K/K) with a known neighbour. Everything else
+    /// takes the general path.
+    fn with_plans(&self, fib: &Fib) -> (Fib, Vec<Plan>) {
+        let mut plans: Vec<Plan> = Vec::new();
+        let mut ids: HashMap<(IpNet, u32), u32> = HashMap::new();
+        for r in fib.routes_v6() {
+            if let Some(p) = self.plan_for(fib, r) {
+                ids.insert((r.prefix, r.metric), plans.len() as u32);
+                plans.push(p);
+            }
+        }
+        let planned = fib
+            .clone()
+            .with_plans(|r| ids.get(&(r.prefix, r.metric)).copied());
+        (planned, plans)
+    }
+
+    fn plan_for(&self, fib: &Fib, r: &RouteEntry) -> Option<Plan> {
+        const E: usize = ethernet::HEADER_LEN;
+        const H: usize = ipv6::HEADER_LEN;
+        let contains_local = self
+            .local6
+            .iter()
+            .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
+        // The way out along `route` towards `dst` (the gateway, or `dst` itself on a connected route; `None` when
+        // that is the packet's own destination): egress, Ethernet header, MTU.
+        let hop = |route: &RouteEntry, dst: Option<Ipv6Addr>| -> Option<(DevId, Vec<u8>, usize)> {
+            let dev = route.dev?;
+            let nh = match route.via {
+                Some(IpAddr::V6(gw)) => gw,
+                Some(IpAddr::V4(_)) => return None,
+                None => dst?,
+            };
+            let mut eth = vec![0u8; E];
+            EthernetRepr {
+                dst: *self.neigh6.get(&(dev, nh))?,
+                src: self.links[dev].mac,
+                ethertype: ethernet::ETHERTYPE_IPV6,
+            }
+            .emit(&mut eth);
+            let link = self.links[dev].mtu;
+            let mtu = route.mtu.map_or(link, |m| m.min(link)) as usize;
+            Some((dev, eth, mtu))
+        };
+        // The route to a tunnel's new destination, when no other tunnel applies there.
+        let next_route = |tid: TunnelId, dst: Ipv6Addr| {
+            fib.lookup_v6(dst)
+                .filter(|n| n.tunnel.is_none_or(|t| t == tid))
+        };
+        // A scratch buffer holding a 40-byte IPv6 header with destination `dst` and next header 59, or nothing:
+        // the tunnels' own code writes the template on it, so that it is byte-identical to the general path.
+        let scratch = |with_header: Option<Ipv6Addr>, room: usize| {
+            let mut b = PacketBuf::new(0);
+            let mut hdr = [0u8; H];
+            let len = match with_header {
+                Some(dst) => {
+                    hdr[0] = 0x60;
+                    hdr[6] = proto::NONE;
+                    hdr[24..40].copy_from_slice(&dst.octets());
+                    H
+                }
+                None => 0,
+            };
+            b.load(&hdr[..len], room);
+            b
+        };
+        let make =
+            |kind, (egress, mut template, mtu): (DevId, Vec<u8>, usize), rest: &[u8], growth| {
+                template.extend_from_slice(rest);
+                Plan {
+                    egress,
+                    // A Payload Length field describes at most 65,535 bytes.
+                    max_len: mtu.min(H + u16::MAX as usize),
+                    template: Aligned::copy_half_page(&template),
+                    kind,
+                    growth,
+                    tunnel: r.tunnel,
+                    route_dev: r.dev,
+                    contains_local,
+                }
+            };
+        let Some(tid) = r.tunnel else {
+            return Some(make(PlanKind::Forward, hop(r, None)?, &[], 0));
+        };
+        match &self.tunnels[tid] {
+            Tunnel::Seg6(s) => match s.mode {
+                // seg6_flowlabel 1 hashes the flow into the outer flow label: left to the general path.
+                Seg6Mode::Encap | Seg6Mode::EncapRed if self.seg6_flowlabel <= 0 => {
+                    let next = next_route(tid, s.first_sid)?;
+                    let way = hop(next, Some(s.first_sid))?;
+                    let src = s
+                        .tunsrc
+                        .or(self.tunsrc)
+                        .or_else(|| self.source_for(r.dev, &s.first_sid))?;
+                    let hmac = match s.hmac_key {
+                        Some(k) => Some(self.hmac.get(&k)?),
+                        None => None,
+                    };
+                    let growth = H + s.wire_srh().len();
+                    let mut b = scratch(None, growth);
+                    let outer = Outer {
+                        src,
+                        traffic_class: 0,
+                        flow_label: 0,
+                        hop_limit: 0,
+                        inner_proto: proto::IPV6,
+                    };
+                    s.push_encap(&mut b, &outer, hmac).ok()?;
+                    Some(make(PlanKind::Seg6Encap, way, b.data(), growth))
+                }
+                Seg6Mode::Inline => {
+                    let (srh, has_hmac) = s.inline_srh();
+                    if has_hmac {
+                        return None;
+                    }
+                    let next = next_route(tid, s.first_sid)?;
+                    let way = hop(next, Some(s.first_sid))?;
+                    let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), srh.len());
+                    s.insert_inline(&mut b, None).ok()?;
+                    Some(make(PlanKind::Seg6Inline, way, b.data(), srh.len()))
+                }
+                _ => None,
+            },
+            Tunnel::Rpl(p) => {
+                let next = next_route(tid, p.segs[0])?;
+                let way = hop(next, Some(p.segs[0]))?;
+                let mut slot = [0u8; H];
+                slot[24..40].copy_from_slice(&p.segs[0].octets());
+                Some(make(PlanKind::Rpl, way, &slot, 0))
+            }
+            Tunnel::Ioam6(t) => {
+                if t.freq_k != t.freq_n {
+                    return None;
+                }
+                match t.effective_mode() {
+                    IoamMode::Inline => {
+                        let way = hop(r, None)?;
+                        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), t.hbh_len);
+                        t.insert_inline(&mut b).ok()??;
+                        Some(make(PlanKind::IoamInline, way, b.data(), t.hbh_len))
+                    }
+                    _ => {
+                        let tundst = t.tundst?;
+                        let next = next_route(tid, tundst)?;
+                        let way = hop(next, Some(tundst))?;
+                        let src = t
+                            .tunsrc
+                            .or_else(|| self.tunnel_source(tid, r.dev, &tundst))?;
+                        let growth = H + t.hbh_len;
+                        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), growth);
+                        t.push_encap(&mut b, src).ok()?;
+                        // The outer header and the Hop-by-Hop header, without the placeholder inner header.
+                        Some(make(PlanKind::IoamEncap, way, &b.data()[..growth], growth))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The interface called `name`.
+    pub fn dev_id(&self, name: &str) -> Option<DevId> {
+        self.links.iter().position(|l| l.name == name)
+    }
+
+    /// The routing table.
+    pub fn fib(&self) -> &Fib {
+        &self.fib
+    }
+
+    /// A forwarding plan of this snapshot.
+    #[inline(always)]
+    pub fn plan(&self, id: u32) -> Option<&Plan> {
+        self.plans.get(id as usize)
+    }
+
+    /// The effective MTU of a route: route MTU or the device's, minus what its tunnel adds as Linux reports it
+    /// (`lwtunnel_headroom`), and lwt6's own figure (the bytes really added).
+    pub fn route_mtu(&self, r: &RouteEntry) -> (u32, u32) {
+        let base = r
+            .mtu
+            .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
+        match r.tunnel.map(|t| &self.tunnels[t]) {
+            Some(t) => {
+                let linux = t.linux_mtu_headroom() as u32;
+                let ours = match t {
+                    Tunnel::Seg6(s) if s.is_l2() => 0,
+                    t => t.overhead() as u32,
+                };
+                (base.saturating_sub(linux), base.saturating_sub(ours))
+            }
+            None => (base, base),
+        }
+    }
+
+    /// The outer source address of a tunnel stage towards `dst` (its configured destination): resolved at build
+    /// time for the tunnel's own route device, selected now otherwise.
+    pub(crate) fn tunnel_source(
+        &self,
+        tunnel: TunnelId,
+        route_dev: Option<DevId>,
+        dst: &Ipv6Addr,
+    ) -> Option<Ipv6Addr> {
+        match self.tun_src.get(tunnel) {
+            Some(&(dev, src)) if dev == route_dev => src,
+            _ => self.source_for(route_dev, dst),
+        }
+    }
+
+    /// The source address Linux would select for `dst` leaving on `dev` (RFC 6724 rules as the kernel applies
+    /// them, see [`saddr`]).
+    pub(crate) fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
+        let cands = self
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| l.addrs6.iter().map(move |(a, _)| (*a, Some(i) == dev)));
+        saddr::select(cands, dst)
+    }
+}
+
+/// The publication point between the control plane and the workers.
+#[derive(Debug)]
+pub struct SnapshotHandle {
+    current: ArcSwap<Snapshot>,
+}
+
+impl SnapshotHandle {
+    /// Publishes an initial snapshot.
+    pub fn new(snap: Snapshot) -> Self {
+        SnapshotHandle {
+            current: ArcSwap::from_pointee(snap),
+        }
+    }
+
+    /// Replaces the snapshot; workers see it at their next batch, batches in flight finish on the old one.
+    pub fn publish(&self, snap: Snapshot) {
+        self.current.store(Arc::new(snap));
+    }
+
+    /// The current snapshot, for one batch (one reference-count operation per batch, none per packet).
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        // A link and a default route, written as the spec the parser would produce.
+        let mut c = Config::default();
+        c.links.push(crate::spec::Link {
+            name: "r1".into(),
+            mac: None,
+            mtu: 1500,
+            line: 1,
+        });
+        if !text.is_empty() {
+            c.routes.push(crate::spec::Route {
+                prefix: text.parse().unwrap(),
+                via: None,
+                dev: Some("r1".into()),
+                metric: 1024,
+                mtu: None,
+                encap: None,
+                line: 2,
+            });
+        }
+        c
+    }
+
+    #[test]
+    fn snapshots_are_stable_across_publish() {
+        let h = SnapshotHandle::new(Snapshot::build(&config("")).unwrap());
+        let old = h.load();
+        h.publish(Snapshot::build(&config("::/0")).unwrap());
+        assert!(old.fib().lookup_v6(Ipv6Addr::LOCALHOST).is_none());
+        assert!(h.load().fib().lookup_v6(Ipv6Addr::LOCALHOST).is_some());
+    }
+
+    #[test]
+    fn unknown_device_names_the_line() {
+        let mut c = config("::/0");
+        c.routes[0].dev = Some("nope".into());
+        let e = Snapshot::build(&c).unwrap_err();
+        assert_eq!((e.line, e.token.as_str()), (2, "nope"));
+    }
+}
