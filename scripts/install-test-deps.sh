@@ -24,4 +24,13 @@ if ((${#need_pip[@]})); then
     "$PY" -m pip install -q "${need_pip[@]}"
 fi
 
+# bpftrace reads tracepoint formats from tracefs; a fresh machine may not have it mounted. Mount it once here,
+# before tests that need it run in parallel (lwt6 audit also mounts it, and tolerates a concurrent mount).
+if [ ! -e /sys/kernel/tracing/events ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || [ -e /sys/kernel/tracing/events ] || {
+        echo "install-test-deps: cannot mount tracefs on /sys/kernel/tracing" >&2
+        exit 1
+    }
+fi
+
 echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); $(bpftrace --version); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"

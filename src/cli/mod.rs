@@ -1,12 +1,11 @@
 //! The `lwt6` command line: argument definitions and the subcommands.
 
-use crate::config::{self, Config, IoamMode};
+use crate::config::{self, Config};
 use crate::decode;
 use crate::fib::{Origin, RouteEntry};
 use crate::io::pcap::{self, OutFrame};
 use crate::router::Router;
 use crate::snapshot::Snapshot;
-use crate::tunnel::Tunnel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use std::io::{IsTerminal, Read, Write};
@@ -320,51 +319,6 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn encap_text(t: &Tunnel) -> String {
-    match t {
-        Tunnel::Seg6(s) => {
-            let segs: Vec<String> = s.segs.iter().map(|a| a.to_string()).collect();
-            let mut x = format!(
-                "encap seg6 mode {} segs {} [ {} ]",
-                s.mode.name(),
-                segs.len(),
-                segs.join(" ")
-            );
-            if let Some(k) = s.hmac_key {
-                x += &format!(" hmac {k}");
-            }
-            if let Some(src) = s.tunsrc {
-                x += &format!(" tunsrc {src}");
-            }
-            x
-        }
-        Tunnel::Ioam6(i) => {
-            let mode = match i.mode {
-                IoamMode::Inline => "inline",
-                IoamMode::Encap => "encap",
-                IoamMode::Auto => "auto",
-            };
-            let mut x = format!("encap ioam6 freq {}/{} mode {mode}", i.freq_k, i.freq_n);
-            if let Some(s) = i.tunsrc {
-                x += &format!(" tunsrc {s}");
-            }
-            if let Some(d) = i.tundst {
-                x += &format!(" tundst {d}");
-            }
-            x + &format!(
-                " trace prealloc type {:#08x} ns {} size {}",
-                i.trace.trace_type,
-                i.trace.namespace,
-                i.trace.remaining_len as usize * 4
-            )
-        }
-        Tunnel::Rpl(r) => {
-            let segs: Vec<String> = r.segs.iter().map(|a| a.to_string()).collect();
-            format!("encap rpl segs {} [ {} ]", segs.len(), segs.join(" "))
-        }
-    }
-}
-
 fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
     let (linux_mtu, mtu) = router.route_mtu(r);
     json!({
@@ -374,7 +328,7 @@ fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
         "protocol": match r.origin { Origin::Connected => "kernel", Origin::Static => "static" },
         "metric": r.metric,
         "mtu": r.mtu,
-        "encap": r.tunnel.map(|t| encap_text(&router.tunnels[t])),
+        "encap": r.tunnel.map(|t| router.tunnels[t].iproute2()),
         "effective_mtu": mtu,
         "linux_effective_mtu": linux_mtu,
         "line": if r.line == 0 { None } else { Some(r.line) },
@@ -399,7 +353,7 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
         };
         let mut line = dst;
         if let Some(t) = r.tunnel {
-            line += &format!("  {}", encap_text(&router.tunnels[t]));
+            line += &format!("  {}", router.tunnels[t].iproute2());
         }
         if let Some(v) = r.via {
             line += &format!(" via {v}");

@@ -2,7 +2,58 @@
 //! beyond a few fields. A plan is built per route when the snapshot is built (by the route's tunnel, through the
 //! snapshot), stored beside the FIB, and applied by the worker: a template copy plus the patch its kind names.
 
+use crate::buffer::PacketBuf;
 use crate::fib::{DevId, TunnelId};
+use crate::wire::{ethernet, ipv6, proto};
+use std::net::Ipv6Addr;
+
+/// Ethernet plus IPv6 header: every plan's frame starts with them (the template's, or the template's Ethernet
+/// header and the received IPv6 header), so patches work on a fixed-size array.
+pub const FRONT: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
+
+/// What a plan's per-packet patch reads from the received packet, parsed once by the fast path.
+#[derive(Debug, Clone, Copy)]
+pub struct Received<'a> {
+    /// The received IPv6 packet (header first).
+    pub ip: &'a [u8],
+    /// Its destination address.
+    pub dst: &'a [u8; 16],
+    /// The outgoing Payload Length field.
+    pub payload_len: [u8; 2],
+    /// The outgoing hop limit (the received one less one).
+    pub hop_limit: u8,
+}
+
+/// A scratch buffer for building a plan's template with a tunnel's own general-path code, so that the template
+/// is byte-identical to what the general path writes: `room` bytes of headroom, and a 40-byte IPv6 header with
+/// destination `dst` and next header 59 (no next header) when `with_header`, else nothing.
+pub(crate) fn scratch(with_header: Option<Ipv6Addr>, room: usize) -> PacketBuf {
+    let mut b = PacketBuf::new(0);
+    let mut hdr = [0u8; ipv6::HEADER_LEN];
+    let len = match with_header {
+        Some(dst) => {
+            hdr[0] = 0x60;
+            hdr[6] = proto::NONE;
+            hdr[24..40].copy_from_slice(&dst.octets());
+            ipv6::HEADER_LEN
+        }
+        None => 0,
+    };
+    b.load(&hdr[..len], room);
+    b
+}
+
+/// The IPv6 header of a plan that inserts an extension header after it (seg6 inline, rpl, ioam6 inline): the
+/// received header's first 24 bytes (version to source; the template's slot keeps the new destination), the new
+/// payload length, `next_header`, the decremented hop limit.
+#[inline(always)]
+pub(crate) fn patch_inserting_header(hdr: &mut [u8; FRONT], rx: &Received<'_>, next_header: u8) {
+    const E: usize = ethernet::HEADER_LEN;
+    hdr[E..E + 24].copy_from_slice(&rx.ip[..24]);
+    hdr[E + 4..E + 6].copy_from_slice(&rx.payload_len);
+    hdr[E + 6] = next_header;
+    hdr[E + 7] = rx.hop_limit;
+}
 
 /// What a [`Plan`] does to a packet after copying its template: which fields come from the received packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

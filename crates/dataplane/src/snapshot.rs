@@ -5,16 +5,16 @@
 //! load the current one once per batch and borrow it for every packet of the batch: no lock and no reference count
 //! per packet. A change is a new snapshot, published whole; a batch in flight finishes on the one it started with.
 
-use crate::buffer::{Aligned, PacketBuf};
+use crate::buffer::Aligned;
 use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, TunnelId};
 use crate::node::ioam::{IoamNode, Namespace};
 use crate::node::saddr;
 use crate::plan::{Plan, PlanKind};
-use crate::spec::{Config, ConfigError, DevSysctls, Encap, IoamMode, Seg6Mode};
-use crate::tunnel::seg6::{HmacSecret, Outer};
-use crate::tunnel::{Ioam6Tunnel, RplTunnel, Seg6Tunnel, Tunnel};
+use crate::spec::{Config, ConfigError, DevSysctls, IoamMode, Seg6Mode};
+use crate::tunnel::seg6::HmacSecret;
+use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
-use crate::wire::{ipv6, proto};
+use crate::wire::ipv6;
 use arc_swap::ArcSwap;
 use ipnet::IpNet;
 use std::collections::{HashMap, HashSet};
@@ -177,11 +177,7 @@ impl Snapshot {
                 })?);
             }
             let tunnel = r.encap.as_ref().map(|e| {
-                tunnels.push(match e {
-                    Encap::Seg6(s) => Tunnel::Seg6(Seg6Tunnel::new(s)),
-                    Encap::Ioam6(i) => Tunnel::Ioam6(Ioam6Tunnel::new(i)),
-                    Encap::Rpl(p) => Tunnel::Rpl(RplTunnel::new(p)),
-                });
+                tunnels.push(Tunnel::new(e));
                 tunnel_dev.push(d);
                 tunnels.len() - 1
             });
@@ -248,12 +244,10 @@ impl Snapshot {
             .iter()
             .zip(&snap.tunnels)
             .map(|(&d, t)| {
-                let dst = match t {
-                    Tunnel::Seg6(s) => Some(s.first_sid),
-                    Tunnel::Ioam6(i) => i.tundst,
-                    Tunnel::Rpl(_) => None,
-                };
-                (d, dst.and_then(|a| snap.source_for(d, &a)))
+                (
+                    d,
+                    t.fixed_destination().and_then(|a| snap.source_for(d, &a)),
+                )
             })
             .collect();
         let (planned, plans) = snap.with_plans(&fib);
@@ -314,23 +308,6 @@ impl Snapshot {
             fib.lookup_v6(dst)
                 .filter(|n| n.tunnel.is_none_or(|t| t == tid))
         };
-        // A scratch buffer holding a 40-byte IPv6 header with destination `dst` and next header 59, or nothing:
-        // the tunnels' own code writes the template on it, so that it is byte-identical to the general path.
-        let scratch = |with_header: Option<Ipv6Addr>, room: usize| {
-            let mut b = PacketBuf::new(0);
-            let mut hdr = [0u8; H];
-            let len = match with_header {
-                Some(dst) => {
-                    hdr[0] = 0x60;
-                    hdr[6] = proto::NONE;
-                    hdr[24..40].copy_from_slice(&dst.octets());
-                    H
-                }
-                None => 0,
-            };
-            b.load(&hdr[..len], room);
-            b
-        };
         let make =
             |kind, (egress, mut template, mtu): (DevId, Vec<u8>, usize), rest: &[u8], growth| {
                 template.extend_from_slice(rest);
@@ -349,8 +326,9 @@ impl Snapshot {
         let Some(tid) = r.tunnel else {
             return Some(make(PlanKind::Forward, hop(r, None)?, &[], 0));
         };
+        // Each tunnel builds its own template; the plan adds the way out in front of it.
         match &self.tunnels[tid] {
-            Tunnel::Seg6(s) => match s.mode {
+            Tunnel::Input(InputTunnel::Seg6(s)) => match s.mode {
                 // seg6_flowlabel 1 hashes the flow into the outer flow label: left to the general path.
                 Seg6Mode::Encap | Seg6Mode::EncapRed if self.seg6_flowlabel <= 0 => {
                     let next = next_route(tid, s.first_sid)?;
@@ -363,48 +341,31 @@ impl Snapshot {
                         Some(k) => Some(self.hmac.get(&k)?),
                         None => None,
                     };
-                    let growth = H + s.wire_srh().len();
-                    let mut b = scratch(None, growth);
-                    let outer = Outer {
-                        src,
-                        traffic_class: 0,
-                        flow_label: 0,
-                        hop_limit: 0,
-                        inner_proto: proto::IPV6,
-                    };
-                    s.push_encap(&mut b, &outer, hmac).ok()?;
-                    Some(make(PlanKind::Seg6Encap, way, b.data(), growth))
+                    let t = s.encap_template(src, hmac)?;
+                    Some(make(PlanKind::Seg6Encap, way, &t, t.len()))
                 }
                 Seg6Mode::Inline => {
-                    let (srh, has_hmac) = s.inline_srh();
-                    if has_hmac {
-                        return None;
-                    }
+                    let t = s.inline_template()?;
                     let next = next_route(tid, s.first_sid)?;
                     let way = hop(next, Some(s.first_sid))?;
-                    let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), srh.len());
-                    s.insert_inline(&mut b, None).ok()?;
-                    Some(make(PlanKind::Seg6Inline, way, b.data(), srh.len()))
+                    Some(make(PlanKind::Seg6Inline, way, &t, t.len() - H))
                 }
                 _ => None,
             },
-            Tunnel::Rpl(p) => {
+            Tunnel::Input(InputTunnel::Rpl(p)) => {
                 let next = next_route(tid, p.segs[0])?;
                 let way = hop(next, Some(p.segs[0]))?;
-                let mut slot = [0u8; H];
-                slot[24..40].copy_from_slice(&p.segs[0].octets());
-                Some(make(PlanKind::Rpl, way, &slot, 0))
+                Some(make(PlanKind::Rpl, way, &p.template(), 0))
             }
-            Tunnel::Ioam6(t) => {
-                if t.freq_k != t.freq_n {
+            Tunnel::Output(OutputTunnel::Ioam6(t)) => {
+                if !t.inserts_always() {
                     return None;
                 }
                 match t.effective_mode() {
                     IoamMode::Inline => {
                         let way = hop(r, None)?;
-                        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), t.hbh_len);
-                        t.insert_inline(&mut b).ok()??;
-                        Some(make(PlanKind::IoamInline, way, b.data(), t.hbh_len))
+                        let tpl = t.inline_template()?;
+                        Some(make(PlanKind::IoamInline, way, &tpl, t.hbh_len))
                     }
                     _ => {
                         let tundst = t.tundst?;
@@ -413,11 +374,8 @@ impl Snapshot {
                         let src = t
                             .tunsrc
                             .or_else(|| self.tunnel_source(tid, r.dev, &tundst))?;
-                        let growth = H + t.hbh_len;
-                        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), growth);
-                        t.push_encap(&mut b, src).ok()?;
-                        // The outer header and the Hop-by-Hop header, without the placeholder inner header.
-                        Some(make(PlanKind::IoamEncap, way, &b.data()[..growth], growth))
+                        let tpl = t.encap_template(src)?;
+                        Some(make(PlanKind::IoamEncap, way, &tpl, tpl.len()))
                     }
                 }
             }
@@ -450,7 +408,7 @@ impl Snapshot {
             Some(t) => {
                 let linux = t.linux_mtu_headroom() as u32;
                 let ours = match t {
-                    Tunnel::Seg6(s) if s.is_l2() => 0,
+                    Tunnel::Input(InputTunnel::Seg6(s)) if s.is_l2() => 0,
                     t => t.overhead() as u32,
                 };
                 (base.saturating_sub(linux), base.saturating_sub(ours))

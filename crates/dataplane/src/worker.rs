@@ -19,12 +19,12 @@ use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{rpl as node_rpl, srh as node_srh};
-use crate::plan::PlanKind;
+use crate::plan::{FRONT, PlanKind, Received};
 use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, IoamMode, Seg6Mode};
 use crate::stats::{DropReason, Stats};
 use crate::tunnel::seg6::Outer;
-use crate::tunnel::{Tunnel, ioam6};
+use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
 use crate::wire::icmpv6::{self, IcmpError};
 use crate::wire::{exthdr, ipv4, ipv6, proto, rpl, srh};
@@ -90,10 +90,13 @@ type RouteHint<'f> = (Ipv6Addr, Option<&'f RouteEntry>);
 /// Why a packet left the normal path.
 type Verdict = Result<(), DropReason>;
 
-/// What a tunnel stage will do to a packet, decided before anything is written.
+/// What a tunnel stage will do to a packet, decided before anything is written. `T` is the tunnel applied:
+/// an [`InputTunnel`] before forwarding, an [`Ioam6Tunnel`] after it.
 #[derive(Debug, Clone, Copy)]
-struct Stage {
-    tunnel: TunnelId,
+struct Stage<T> {
+    /// The tunnel, and its index (for the per-tunnel source address cache).
+    tunnel: T,
+    id: TunnelId,
     /// Bytes added.
     growth: usize,
     /// New destination (seg6 first SID, rpl first segment, ioam tundst) when it changes the routing.
@@ -104,9 +107,11 @@ struct Stage {
 
 /// What forwarding will do to a packet, decided before anything is written.
 #[derive(Debug, Clone, Copy)]
-struct Forwarding {
-    /// The input tunnel (seg6, rpl) and the output tunnel (ioam6) applied, in that order.
-    stages: [Option<Stage>; 2],
+struct Forwarding<'s> {
+    /// The input tunnel (seg6, rpl) applied before forwarding.
+    input: Option<Stage<&'s InputTunnel>>,
+    /// The output tunnel (ioam6) applied after it.
+    output: Option<Stage<&'s Ioam6Tunnel>>,
     /// Whether the whole Ethernet frame is encapsulated (seg6 l2encap modes).
     l2_frame: bool,
     /// The protocol the packet entered with.
@@ -148,8 +153,9 @@ impl Worker {
     }
 
     /// Processes a batch of received frames `(ingress device, timestamp ns, bytes)` on one snapshot; every frame
-    /// sent is passed to `out`.
-    #[inline(always)]
+    /// sent is passed to `out`. (Kept out of line: the snapshot is then a function argument, which the compiler
+    /// knows nothing writes to during the batch, so it keeps what it reads from it in registers across packets.)
+    #[inline(never)]
     pub fn process_batch<'a>(
         &mut self,
         snap: &Snapshot,
@@ -311,7 +317,7 @@ impl Worker {
         };
         let rpl = match plan.kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
-                Some(Tunnel::Rpl(p)) => Some(p),
+                Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
                 _ => return Err(Some((dst, route))),
             },
             _ => None,
@@ -352,62 +358,41 @@ impl Worker {
             Some(w) => w.copy(&mut data[..t], template),
             None => data[..t].copy_from_slice(template),
         }
-        let plen = ((new_len - H) as u16).to_be_bytes();
-        let hl = hlim - 1;
+        let rx = Received {
+            ip,
+            dst: &dst_octets,
+            payload_len: ((new_len - H) as u16).to_be_bytes(),
+            hop_limit: hlim - 1,
+        };
         // Every plan's frame starts with an Ethernet and an IPv6 header (the template's, or the template's
         // Ethernet header and the received IPv6 header): one length check, then fixed offsets.
-        let Some((hdr, after)) = data.split_first_chunk_mut::<{ E + H }>() else {
+        let Some((hdr, after)) = data.split_first_chunk_mut::<FRONT>() else {
             unreachable!("a planned frame holds an Ethernet and an IPv6 header")
         };
-        // Where the IOAM option this node fills starts (Hop-by-Hop header after the IPv6 header, option at 4).
+        // The plan's kind names the tunnel whose patch completes the frame; IOAM plans return where the option
+        // this node fills starts.
         let mut ioam_at = None;
         match plan.kind {
-            PlanKind::Forward => hdr[E + 7] = hl,
+            PlanKind::Forward => hdr[E + 7] = rx.hop_limit,
             PlanKind::Seg6Encap => {
-                // Outer header: version, inner traffic class, inner flow label (seg6_flowlabel 0) or 0 (-1);
-                // payload length; the inner hop limit, decremented by forwarding.
-                let first = u32::from_be_bytes([ip[0], ip[1], ip[2], ip[3]]) & snap.seg6_first_word;
-                hdr[E..E + 4].copy_from_slice(&first.to_be_bytes());
-                hdr[E + 4..E + 6].copy_from_slice(&plen);
-                hdr[E + 7] = hl;
+                Seg6Tunnel::patch_encap(hdr, &rx, snap.seg6_first_word);
                 self.encap_pending[0] += 1;
             }
-            PlanKind::Seg6Inline | PlanKind::Rpl => {
-                // Version to source from the received header; the template's slot already holds the new
-                // destination (first SID, first RPL segment).
-                hdr[E..E + 24].copy_from_slice(&ip[..24]);
-                hdr[E + 4..E + 6].copy_from_slice(&plen);
-                hdr[E + 6] = proto::ROUTING;
-                hdr[E + 7] = hl;
-                let rh = &mut after[..growth];
+            PlanKind::Seg6Inline => {
+                Seg6Tunnel::patch_inline(hdr, after, &rx);
+                self.encap_pending[0] += 1;
+            }
+            PlanKind::Rpl => {
+                // `rpl` is the plan's tunnel (checked above: the packet took the general path otherwise).
                 if let Some(p) = rpl {
-                    p.emit(rh, ip[6], &dst);
-                    self.encap_pending[2] += 1;
-                } else {
-                    // SRH next header; Segment List[0] := the original destination.
-                    rh[0] = ip[6];
-                    rh[8..24].copy_from_slice(&dst_octets);
-                    self.encap_pending[0] += 1;
+                    p.patch(hdr, &mut after[..growth], &rx);
                 }
+                self.encap_pending[2] += 1;
             }
-            PlanKind::IoamInline => {
-                hdr[E..E + H].copy_from_slice(&ip[..H]);
-                hdr[E + 4..E + 6].copy_from_slice(&plen);
-                hdr[E + 6] = proto::HOPOPTS;
-                hdr[E + 7] = hl;
-                after[0] = ip[6];
-                ioam_at = Some(E + H + ioam6::OPTION_OFFSET_IN_HBH);
-            }
-            PlanKind::IoamEncap => {
-                // The outer header copies the inner one's first word and its (decremented) hop limit.
-                hdr[E..E + 4].copy_from_slice(&ip[..4]);
-                hdr[E + 4..E + 6].copy_from_slice(&plen);
-                hdr[E + 7] = hl;
-                // The inner header starts where the template ends.
-                after[t - (E + H) + 7] = hl;
-                ioam_at = Some(E + H + ioam6::OPTION_OFFSET_IN_HBH);
-            }
+            PlanKind::IoamInline => ioam_at = Some(Ioam6Tunnel::patch_inline(hdr, after, &rx)),
+            PlanKind::IoamEncap => ioam_at = Some(Ioam6Tunnel::patch_encap(hdr, after, &rx, t)),
         }
+        let hl = rx.hop_limit;
         if let Some(at) = ioam_at {
             // Everything about the option is read from the template, not from the packet's fresh copy of it.
             let opt_len = 2 + template[at + 1] as usize;
@@ -667,22 +652,23 @@ impl Worker {
 
     /// Decides everything about forwarding the packet before a byte is written: the tunnel stages and the bytes
     /// they add, the hop limit, the egress device and MTU (an ICMPv6 error when it does not fit), the next hop.
-    fn plan_forwarding(
+    fn plan_forwarding<'s>(
         &mut self,
-        cx: &mut Cx<'_, '_>,
+        cx: &mut Cx<'s, '_>,
         buf: &PacketBuf,
         route: &RouteEntry,
         l3: L3,
-    ) -> Result<Forwarding, DropReason> {
+    ) -> Result<Forwarding<'s>, DropReason> {
         let snap = cx.snap;
-        let mut stages: [Option<Stage>; 2] = [None, None];
+        let mut input: Option<Stage<&InputTunnel>> = None;
+        let mut output: Option<Stage<&Ioam6Tunnel>> = None;
         let next0: RouteEntry;
         let next1: RouteEntry;
         let mut route = route;
         let mut l2_frame = false;
-        if let Some(tid) = route.tunnel.filter(|&t| snap.tunnels[t].on_input()) {
-            let (growth, new_dst) = match &snap.tunnels[tid] {
-                Tunnel::Seg6(s) => {
+        if let Some((tid, Tunnel::Input(tunnel))) = route.tunnel.map(|t| (t, &snap.tunnels[t])) {
+            let (growth, new_dst) = match tunnel {
+                InputTunnel::Seg6(s) => {
                     if l3 == L3::V4 && s.mode == Seg6Mode::Inline {
                         return Err(DropReason::TunnelProtoMismatch);
                     }
@@ -692,17 +678,17 @@ impl Worker {
                         s.first_sid,
                     )
                 }
-                Tunnel::Rpl(r) => {
+                InputTunnel::Rpl(r) => {
                     if l3 == L3::V4 {
                         return Err(DropReason::TunnelProtoMismatch);
                     }
                     let orig = ipv6::Packet::new_unchecked(buf.data()).dst_addr();
                     (r.header_len(orig), r.segs[0])
                 }
-                Tunnel::Ioam6(_) => unreachable!("ioam6 is an output tunnel"),
             };
-            stages[0] = Some(Stage {
-                tunnel: tid,
+            input = Some(Stage {
+                tunnel,
+                id: tid,
                 growth,
                 new_dst: Some(new_dst),
                 route_dev: route.dev,
@@ -710,9 +696,8 @@ impl Worker {
             next0 = self
                 .tunnel_route(snap.fib(), tid, new_dst)
                 .ok_or(DropReason::NoRoute)?;
-            match next0.tunnel {
-                Some(t) if t == tid => {}
-                Some(t) if snap.tunnels[t].on_input() => return Err(DropReason::TunnelLoop),
+            match next0.tunnel.map(|t| (t, &snap.tunnels[t])) {
+                Some((t, Tunnel::Input(_))) if t != tid => return Err(DropReason::TunnelLoop),
                 _ => {}
             }
             route = &next0;
@@ -730,7 +715,7 @@ impl Worker {
                 }
             }
             L3::V4 => {
-                let ttl_or_outer = if stages[0].is_some() {
+                let ttl_or_outer = if input.is_some() {
                     out_hlim_v4
                 } else {
                     buf.data()[8]
@@ -740,18 +725,18 @@ impl Worker {
                 }
             }
         }
-        if let Some(tid) = route.tunnel.filter(|&t| !snap.tunnels[t].on_input()) {
-            let Tunnel::Ioam6(t) = &snap.tunnels[tid] else {
-                unreachable!()
-            };
-            let carries_v6 = l3 == L3::V6 || stages[0].is_some();
-            let has_hbh = stages[0].is_none() && buf.data()[6] == proto::HOPOPTS;
+        if let Some((tid, Tunnel::Output(OutputTunnel::Ioam6(t)))) =
+            route.tunnel.map(|t| (t, &snap.tunnels[t]))
+        {
+            let carries_v6 = l3 == L3::V6 || input.is_some();
+            let has_hbh = input.is_none() && buf.data()[6] == proto::HOPOPTS;
             if carries_v6 && t.should_insert(&mut self.freq[tid]) {
                 match t.effective_mode() {
                     IoamMode::Inline if has_hbh => {}
                     IoamMode::Inline => {
-                        stages[1] = Some(Stage {
-                            tunnel: tid,
+                        output = Some(Stage {
+                            tunnel: t,
+                            id: tid,
                             growth: t.hbh_len,
                             new_dst: None,
                             route_dev: route.dev,
@@ -759,8 +744,9 @@ impl Worker {
                     }
                     _ => {
                         let growth = ipv6::HEADER_LEN + t.hbh_len;
-                        stages[1] = Some(Stage {
-                            tunnel: tid,
+                        output = Some(Stage {
+                            tunnel: t,
+                            id: tid,
                             growth,
                             new_dst: t.tundst,
                             route_dev: route.dev,
@@ -777,7 +763,7 @@ impl Worker {
                 }
             }
         }
-        let growth: usize = stages.iter().flatten().map(|s| s.growth).sum();
+        let growth = input.map_or(0, |s| s.growth) + output.map_or(0, |s| s.growth);
         let egress = route.dev.ok_or(DropReason::NoRoute)?;
         let link_mtu = snap.links[egress].mtu;
         let mtu = route.mtu.map_or(link_mtu, |m| m.min(link_mtu)) as usize;
@@ -790,11 +776,9 @@ impl Worker {
             return Err(DropReason::MtuExceeded);
         }
         // Next hop: the gateway, or the final destination on a connected route.
-        let final_dst = stages
-            .iter()
-            .flatten()
-            .filter_map(|s| s.new_dst)
-            .next_back();
+        let final_dst = output
+            .and_then(|s| s.new_dst)
+            .or(input.and_then(|s| s.new_dst));
         let dst_mac = match (route.via, final_dst, l3) {
             (Some(IpAddr::V6(gw)), _, _) => snap.neigh6.get(&(egress, gw)),
             (Some(IpAddr::V4(gw)), None, L3::V4) => snap.neigh4.get(&(egress, gw)),
@@ -813,7 +797,8 @@ impl Worker {
         .copied()
         .ok_or(DropReason::NoNeighbour)?;
         Ok(Forwarding {
-            stages,
+            input,
+            output,
             l2_frame,
             l3,
             out_hlim_v4,
@@ -829,11 +814,12 @@ impl Worker {
         &mut self,
         cx: &mut Cx<'_, '_>,
         buf: &mut PacketBuf,
-        f: &Forwarding,
+        f: &Forwarding<'_>,
     ) -> Verdict {
         let snap = cx.snap;
         let Forwarding {
-            stages,
+            input,
+            output,
             l2_frame,
             l3,
             out_hlim_v4,
@@ -854,7 +840,7 @@ impl Worker {
             buf.ensure_headroom(reserve)
                 .map_err(|_| DropReason::BufferPlanning)?;
         }
-        if let Some(s) = stages[0] {
+        if let Some(s) = input {
             if let Some(p) = &policy {
                 p.before_stage(buf, s.growth, l2_frame);
             }
@@ -864,14 +850,14 @@ impl Worker {
             }
         }
         // ip6_forward: decrement the (outer) hop limit; plain IPv4 forwarding: TTL.
-        if l3 == L3::V6 || stages[0].is_some() {
+        if l3 == L3::V6 || input.is_some() {
             buf.data_mut()[7] -= 1;
         } else {
             let mut p =
                 ipv4::Packet::new_checked(buf.data_mut()).map_err(|_| DropReason::Ipv4Malformed)?;
             p.decrement_ttl();
         }
-        if let Some(s) = stages[1] {
+        if let Some(s) = output {
             if let Some(p) = &policy {
                 p.before_stage(buf, s.growth, false);
             }
@@ -880,7 +866,7 @@ impl Worker {
                 p.after_stage(buf);
             }
         }
-        let ethertype = if l3 == L3::V4 && stages[0].is_none() {
+        let ethertype = if l3 == L3::V4 && input.is_none() {
             ethernet::ETHERTYPE_IPV4
         } else {
             ethernet::ETHERTYPE_IPV6
@@ -894,13 +880,13 @@ impl Worker {
             ethertype,
         }
         .emit(hdr);
-        for s in stages.iter().flatten() {
-            let k = match snap.tunnels[s.tunnel] {
-                Tunnel::Seg6(_) => 0,
-                Tunnel::Ioam6(_) => 1,
-                Tunnel::Rpl(_) => 2,
-            };
-            self.encap_pending[k] += 1;
+        match input.map(|s| s.tunnel) {
+            Some(InputTunnel::Seg6(_)) => self.encap_pending[0] += 1,
+            Some(InputTunnel::Rpl(_)) => self.encap_pending[2] += 1,
+            None => {}
+        }
+        if output.is_some() {
+            self.encap_pending[1] += 1;
         }
         cx.send(egress, buf.data());
         Ok(())
@@ -910,14 +896,14 @@ impl Worker {
     fn apply_input_tunnel(
         &self,
         snap: &Snapshot,
-        stage: Stage,
+        stage: Stage<&InputTunnel>,
         buf: &mut PacketBuf,
         l3: L3,
         v4_hlim: u8,
     ) -> Verdict {
-        match &snap.tunnels[stage.tunnel] {
-            Tunnel::Rpl(r) => r.insert(buf).map(|_| ()),
-            Tunnel::Seg6(s) => {
+        match stage.tunnel {
+            InputTunnel::Rpl(r) => r.insert(buf).map(|_| ()),
+            InputTunnel::Seg6(s) => {
                 let hmac = s
                     .hmac_key
                     .map(|k| snap.hmac.get(&k).ok_or(DropReason::HmacKeyMissing))
@@ -949,7 +935,7 @@ impl Worker {
                 let src = s
                     .tunsrc
                     .or(snap.tunsrc)
-                    .or_else(|| snap.tunnel_source(stage.tunnel, stage.route_dev, &s.first_sid))
+                    .or_else(|| snap.tunnel_source(stage.id, stage.route_dev, &s.first_sid))
                     .ok_or(DropReason::NoSourceAddress)?;
                 let outer = Outer {
                     src,
@@ -960,23 +946,24 @@ impl Worker {
                 };
                 s.push_encap(buf, &outer, hmac)
             }
-            Tunnel::Ioam6(_) => unreachable!("ioam6 is an output tunnel"),
         }
     }
 
     /// ioam6 on the output path (after the hop limit decrement), then this node fills its own data.
-    fn apply_ioam(&self, cx: &Cx<'_, '_>, stage: Stage, buf: &mut PacketBuf) -> Verdict {
-        let snap = cx.snap;
-        let Tunnel::Ioam6(t) = &snap.tunnels[stage.tunnel] else {
-            unreachable!()
-        };
+    fn apply_ioam(
+        &self,
+        cx: &Cx<'_, '_>,
+        stage: Stage<&Ioam6Tunnel>,
+        buf: &mut PacketBuf,
+    ) -> Verdict {
+        let (snap, t) = (cx.snap, stage.tunnel);
         let opt_at = match t.effective_mode() {
             IoamMode::Inline => t.insert_inline(buf)?,
             _ => {
                 let dst = t.tundst.ok_or(DropReason::NoRoute)?;
                 let src = t
                     .tunsrc
-                    .or_else(|| snap.tunnel_source(stage.tunnel, stage.route_dev, &dst))
+                    .or_else(|| snap.tunnel_source(stage.id, stage.route_dev, &dst))
                     .ok_or(DropReason::NoSourceAddress)?;
                 Some(t.push_encap(buf, src)?)
             }

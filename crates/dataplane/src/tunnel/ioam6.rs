@@ -2,10 +2,11 @@
 //! IPv6 header, for the first K of every N packets (behaviour spec §2.1–§2.3).
 
 use crate::buffer::PacketBuf;
+use crate::plan::{FRONT, Received, scratch};
 use crate::spec::{Ioam6Encap, IoamMode};
 use crate::stats::DropReason;
 use crate::wire::ioam::{self, TraceHeader};
-use crate::wire::{ipv6, proto};
+use crate::wire::{ethernet, ipv6, proto};
 use std::net::Ipv6Addr;
 
 /// An installed ioam6 tunnel.
@@ -58,6 +59,32 @@ impl Ioam6Tunnel {
             IoamMode::Inline => self.hbh_len,
             IoamMode::Encap | IoamMode::Auto => ipv6::HEADER_LEN + self.hbh_len,
         }
+    }
+
+    /// The tunnel as `ip -6 route show` prints it (`encap ioam6 freq K/N mode M [tunsrc] [tundst] trace prealloc
+    /// type T ns N size S`).
+    pub fn iproute2(&self) -> String {
+        let mode = match self.mode {
+            IoamMode::Inline => "inline",
+            IoamMode::Encap => "encap",
+            IoamMode::Auto => "auto",
+        };
+        let mut x = format!(
+            "encap ioam6 freq {}/{} mode {mode}",
+            self.freq_k, self.freq_n
+        );
+        if let Some(s) = self.tunsrc {
+            x += &format!(" tunsrc {s}");
+        }
+        if let Some(d) = self.tundst {
+            x += &format!(" tundst {d}");
+        }
+        x + &format!(
+            " trace prealloc type {:#08x} ns {} size {}",
+            self.trace.trace_type,
+            self.trace.namespace,
+            self.trace.remaining_len as usize * 4
+        )
     }
 
     /// Linux's frequency rule: with `counter` the number of packets seen before this one, insert when
@@ -120,5 +147,65 @@ impl Ioam6Tunnel {
         outer.set_src_addr(src);
         ioam::emit_lwt_hbh(&mut front[ipv6::HEADER_LEN..], proto::IPV6, &self.trace);
         Ok(ipv6::HEADER_LEN + OPTION_OFFSET_IN_HBH)
+    }
+}
+
+/// The fast path's share of the ioam6 tunnel: templates for routes that insert on every packet, and the fields
+/// patched per packet before the node fills its own data into the option.
+impl Ioam6Tunnel {
+    /// Whether every packet gets a trace (`freq` K/K): only then can a plan insert unconditionally.
+    pub(crate) fn inserts_always(&self) -> bool {
+        self.freq_k == self.freq_n
+    }
+
+    /// The inline template: an IPv6 header slot and the Hop-by-Hop header with the pre-allocated trace, written
+    /// by [`Ioam6Tunnel::insert_inline`] itself.
+    pub(crate) fn inline_template(&self) -> Option<Vec<u8>> {
+        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), self.hbh_len);
+        self.insert_inline(&mut b).ok()??;
+        Some(b.data().to_vec())
+    }
+
+    /// The encap template: the outer IPv6 header (source `src`, destination `tundst`, next header 0) and the
+    /// Hop-by-Hop header with next header 41, written by [`Ioam6Tunnel::push_encap`] itself.
+    pub(crate) fn encap_template(&self, src: Ipv6Addr) -> Option<Vec<u8>> {
+        let growth = ipv6::HEADER_LEN + self.hbh_len;
+        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), growth);
+        self.push_encap(&mut b, src).ok()?;
+        // Without the placeholder inner header.
+        Some(b.data()[..growth].to_vec())
+    }
+
+    /// Per packet on an inline template: the received IPv6 header with next header 0, the new payload length and
+    /// the decremented hop limit; the Hop-by-Hop header's next header (first byte of `hbh`). Returns where the
+    /// IOAM option starts in the frame.
+    #[inline(always)]
+    pub(crate) fn patch_inline(hdr: &mut [u8; FRONT], hbh: &mut [u8], rx: &Received<'_>) -> usize {
+        const E: usize = ethernet::HEADER_LEN;
+        hdr[E..].copy_from_slice(&rx.ip[..ipv6::HEADER_LEN]);
+        hdr[E + 4..E + 6].copy_from_slice(&rx.payload_len);
+        hdr[E + 6] = proto::HOPOPTS;
+        hdr[E + 7] = rx.hop_limit;
+        hbh[0] = rx.ip[6];
+        FRONT + OPTION_OFFSET_IN_HBH
+    }
+
+    /// Per packet on an encap template of `template_len` bytes: the outer header copies the inner one's first
+    /// word and its decremented hop limit, with the new payload length; the inner header (behind the template,
+    /// in `after`, the bytes behind the outer IPv6 header) gets the decremented hop limit too. Returns where the
+    /// IOAM option starts in the frame.
+    #[inline(always)]
+    pub(crate) fn patch_encap(
+        hdr: &mut [u8; FRONT],
+        after: &mut [u8],
+        rx: &Received<'_>,
+        template_len: usize,
+    ) -> usize {
+        const E: usize = ethernet::HEADER_LEN;
+        hdr[E..E + 4].copy_from_slice(&rx.ip[..4]);
+        hdr[E + 4..E + 6].copy_from_slice(&rx.payload_len);
+        hdr[E + 7] = rx.hop_limit;
+        after[template_len - FRONT + 7] = rx.hop_limit;
+        FRONT + OPTION_OFFSET_IN_HBH
     }
 }

@@ -11,48 +11,88 @@ pub use ioam6::Ioam6Tunnel;
 pub use rpl::RplTunnel;
 pub use seg6::Seg6Tunnel;
 
-/// A tunnel as installed on a route.
+use crate::spec::Encap;
+use std::net::Ipv6Addr;
+
+/// A tunnel as installed on a route: applied before forwarding or after it, as Linux does.
 #[derive(Debug, Clone)]
 pub enum Tunnel {
+    /// Applied on the input path, before `ip6_forward` (seg6, rpl): it may change the destination, and the route
+    /// to the new destination decides the way out.
+    Input(InputTunnel),
+    /// Applied on the output path, after forwarding has decremented the hop limit (ioam6).
+    Output(OutputTunnel),
+}
+
+/// A tunnel applied on the input path.
+#[derive(Debug, Clone)]
+pub enum InputTunnel {
     /// SRv6 encapsulation / insertion.
     Seg6(Seg6Tunnel),
-    /// IOAM pre-allocated trace insertion.
-    Ioam6(Ioam6Tunnel),
     /// RPL source routing header insertion.
     Rpl(RplTunnel),
 }
 
+/// A tunnel applied on the output path.
+#[derive(Debug, Clone)]
+pub enum OutputTunnel {
+    /// IOAM pre-allocated trace insertion.
+    Ioam6(Ioam6Tunnel),
+}
+
 impl Tunnel {
+    /// The tunnel a route's configuration describes.
+    pub fn new(spec: &Encap) -> Tunnel {
+        match spec {
+            Encap::Seg6(s) => Tunnel::Input(InputTunnel::Seg6(Seg6Tunnel::new(s))),
+            Encap::Rpl(p) => Tunnel::Input(InputTunnel::Rpl(RplTunnel::new(p))),
+            Encap::Ioam6(i) => Tunnel::Output(OutputTunnel::Ioam6(Ioam6Tunnel::new(i))),
+        }
+    }
+
     /// The most bytes this tunnel ever adds in front of / inside a packet.
     pub fn overhead(&self) -> usize {
         match self {
-            Tunnel::Seg6(t) => t.overhead(),
-            Tunnel::Ioam6(t) => t.max_overhead(),
-            Tunnel::Rpl(t) => t.max_overhead(),
+            Tunnel::Input(InputTunnel::Seg6(t)) => t.overhead(),
+            Tunnel::Input(InputTunnel::Rpl(t)) => t.max_overhead(),
+            Tunnel::Output(OutputTunnel::Ioam6(t)) => t.max_overhead(),
         }
     }
 
     /// The headroom Linux reports for this tunnel (`lwtunnel_headroom`), which it subtracts from the route MTU.
     pub fn linux_mtu_headroom(&self) -> usize {
         match self {
-            Tunnel::Seg6(t) => t.linux_headroom(),
-            Tunnel::Ioam6(_) | Tunnel::Rpl(_) => 0,
+            Tunnel::Input(InputTunnel::Seg6(t)) => t.linux_headroom(),
+            _ => 0,
+        }
+    }
+
+    /// The tunnel as `ip -6 route show` prints it after the prefix.
+    pub fn iproute2(&self) -> String {
+        match self {
+            Tunnel::Input(InputTunnel::Seg6(t)) => t.iproute2(),
+            Tunnel::Input(InputTunnel::Rpl(t)) => t.iproute2(),
+            Tunnel::Output(OutputTunnel::Ioam6(t)) => t.iproute2(),
         }
     }
 
     /// Short kind name ("seg6", "ioam6", "rpl").
     pub fn kind(&self) -> &'static str {
         match self {
-            Tunnel::Seg6(_) => "seg6",
-            Tunnel::Ioam6(_) => "ioam6",
-            Tunnel::Rpl(_) => "rpl",
+            Tunnel::Input(InputTunnel::Seg6(_)) => "seg6",
+            Tunnel::Input(InputTunnel::Rpl(_)) => "rpl",
+            Tunnel::Output(OutputTunnel::Ioam6(_)) => "ioam6",
         }
     }
 
-    /// Whether Linux applies it on the input path, before `ip6_forward` (seg6, rpl), rather than on output
-    /// after forwarding (ioam6).
-    pub fn on_input(&self) -> bool {
-        !matches!(self, Tunnel::Ioam6(_))
+    /// The destination the tunnel sends packets to, when it is fixed (seg6's first SID, ioam6's `tundst`): the
+    /// one the outer source address is selected for.
+    pub fn fixed_destination(&self) -> Option<Ipv6Addr> {
+        match self {
+            Tunnel::Input(InputTunnel::Seg6(s)) => Some(s.first_sid),
+            Tunnel::Input(InputTunnel::Rpl(_)) => None,
+            Tunnel::Output(OutputTunnel::Ioam6(i)) => i.tundst,
+        }
     }
 }
 

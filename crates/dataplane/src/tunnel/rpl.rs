@@ -3,6 +3,7 @@
 
 use crate::buffer::PacketBuf;
 use crate::copy::copy_bytes;
+use crate::plan::{FRONT, Received, patch_inserting_header};
 use crate::spec::RplEncap;
 use crate::stats::DropReason;
 use crate::wire::{ipv6, proto, rpl};
@@ -48,6 +49,12 @@ impl RplTunnel {
             cmpr_i,
             middle,
         }
+    }
+
+    /// The tunnel as `ip -6 route show` prints it (`encap rpl segs N [ A B ... ]`).
+    pub fn iproute2(&self) -> String {
+        let segs: Vec<String> = self.segs.iter().map(|a| a.to_string()).collect();
+        format!("encap rpl segs {} [ {} ]", segs.len(), segs.join(" "))
     }
 
     /// Upper bound of the inserted header: N uncompressed addresses (8 + 16N bytes).
@@ -118,6 +125,25 @@ impl RplTunnel {
         super::grow_payload_len(pkt, len)?;
         ipv6::Packet::new_unchecked(&mut pkt[..ipv6::HEADER_LEN]).set_dst_addr(self.segs[0]);
         Ok(len)
+    }
+}
+
+/// The fast path's share of the rpl tunnel.
+impl RplTunnel {
+    /// The template: an IPv6 header slot whose destination is the first segment (the header itself depends on
+    /// the packet's destination through CmprE and is written per packet).
+    pub(crate) fn template(&self) -> [u8; ipv6::HEADER_LEN] {
+        let mut slot = [0u8; ipv6::HEADER_LEN];
+        slot[24..40].copy_from_slice(&self.segs[0].octets());
+        slot
+    }
+
+    /// Per packet: the IPv6 header fields ([`patch_inserting_header`]) and the compressed header in `rh` (the
+    /// [`RplTunnel::header_len`] bytes behind the IPv6 header).
+    #[inline(always)]
+    pub(crate) fn patch(&self, hdr: &mut [u8; FRONT], rh: &mut [u8], rx: &Received<'_>) {
+        patch_inserting_header(hdr, rx, proto::ROUTING);
+        self.emit(rh, rx.ip[6], &Ipv6Addr::from(*rx.dst));
     }
 }
 

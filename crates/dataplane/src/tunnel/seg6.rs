@@ -2,11 +2,12 @@
 //! l2encap.red), built byte for byte as Linux `seg6_iptunnel.c` does (behaviour spec §1.1–§1.6).
 
 use crate::buffer::PacketBuf;
+use crate::plan::{FRONT, Received, patch_inserting_header, scratch};
 use crate::spec::{Seg6Encap, Seg6Mode};
 use crate::stats::DropReason;
 use crate::wire::ipv6::{self, Ipv6Repr};
-use crate::wire::proto;
 use crate::wire::srh::{self, HmacAlgo, SrhRepr};
+use crate::wire::{ethernet, proto};
 use std::net::Ipv6Addr;
 
 /// An HMAC key as the data path needs it.
@@ -116,6 +117,24 @@ impl Seg6Tunnel {
         (&self.configured, self.hmac_at_configured.is_some())
     }
 
+    /// The tunnel as `ip -6 route show` prints it (`encap seg6 mode M segs N [ A B ... ]`, then `hmac`, `tunsrc`).
+    pub fn iproute2(&self) -> String {
+        let segs: Vec<String> = self.segs.iter().map(|a| a.to_string()).collect();
+        let mut x = format!(
+            "encap seg6 mode {} segs {} [ {} ]",
+            self.mode.name(),
+            segs.len(),
+            segs.join(" ")
+        );
+        if let Some(k) = self.hmac_key {
+            x += &format!(" hmac {k}");
+        }
+        if let Some(src) = self.tunsrc {
+            x += &format!(" tunsrc {src}");
+        }
+        x
+    }
+
     /// Whether the mode carries the whole received Ethernet frame.
     pub fn is_l2(&self) -> bool {
         matches!(self.mode, Seg6Mode::L2Encap | Seg6Mode::L2EncapRed)
@@ -197,6 +216,63 @@ impl Seg6Tunnel {
             sign(srh_bytes, off, &src, self.hmac_key, hmac)?;
         }
         Ok(())
+    }
+}
+
+/// The fast path's share of the seg6 tunnel: the templates its plans copy and the fields patched per packet.
+impl Seg6Tunnel {
+    /// The H.Encaps / H.Encaps.Red template (outer IPv6 header with `src`, flow label and hop limit 0, then the
+    /// SRH, HMAC included since source and segments are fixed), written by [`Seg6Tunnel::push_encap`] itself.
+    /// `None` when it cannot be built (an HMAC key that is missing, an HMAC that cannot be computed).
+    pub(crate) fn encap_template(
+        &self,
+        src: Ipv6Addr,
+        hmac: Option<&HmacSecret>,
+    ) -> Option<Vec<u8>> {
+        let growth = ipv6::HEADER_LEN + self.wire.len();
+        let mut b = scratch(None, growth);
+        let outer = Outer {
+            src,
+            traffic_class: 0,
+            flow_label: 0,
+            hop_limit: 0,
+            inner_proto: proto::IPV6,
+        };
+        self.push_encap(&mut b, &outer, hmac).ok()?;
+        Some(b.data().to_vec())
+    }
+
+    /// The inline (H.Insert) template: an IPv6 header slot whose destination is already the first SID, then the
+    /// configured SRH, written by [`Seg6Tunnel::insert_inline`] itself. `None` with an HMAC TLV, which depends on
+    /// each packet's source and destination.
+    pub(crate) fn inline_template(&self) -> Option<Vec<u8>> {
+        if self.hmac_at_configured.is_some() {
+            return None;
+        }
+        let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), self.configured.len());
+        self.insert_inline(&mut b, None).ok()?;
+        Some(b.data().to_vec())
+    }
+
+    /// Per packet on an encap template: version, the inner traffic class and flow label kept as
+    /// `first_word_mask` says (`seg6_flowlabel` 0 keeps both, -1 zeroes the flow label), the payload length and
+    /// the inner hop limit, decremented by forwarding.
+    #[inline(always)]
+    pub(crate) fn patch_encap(hdr: &mut [u8; FRONT], rx: &Received<'_>, first_word_mask: u32) {
+        const E: usize = ethernet::HEADER_LEN;
+        let first = u32::from_be_bytes([rx.ip[0], rx.ip[1], rx.ip[2], rx.ip[3]]) & first_word_mask;
+        hdr[E..E + 4].copy_from_slice(&first.to_be_bytes());
+        hdr[E + 4..E + 6].copy_from_slice(&rx.payload_len);
+        hdr[E + 7] = rx.hop_limit;
+    }
+
+    /// Per packet on an inline template: the IPv6 header fields ([`patch_inserting_header`]) and in the SRH
+    /// (`srh`, the bytes behind the IPv6 header) the next header and Segment List\[0\], the original destination.
+    #[inline(always)]
+    pub(crate) fn patch_inline(hdr: &mut [u8; FRONT], srh: &mut [u8], rx: &Received<'_>) {
+        patch_inserting_header(hdr, rx, proto::ROUTING);
+        srh[0] = rx.ip[6];
+        srh[8..24].copy_from_slice(rx.dst);
     }
 }
 

@@ -355,15 +355,22 @@ fn ensure_tracefs(log: &mut dyn FnMut(&str)) -> Result<(), String> {
         return Ok(());
     }
     log("mounting tracefs on /sys/kernel/tracing (left mounted)");
-    let ok = Command::new("mount")
+    let out = Command::new("mount")
         .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok && Path::new("/sys/kernel/tracing/events").exists() {
-        Ok(())
-    } else {
-        Err("tracefs is not mounted on /sys/kernel/tracing and mounting it failed".into())
+        .output();
+    // Another process (a second audit, a test run in parallel) may have mounted it between the check and our
+    // mount, which then fails with "busy": what matters is that it is mounted now.
+    if Path::new("/sys/kernel/tracing/events").exists() {
+        return Ok(());
     }
+    let why = match out {
+        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        Err(e) => e.to_string(),
+    };
+    Err(format!(
+        "tracefs is not mounted on /sys/kernel/tracing and mounting it failed ({why}); \
+         try: mount -t tracefs nodev /sys/kernel/tracing"
+    ))
 }
 
 fn check_interrupt() -> Result<(), AuditError> {
