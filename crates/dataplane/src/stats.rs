@@ -16,6 +16,8 @@ macro_rules! drop_reasons {
         impl DropReason {
             /// Every reason, in declaration order.
             pub const ALL: &'static [DropReason] = &[$(DropReason::$variant,)*];
+            /// How many reasons there are.
+            pub const COUNT: usize = Self::ALL.len();
 
             /// The stable name.
             pub fn name(self) -> &'static str {
@@ -102,8 +104,99 @@ impl Serialize for DropReason {
     }
 }
 
-/// Per-worker counters.
-#[derive(Debug, Clone, Default)]
+/// Frames dropped, by reason: one counter per [`DropReason`], indexed by it (no allocation, no map per packet;
+/// merged across workers by adding arrays).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DropCounts([u64; DropReason::COUNT]);
+
+impl Default for DropCounts {
+    fn default() -> Self {
+        DropCounts([0; DropReason::COUNT])
+    }
+}
+
+impl DropCounts {
+    /// Counts one drop.
+    #[inline]
+    pub fn add(&mut self, reason: DropReason, n: u64) {
+        self.0[reason as usize] += n;
+    }
+
+    /// The count of `reason`, `None` when it is zero (as a map of the reasons seen would answer).
+    pub fn get(&self, reason: &DropReason) -> Option<&u64> {
+        Some(&self.0[*reason as usize]).filter(|n| **n > 0)
+    }
+
+    /// The reasons seen, with their counts, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL
+            .iter()
+            .map(|r| (*r, self.0[*r as usize]))
+            .filter(|(_, n)| *n > 0)
+    }
+
+    /// Total drops.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+impl<'a> IntoIterator for &'a DropCounts {
+    type Item = (DropReason, u64);
+    type IntoIter = Box<dyn Iterator<Item = (DropReason, u64)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl std::fmt::Debug for DropCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.iter().map(|(r, n)| (r.name(), n)))
+            .finish()
+    }
+}
+
+/// The tunnel kinds counted in [`Stats::encapsulated`], in name order; indexed by [`IOAM6`], [`RPL`], [`SEG6`].
+pub const TUNNEL_KINDS: [&str; 3] = ["ioam6", "rpl", "seg6"];
+/// Index of ioam6 in [`TunnelCounts`].
+pub const IOAM6: usize = 0;
+/// Index of rpl in [`TunnelCounts`].
+pub const RPL: usize = 1;
+/// Index of seg6 in [`TunnelCounts`].
+pub const SEG6: usize = 2;
+
+/// Packets that had a tunnel applied, by kind ([`TUNNEL_KINDS`], in that order).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunnelCounts(pub [u64; 3]);
+
+impl TunnelCounts {
+    /// The kinds applied at least once, with their counts.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        TUNNEL_KINDS
+            .iter()
+            .zip(self.0)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (*k, n))
+    }
+}
+
+impl<'a> IntoIterator for &'a TunnelCounts {
+    type Item = (&'static str, u64);
+    type IntoIter = Box<dyn Iterator<Item = (&'static str, u64)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl std::fmt::Debug for TunnelCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// Per-worker counters: plain integers owned by one worker, merged by a reader ([`Stats::merge`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Frames received.
     pub rx: u64,
@@ -112,11 +205,11 @@ pub struct Stats {
     /// ICMPv6 error messages generated (sent in addition to `tx`).
     pub icmp_tx: u64,
     /// Frames dropped, by reason.
-    pub drops: BTreeMap<DropReason, u64>,
+    pub drops: DropCounts,
     /// Packet buffer reallocations.
     pub reallocs: u64,
-    /// Packets that had a tunnel applied, by kind ("seg6", "ioam6", "rpl").
-    pub encapsulated: BTreeMap<&'static str, u64>,
+    /// Packets that had a tunnel applied, by kind.
+    pub encapsulated: TunnelCounts,
     /// IOAM traces filled as a transit node.
     pub ioam_transit_filled: u64,
     /// Frames forwarded by a precomputed plan (the fast path); included in `tx`.
@@ -124,14 +217,15 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Counts one drop.
-    pub fn drop(&mut self, reason: DropReason) {
-        *self.drops.entry(reason).or_insert(0) += 1;
+    /// Counts one drop. (Out of line: drops are the rare case, and the fast path's loop keeps its registers.)
+    #[inline(never)]
+    pub fn count_drop(&mut self, reason: DropReason) {
+        self.drops.add(reason, 1);
     }
 
     /// Total drops.
     pub fn dropped(&self) -> u64 {
-        self.drops.values().sum()
+        self.drops.total()
     }
 
     /// Whether rx == tx + dropped.
@@ -139,9 +233,26 @@ impl Stats {
         self.rx == self.tx + self.dropped()
     }
 
+    /// Adds another worker's counters to these.
+    pub fn merge(&mut self, other: &Stats) {
+        self.rx += other.rx;
+        self.tx += other.tx;
+        self.icmp_tx += other.icmp_tx;
+        for (a, b) in self.drops.0.iter_mut().zip(other.drops.0) {
+            *a += b;
+        }
+        self.reallocs += other.reallocs;
+        for (a, b) in self.encapsulated.0.iter_mut().zip(other.encapsulated.0) {
+            *a += b;
+        }
+        self.ioam_transit_filled += other.ioam_transit_filled;
+        self.fast_path += other.fast_path;
+    }
+
     /// JSON form used by `--stats -j`.
     pub fn to_json(&self) -> serde_json::Value {
-        let drops: BTreeMap<&str, u64> = self.drops.iter().map(|(k, v)| (k.name(), *v)).collect();
+        let drops: BTreeMap<&str, u64> = self.drops.iter().map(|(k, v)| (k.name(), v)).collect();
+        let encapsulated: BTreeMap<&str, u64> = self.encapsulated.iter().collect();
         serde_json::json!({
             "rx": self.rx,
             "tx": self.tx,
@@ -149,7 +260,7 @@ impl Stats {
             "icmp_errors_sent": self.icmp_tx,
             "drops": drops,
             "reallocs": self.reallocs,
-            "encapsulated": self.encapsulated,
+            "encapsulated": encapsulated,
             "ioam_transit_filled": self.ioam_transit_filled,
             "fast_path": self.fast_path,
             "balanced": self.balanced(),
@@ -182,9 +293,41 @@ mod tests {
             ..Default::default()
         };
         assert!(!s.balanced());
-        s.drop(DropReason::NoRoute);
-        s.drop(DropReason::NoRoute);
+        s.count_drop(DropReason::NoRoute);
+        s.count_drop(DropReason::NoRoute);
         assert!(s.balanced());
         assert_eq!(s.to_json()["drops"]["no_route"], 2);
+        assert_eq!(s.drops.get(&DropReason::NoRoute), Some(&2));
+        assert_eq!(s.drops.get(&DropReason::MtuExceeded), None);
+    }
+
+    #[test]
+    fn merge_adds_every_counter() {
+        let mut a = Stats {
+            rx: 5,
+            tx: 3,
+            ..Default::default()
+        };
+        a.count_drop(DropReason::NoRoute);
+        a.count_drop(DropReason::MtuExceeded);
+        a.encapsulated.0[SEG6] = 3;
+        let mut b = a.clone();
+        b.count_drop(DropReason::NoRoute);
+        b.rx += 1;
+        b.encapsulated.0[RPL] = 1;
+        a.merge(&b);
+        assert_eq!((a.rx, a.tx), (11, 6));
+        assert_eq!(a.drops.get(&DropReason::NoRoute), Some(&3));
+        assert_eq!(a.drops.get(&DropReason::MtuExceeded), Some(&2));
+        assert_eq!(a.encapsulated.0, [0, 1, 6]);
+        assert_eq!(
+            a.encapsulated.iter().collect::<Vec<_>>(),
+            [("rpl", 1), ("seg6", 6)]
+        );
+        assert!(a.balanced());
+        assert_eq!(
+            format!("{:?}", a.drops),
+            r#"{"no_route": 3, "mtu_exceeded": 2}"#
+        );
     }
 }
