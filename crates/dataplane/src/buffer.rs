@@ -89,6 +89,11 @@ impl Aligned {
         self.mem.len() - self.base
     }
 
+    /// The underlying vector and where the aligned bytes start in it.
+    pub fn into_parts(self) -> (Vec<u8>, usize) {
+        (self.mem, self.base)
+    }
+
     /// Whether it holds no bytes.
     #[inline]
     pub fn is_empty(&self) -> bool {

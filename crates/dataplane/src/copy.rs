@@ -66,8 +66,11 @@ impl WideCopy {
 
     /// Copies `src` into `dst` (equal lengths; panics otherwise): 32-byte blocks, the last one ending at the end
     /// and overlapping its predecessor. Below 32 bytes, `copy_from_slice`.
-    #[inline]
+    #[inline(always)]
     pub fn copy(self, dst: &mut [u8], src: &[u8]) {
+        // Checked here, inlined into the caller, where the lengths are usually equal by construction and the test
+        // disappears; `blocks32` then needs no test of its own.
+        assert_eq!(dst.len(), src.len(), "WideCopy::copy: length mismatch");
         #[cfg(target_arch = "x86_64")]
         {
             #[allow(unsafe_code)]
@@ -86,10 +89,12 @@ impl WideCopy {
 #[target_feature(enable = "avx2")]
 fn blocks32(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
-    if n < 32 || dst.len() != n {
+    if n < 32 {
         dst.copy_from_slice(src);
         return;
     }
+    // `WideCopy::copy` checked that the lengths are equal; this tells the compiler.
+    let dst = &mut dst[..n];
     // The last block ends at the end; `k` whole blocks come before it.
     block::<32>(dst, src, n - 32);
     let k = (n - 1) / 32;

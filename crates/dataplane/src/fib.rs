@@ -45,11 +45,58 @@ pub struct RouteEntry {
     pub plan: Option<u32>,
 }
 
-/// An immutable-once-published routing table.
+/// Index of a route in a [`Fib`].
+pub type RouteId = u32;
+
+/// What the lookup index holds for a prefix: its best route and that route's forwarding plan, so that the fast
+/// path reaches the plan without reading the route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Best {
+    /// The route.
+    pub route: RouteId,
+    /// Its plan, `u32::MAX` for none.
+    plan: u32,
+}
+
+impl Best {
+    fn of(route: RouteId, plan: Option<u32>) -> Best {
+        Best {
+            route,
+            plan: plan.unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The index of the route's forwarding plan, if it has one.
+    #[inline(always)]
+    pub fn plan(&self) -> Option<u32> {
+        (self.plan != u32::MAX).then_some(self.plan)
+    }
+}
+
+/// The routes of one prefix, lowest metric first: one inline, more in a vector (rare: the same prefix with
+/// several metrics).
+#[derive(Debug, Clone)]
+enum RouteSet {
+    One(RouteId),
+    Many(Vec<RouteId>),
+}
+
+impl RouteSet {
+    fn ids(&self) -> &[RouteId] {
+        match self {
+            RouteSet::One(id) => std::slice::from_ref(id),
+            RouteSet::Many(v) => v,
+        }
+    }
+}
+
+/// An immutable-once-published routing table: every route once, in a vector, indexed by prefix (with metric
+/// order) and by a longest-prefix-match index of each prefix's best route.
 #[derive(Debug, Clone, Default)]
 pub struct Fib {
-    v6: PrefixMap<Ipv6Net, Vec<RouteEntry>>,
-    v4: PrefixMap<Ipv4Net, Vec<RouteEntry>>,
+    routes: Vec<RouteEntry>,
+    v6: PrefixMap<Ipv6Net, RouteSet>,
+    v4: PrefixMap<Ipv4Net, RouteSet>,
     /// Lookup index of `v6`: the best route of every prefix, by prefix length.
     fast6: LpmIndex,
     /// Lookup index of `v4` (addresses widened to `u128`).
@@ -119,10 +166,10 @@ struct LpmIndex {
     /// Distinct prefix lengths present, longest first.
     lens: Vec<u8>,
     /// Per prefix length (index = length): masked address bits → best route.
-    tables: Vec<std::collections::HashMap<u128, RouteEntry, FastBuild>>,
+    tables: Vec<std::collections::HashMap<u128, Best, FastBuild>>,
     /// The same routes as `(length, masked bits, best route)`, longest first, while there are at most
     /// [`LpmIndex::SMALL`] of them: a linear scan of a few entries beats hashing.
-    small: Vec<(u8, u128, RouteEntry)>,
+    small: Vec<(u8, u128, Best)>,
     /// Mask and key of every `small` entry, in the same order.
     small_masks: Vec<SmallKey>,
     /// Whether every `small` mask has a zero low half (all prefixes of an IPv6 table at most /64 long).
@@ -145,15 +192,12 @@ impl LpmIndex {
         }
     }
 
-    fn set(&mut self, bits: u128, len: u8, width: u8, best: RouteEntry) {
+    fn set(&mut self, bits: u128, len: u8, width: u8, best: Best) {
         if self.tables.len() <= len as usize {
             self.tables.resize_with(len as usize + 1, Default::default);
         }
         let key = Self::mask(bits, len, width);
-        if self.tables[len as usize]
-            .insert(key, best.clone())
-            .is_none()
-        {
+        if self.tables[len as usize].insert(key, best).is_none() {
             self.count += 1;
         }
         if let Err(pos) = self.lens.binary_search_by(|x| len.cmp(x)) {
@@ -184,7 +228,7 @@ impl LpmIndex {
     }
 
     #[inline(always)]
-    fn get(&self, bits: u128, width: u8) -> Option<&RouteEntry> {
+    fn get(&self, bits: u128, width: u8) -> Option<&Best> {
         if self.count <= Self::SMALL {
             // One pass over (mask, key) pairs in 64-bit halves: xor, and, or, test per entry; the high halves
             // only when no prefix is longer than 64 bits (the usual IPv6 table).
@@ -207,10 +251,19 @@ impl LpmIndex {
         self.get_hashed(bits, width)
     }
 
+    /// Updates every entry's plan from its route.
+    fn refresh_plans(&mut self, routes: &[RouteEntry]) {
+        let fix = |b: &mut Best| *b = Best::of(b.route, routes[b.route as usize].plan);
+        for t in &mut self.tables {
+            t.values_mut().for_each(fix);
+        }
+        self.small.iter_mut().for_each(|e| fix(&mut e.2));
+    }
+
     /// The hash-per-length lookup of tables too large for the linear scan (kept out of line so that the scan
     /// inlines into the data path).
     #[inline(never)]
-    fn get_hashed(&self, bits: u128, width: u8) -> Option<&RouteEntry> {
+    fn get_hashed(&self, bits: u128, width: u8) -> Option<&Best> {
         self.lens
             .iter()
             .find_map(|&len| self.tables[len as usize].get(&Self::mask(bits, len, width)))
@@ -223,48 +276,59 @@ impl Fib {
         Self::default()
     }
 
-    /// The same table with forwarding plans attached: `assign` gives each IPv6 route the index of its plan (the
-    /// plans themselves live beside the table, in the [`Snapshot`](crate::snapshot::Snapshot)).
-    pub fn with_plans(self, assign: impl Fn(&RouteEntry) -> Option<u32>) -> Fib {
-        let mut out = Fib::new();
-        for r in self.routes_v6().chain(self.routes_v4()) {
-            let mut r = r.clone();
-            r.plan = if r.prefix.addr().is_ipv6() {
-                assign(&r)
-            } else {
-                None
-            };
-            out.insert(r);
+    /// Gives each route the index of its forwarding plan: `plans[i]` for the route at index `i` of
+    /// [`Fib::routes`] (the plans themselves live beside the table, in the
+    /// [`Snapshot`](crate::snapshot::Snapshot)).
+    pub fn assign_plans(&mut self, plans: &[Option<u32>]) {
+        for (r, p) in self.routes.iter_mut().zip(plans) {
+            r.plan = *p;
         }
-        out
+        self.fast6.refresh_plans(&self.routes);
+        self.fast4.refresh_plans(&self.routes);
+    }
+
+    /// Every route, in the order they were inserted.
+    pub fn routes(&self) -> &[RouteEntry] {
+        &self.routes
     }
 
     /// Adds a route; routes for the same prefix are kept sorted by metric.
     pub fn insert(&mut self, r: RouteEntry) {
         fn add<P: prefix_trie::Prefix>(
-            map: &mut PrefixMap<P, Vec<RouteEntry>>,
+            map: &mut PrefixMap<P, RouteSet>,
+            routes: &[RouteEntry],
             p: P,
-            r: RouteEntry,
-        ) -> RouteEntry {
-            if let Some(v) = map.get_mut(&p) {
-                let pos = v.partition_point(|x| x.metric <= r.metric);
-                v.insert(pos, r);
-                v[0].clone()
-            } else {
-                map.insert(p, vec![r.clone()]);
-                r
+            id: RouteId,
+        ) -> RouteId {
+            let metric = routes[id as usize].metric;
+            match map.get_mut(&p) {
+                None => {
+                    map.insert(p, RouteSet::One(id));
+                    id
+                }
+                Some(set) => {
+                    let mut v = set.ids().to_vec();
+                    let pos = v.partition_point(|x| routes[*x as usize].metric <= metric);
+                    v.insert(pos, id);
+                    let best = v[0];
+                    *set = RouteSet::Many(v);
+                    best
+                }
             }
         }
-        match r.prefix {
+        let id = self.routes.len() as RouteId;
+        let prefix = r.prefix.trunc();
+        self.routes.push(RouteEntry { prefix, ..r });
+        match prefix {
             IpNet::V6(p) => {
-                let p = p.trunc();
-                let best = add(&mut self.v6, p, r);
+                let best = add(&mut self.v6, &self.routes, p, id);
+                let best = Best::of(best, self.routes[best as usize].plan);
                 self.fast6
                     .set(u128::from(p.addr()), p.prefix_len(), 128, best);
             }
             IpNet::V4(p) => {
-                let p = p.trunc();
-                let best = add(&mut self.v4, p, r);
+                let best = add(&mut self.v4, &self.routes, p, id);
+                let best = Best::of(best, self.routes[best as usize].plan);
                 self.fast4
                     .set(u128::from(u32::from(p.addr())), p.prefix_len(), 32, best);
             }
@@ -274,22 +338,50 @@ impl Fib {
     /// Longest-prefix match for an IPv6 destination (lowest metric among equal prefixes).
     #[inline(always)]
     pub fn lookup_v6(&self, dst: Ipv6Addr) -> Option<&RouteEntry> {
+        self.best_v6(dst).and_then(|b| self.route(b.route))
+    }
+
+    /// Longest-prefix match for an IPv6 destination, as the index holds it: the route and its plan.
+    #[inline(always)]
+    pub fn best_v6(&self, dst: Ipv6Addr) -> Option<&Best> {
         self.fast6.get(u128::from(dst), 128)
+    }
+
+    /// A route by index.
+    #[inline(always)]
+    pub fn route(&self, id: RouteId) -> Option<&RouteEntry> {
+        self.routes.get(id as usize)
     }
 
     /// Longest-prefix match for an IPv4 destination.
     pub fn lookup_v4(&self, dst: Ipv4Addr) -> Option<&RouteEntry> {
-        self.fast4.get(u128::from(u32::from(dst)), 32)
+        self.fast4
+            .get(u128::from(u32::from(dst)), 32)
+            .and_then(|b| self.route(b.route))
     }
 
-    /// Every IPv6 route, in prefix order.
+    /// Every IPv6 route, in prefix order (lowest metric first within a prefix).
     pub fn routes_v6(&self) -> impl Iterator<Item = &RouteEntry> {
-        self.v6.iter().flat_map(|(_, v)| v.iter())
+        self.v6
+            .iter()
+            .flat_map(|(_, set)| set.ids().iter().map(|id| &self.routes[*id as usize]))
     }
 
     /// Every IPv4 route, in prefix order.
     pub fn routes_v4(&self) -> impl Iterator<Item = &RouteEntry> {
-        self.v4.iter().flat_map(|(_, v)| v.iter())
+        self.v4
+            .iter()
+            .flat_map(|(_, set)| set.ids().iter().map(|id| &self.routes[*id as usize]))
+    }
+
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// Whether the table has no route.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
     }
 }
 
@@ -357,7 +449,9 @@ mod tests {
                 for &a in all {
                     let a = Ipv6Addr::from(a);
                     let key = Ipv6Net::new(a, 128).unwrap();
-                    let want = f.v6.get_lpm(&key).and_then(|(_, v)| v.first());
+                    let want =
+                        f.v6.get_lpm(&key)
+                            .map(|(_, set)| &f.routes[set.ids()[0] as usize]);
                     prop_assert_eq!(f.lookup_v6(a), want);
                 }
                 Ok(())

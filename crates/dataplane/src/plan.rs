@@ -98,17 +98,16 @@ impl PlanKind {
 /// way out that does not depend on the packet, resolved once per FIB snapshot. It is what "plans headroom from the
 /// cached output device" means, and the userspace form of Linux's per-tunnel `dst_cache` — without a reference
 /// count, since it lives inside the immutable snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
     /// Egress interface.
     pub egress: DevId,
     /// Longest IPv6 packet the plan sends: the MTU it must fit as it leaves (route MTU or the device's), capped
     /// at what a Payload Length field describes (40 + 65,535 bytes).
     pub max_len: usize,
-    /// The bytes put in front of the received packet (see [`PlanKind`] for what they hold), half a page past a
-    /// page boundary ([`Aligned::copy_half_page`](crate::buffer::Aligned::copy_half_page)), so that their place
-    /// relative to pages, cache lines and the packet is the same in every run.
-    pub template: crate::buffer::Aligned,
+    /// Where the bytes put in front of the received packet are (see [`PlanKind`] for what they hold): a range of
+    /// the snapshot's [`Templates`].
+    pub template: TemplateRef,
     /// What the template holds and what is written per packet.
     pub kind: PlanKind,
     /// Bytes the tunnel adds to the IPv6 packet (0 for [`PlanKind::Forward`]; for [`PlanKind::Rpl`] only the
@@ -120,4 +119,138 @@ pub struct Plan {
     pub route_dev: Option<DevId>,
     /// Whether one of the router's own addresses lies inside the route's prefix (then a local check is needed).
     pub contains_local: bool,
+}
+
+/// A template's place in [`Templates`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TemplateRef {
+    start: u32,
+    len: u32,
+}
+
+impl TemplateRef {
+    /// Length in bytes.
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the template is empty.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Every plan's template, packed into one page-aligned block. A template starts on a cache line in the second
+/// half of a page (one longer than half a page starts on a page): packet data sits in the first half of its page
+/// (rx buffers are page-aligned and headrooms are well under 2 KiB), so a template and the packet it is copied
+/// into are at least ~1.5 KiB apart modulo 4 KiB, and the copy's loads never wait on its own stores to the same
+/// 4 KiB offset (4K aliasing). Packed, a million plans cost their bytes rounded to 64, not a page each.
+#[derive(Debug, Clone, Default)]
+pub struct Templates {
+    /// The allocation; the block starts page-aligned at `base`; rebased [`TemplateRef`]s count from index 0.
+    bytes: Vec<u8>,
+    base: usize,
+}
+
+/// Builds [`Templates`], deduplicating identical templates.
+#[derive(Debug, Default)]
+pub struct TemplatesBuilder {
+    bytes: Vec<u8>,
+    seen: std::collections::HashMap<Vec<u8>, TemplateRef>,
+}
+
+impl TemplatesBuilder {
+    /// Places `t` (or finds an identical one already placed).
+    pub fn add(&mut self, t: &[u8]) -> TemplateRef {
+        if let Some(r) = self.seen.get(t) {
+            return *r;
+        }
+        const PAGE: usize = crate::buffer::PAGE;
+        const LINE: usize = 64;
+        let mut at = self.bytes.len().div_ceil(LINE) * LINE;
+        if t.len() > PAGE / 2 {
+            at = at.div_ceil(PAGE) * PAGE;
+        } else {
+            // In the second half of a page, not crossing into the next page.
+            if at % PAGE < PAGE / 2 {
+                at = at - at % PAGE + PAGE / 2;
+            }
+            if at % PAGE + t.len() > PAGE {
+                at = at.div_ceil(PAGE) * PAGE + PAGE / 2;
+            }
+        }
+        self.bytes.resize(at, 0);
+        self.bytes.extend_from_slice(t);
+        let r = TemplateRef {
+            start: at as u32,
+            len: t.len() as u32,
+        };
+        self.seen.insert(t.to_vec(), r);
+        r
+    }
+
+    /// The packed block, page-aligned.
+    /// The packed block, page-aligned. The [`TemplateRef`]s handed out so far must be passed through
+    /// [`Templates::rebase`] before use.
+    pub fn finish(self) -> Templates {
+        let mut mem = crate::buffer::Aligned::zeroed_at(self.bytes.len(), crate::buffer::PAGE, 0);
+        mem.as_mut_slice().copy_from_slice(&self.bytes);
+        let (bytes, base) = mem.into_parts();
+        Templates { bytes, base }
+    }
+}
+
+impl Templates {
+    /// The bytes of a template.
+    #[inline(always)]
+    pub fn get(&self, r: TemplateRef) -> &[u8] {
+        let start = r.start as usize;
+        &self.bytes[start..start + r.len as usize]
+    }
+
+    /// A reference from the builder, made to count from the start of the allocation (where the page-aligned
+    /// block begins is only known once it is allocated): one addition at build time, none per packet.
+    pub fn rebase(&self, r: TemplateRef) -> TemplateRef {
+        TemplateRef {
+            start: r.start + self.base as u32,
+            len: r.len,
+        }
+    }
+
+    /// Bytes held (padding included).
+    pub fn size(&self) -> usize {
+        self.bytes.len() - self.base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_sit_in_the_second_half_of_a_page_on_a_cache_line_and_are_shared() {
+        let mut b = TemplatesBuilder::default();
+        let mut refs = Vec::new();
+        for n in [14usize, 54, 118, 390, 2000, 14, 3000, 1000] {
+            let t: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
+            refs.push((t.clone(), b.add(&t)));
+        }
+        let again = b.add(&refs[0].0);
+        assert_eq!(again, refs[0].1, "an identical template is placed once");
+        let tpl = b.finish();
+        let refs: Vec<_> = refs.into_iter().map(|(t, r)| (t, tpl.rebase(r))).collect();
+        let base = tpl.bytes[tpl.base..].as_ptr() as usize;
+        assert_eq!(base % crate::buffer::PAGE, 0);
+        for (t, r) in &refs {
+            assert_eq!(tpl.get(*r), &t[..]);
+            let at = (tpl.get(*r).as_ptr() as usize) % crate::buffer::PAGE;
+            assert_eq!(at % 64, 0, "cache line");
+            if t.len() <= crate::buffer::PAGE / 2 {
+                assert!(at >= crate::buffer::PAGE / 2, "second half: {at}");
+                assert!(at + t.len() <= crate::buffer::PAGE, "within the page");
+            } else {
+                assert_eq!(at, 0, "a long template starts on a page");
+            }
+        }
+    }
 }

@@ -5,11 +5,10 @@
 //! load the current one once per batch and borrow it for every packet of the batch: no lock and no reference count
 //! per packet. A change is a new snapshot, published whole; a batch in flight finishes on the one it started with.
 
-use crate::buffer::Aligned;
 use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, TunnelId};
 use crate::node::ioam::{IoamNode, Namespace};
 use crate::node::saddr;
-use crate::plan::{Plan, PlanKind};
+use crate::plan::{Plan, PlanKind, Templates, TemplatesBuilder};
 use crate::spec::{Config, ConfigError, DevSysctls, IoamMode, Seg6Mode};
 use crate::tunnel::seg6::HmacSecret;
 use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
@@ -57,6 +56,8 @@ pub struct Snapshot {
     fib: Fib,
     /// Forwarding plans, referenced by [`RouteEntry::plan`].
     plans: Vec<Plan>,
+    /// The plans' templates.
+    templates: Templates,
     /// Installed tunnels, indexed by [`TunnelId`].
     pub tunnels: Vec<Tunnel>,
     pub(crate) hmac: HashMap<u32, HmacSecret>,
@@ -226,6 +227,7 @@ impl Snapshot {
             local4,
             fib: Fib::new(),
             plans: Vec::new(),
+            templates: Templates::default(),
             tunnels,
             hmac,
             tunsrc: cfg.sr_tunsrc.filter(|a| !a.is_unspecified()),
@@ -250,9 +252,10 @@ impl Snapshot {
                 )
             })
             .collect();
-        let (planned, plans) = snap.with_plans(&fib);
-        snap.fib = planned;
+        let (plans, templates) = snap.with_plans(&mut fib);
+        snap.fib = fib;
         snap.plans = plans;
+        snap.templates = templates;
         Ok(snap)
     }
 
@@ -261,28 +264,54 @@ impl Snapshot {
     /// `inline` without HMAC, or `rpl` route whose new destination resolves, with no further tunnel, to a known
     /// neighbour; an ioam6 route inserting on every packet (`freq` K/K) with a known neighbour. Everything else
     /// takes the general path.
-    fn with_plans(&self, fib: &Fib) -> (Fib, Vec<Plan>) {
+    fn with_plans(&self, fib: &mut Fib) -> (Vec<Plan>, Templates) {
         let mut plans: Vec<Plan> = Vec::new();
-        let mut ids: HashMap<(IpNet, u32), u32> = HashMap::new();
-        for r in fib.routes_v6() {
-            if let Some(p) = self.plan_for(fib, r) {
-                ids.insert((r.prefix, r.metric), plans.len() as u32);
-                plans.push(p);
+        let mut templates = TemplatesBuilder::default();
+        // A plan depends on the route's tunnel, device, gateway and MTU, and on whether one of our addresses is
+        // inside its prefix: routes that agree on these share one plan.
+        type Key = (
+            Option<TunnelId>,
+            Option<DevId>,
+            Option<IpAddr>,
+            Option<u32>,
+            bool,
+        );
+        let mut by_key: HashMap<Key, Option<u32>, FastBuild> = HashMap::default();
+        let mut ids = Vec::with_capacity(fib.len());
+        for r in fib.routes() {
+            if !r.prefix.addr().is_ipv6() {
+                ids.push(None);
+                continue;
             }
+            let contains_local = self
+                .local6
+                .iter()
+                .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
+            let key = (r.tunnel, r.dev, r.via, r.mtu, contains_local);
+            let id = *by_key.entry(key).or_insert_with(|| {
+                let p = self.plan_for(fib, r, contains_local, &mut templates)?;
+                plans.push(p);
+                Some(plans.len() as u32 - 1)
+            });
+            ids.push(id);
         }
-        let planned = fib
-            .clone()
-            .with_plans(|r| ids.get(&(r.prefix, r.metric)).copied());
-        (planned, plans)
+        fib.assign_plans(&ids);
+        let templates = templates.finish();
+        for p in &mut plans {
+            p.template = templates.rebase(p.template);
+        }
+        (plans, templates)
     }
 
-    fn plan_for(&self, fib: &Fib, r: &RouteEntry) -> Option<Plan> {
+    fn plan_for(
+        &self,
+        fib: &Fib,
+        r: &RouteEntry,
+        contains_local: bool,
+        templates: &mut TemplatesBuilder,
+    ) -> Option<Plan> {
         const E: usize = ethernet::HEADER_LEN;
         const H: usize = ipv6::HEADER_LEN;
-        let contains_local = self
-            .local6
-            .iter()
-            .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
         // The way out along `route` towards `dst` (the gateway, or `dst` itself on a connected route; `None` when
         // that is the packet's own destination): egress, Ethernet header, MTU.
         let hop = |route: &RouteEntry, dst: Option<Ipv6Addr>| -> Option<(DevId, Vec<u8>, usize)> {
@@ -308,14 +337,14 @@ impl Snapshot {
             fib.lookup_v6(dst)
                 .filter(|n| n.tunnel.is_none_or(|t| t == tid))
         };
-        let make =
+        let mut make =
             |kind, (egress, mut template, mtu): (DevId, Vec<u8>, usize), rest: &[u8], growth| {
                 template.extend_from_slice(rest);
                 Plan {
                     egress,
                     // A Payload Length field describes at most 65,535 bytes.
                     max_len: mtu.min(H + u16::MAX as usize),
-                    template: Aligned::copy_half_page(&template),
+                    template: templates.add(&template),
                     kind,
                     growth,
                     tunnel: r.tunnel,
@@ -396,6 +425,17 @@ impl Snapshot {
     #[inline(always)]
     pub fn plan(&self, id: u32) -> Option<&Plan> {
         self.plans.get(id as usize)
+    }
+
+    /// The template of a plan of this snapshot.
+    #[inline(always)]
+    pub fn template(&self, plan: &Plan) -> &[u8] {
+        self.templates.get(plan.template)
+    }
+
+    /// How many forwarding plans the routes share, and the bytes their templates take.
+    pub fn plan_stats(&self) -> (usize, usize) {
+        (self.plans.len(), self.templates.size())
     }
 
     /// The effective MTU of a route: route MTU or the device's, minus what its tunnel adds as Linux reports it

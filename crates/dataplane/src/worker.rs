@@ -13,7 +13,7 @@
 
 use crate::buffer::PacketBuf;
 use crate::copy::{WideCopy, copy_bytes};
-use crate::fib::{DevId, Fib, RouteEntry, TunnelId};
+use crate::fib::{Best, DevId, Fib, RouteEntry, TunnelId};
 use crate::headroom::HeadroomPolicy;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::rpl::RplAction;
@@ -316,14 +316,17 @@ impl Worker {
         }
         let dst_octets: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_octets);
-        let route = snap.fib().lookup_v6(dst);
-        let Some(plan) = route.and_then(|r| r.plan).and_then(|id| snap.plan(id)) else {
-            return Err(Some((dst, route)));
+        let fib = snap.fib();
+        let best = fib.best_v6(dst);
+        // The route found goes to the general path when the packet cannot be planned.
+        let hint = |b: Option<&Best>| Some((dst, b.and_then(|b| fib.route(b.route))));
+        let Some(plan) = best.and_then(Best::plan).and_then(|id| snap.plan(id)) else {
+            return Err(hint(best));
         };
         let rpl = match plan.kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
-                _ => return Err(Some((dst, route))),
+                _ => return Err(hint(best)),
             },
             _ => None,
         };
@@ -336,9 +339,9 @@ impl Worker {
             || self.rx_headroom < growth
             || (plan.contains_local && snap.local6.contains(&dst))
         {
-            return Err(Some((dst, route)));
+            return Err(hint(best));
         }
-        let template = plan.template.as_slice();
+        let template = snap.template(plan);
         let t = template.len();
         // The outgoing frame starts where the rx headroom minus what the plan adds would put it (checked above not
         // to underflow), rounded down to a cache line: the template's copy then stores whole aligned lines whatever
