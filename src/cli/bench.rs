@@ -1,4 +1,5 @@
-//! `lwt6 bench`: forwarding-rate sweeps (the paper's Fig. 6) and the physical floor, see [`crate::bench`].
+//! `lwt6 bench`: forwarding-rate sweeps (the paper's Fig. 6), the physical floor and the routing table at scale, see
+//! [`crate::bench`].
 
 use super::Failure;
 use crate::bench::{self, Family, Options, Seg6ModeKey, Strategy, Sweep};
@@ -21,6 +22,28 @@ pub enum BenchWhat {
     Sweep(SweepArgs),
     /// lwt6 native on one tunnel beside a bare loop that only copies the header template (the physical floor).
     Floor(FloorArgs),
+    /// The routing table at scale: build time, memory per route and lookups per second on one core.
+    Fib(FibArgs),
+}
+
+/// `lwt6 bench fib`.
+#[derive(Debug, Args)]
+pub struct FibArgs {
+    /// IPv6 routes in the table (generated /48s via one gateway).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub routes: usize,
+    /// Every n-th route is seg6 encap with 2 SIDs (0: none).
+    #[arg(long = "seg6-every", default_value_t = 10)]
+    pub seg6_every: usize,
+    /// Destinations looked up per run.
+    #[arg(long, default_value_t = 4_000_000)]
+    pub lookups: usize,
+    /// Runs (median, min and max are reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// JSON output.
+    #[arg(short = 'j', long)]
+    pub json: bool,
 }
 
 /// Settings shared by both subcommands.
@@ -203,10 +226,27 @@ fn command_line() -> String {
 }
 
 /// Runs `lwt6 bench`.
+fn fib(a: FibArgs) -> Result<(), Failure> {
+    let report = bench::fib::run(bench::fib::FibOptions {
+        routes: a.routes,
+        seg6_every: a.seg6_every,
+        lookups: a.lookups,
+        runs: a.runs,
+    })
+    .map_err(|e| super::fail(format!("bench fib: {e}")))?;
+    if a.json {
+        out!("{}", report.json());
+    } else {
+        out!("{}", report.text().trim_end());
+    }
+    Ok(())
+}
+
 pub fn run(args: BenchArgs) -> Result<(), Failure> {
     match args.what {
         BenchWhat::Sweep(a) => sweep(a),
         BenchWhat::Floor(a) => floor(a),
+        BenchWhat::Fib(a) => fib(a),
     }
 }
 

@@ -67,9 +67,15 @@ impl Best {
     }
 
     /// The index of the route's forwarding plan, if it has one.
-    #[inline(always)]
     pub fn plan(&self) -> Option<u32> {
         (self.plan != u32::MAX).then_some(self.plan)
+    }
+
+    /// The index of the route's forwarding plan, or `u32::MAX` (an index no plan has) when it has none: one
+    /// bounds-checked read tells both.
+    #[inline(always)]
+    pub fn plan_or_max(&self) -> u32 {
+        self.plan
     }
 }
 
@@ -150,13 +156,14 @@ impl std::hash::Hasher for FastHasher {
 /// `BuildHasher` of [`FastHasher`].
 pub type FastBuild = std::hash::BuildHasherDefault<FastHasher>;
 
-/// Mask and masked key of one prefix of the linear table, in 64-bit halves.
-#[derive(Debug, Clone, Copy, Default)]
+/// Mask and masked key of one prefix of the linear table, in 64-bit halves, and what the prefix leads to.
+#[derive(Debug, Clone, Copy)]
 struct SmallKey {
     mask_hi: u64,
     key_hi: u64,
     mask_lo: u64,
     key_lo: u64,
+    best: Best,
 }
 
 /// Longest-prefix match by one hash probe per distinct prefix length, longest first (the tables lwt6 is given
@@ -170,8 +177,10 @@ struct LpmIndex {
     /// The same routes as `(length, masked bits, best route)`, longest first, while there are at most
     /// [`LpmIndex::SMALL`] of them: a linear scan of a few entries beats hashing.
     small: Vec<(u8, u128, Best)>,
-    /// Mask and key of every `small` entry, in the same order.
+    /// Mask, key and best route of every `small` entry, in the same order (what the scan reads).
     small_masks: Vec<SmallKey>,
+    /// Address width in bits (128 or 32).
+    width: u8,
     /// Whether every `small` mask has a zero low half (all prefixes of an IPv6 table at most /64 long).
     small_hi_only: bool,
     /// Number of prefixes.
@@ -211,6 +220,12 @@ impl LpmIndex {
             let pos = self.small.partition_point(|e| e.0 >= len);
             self.small.insert(pos, (len, key, best));
         }
+        self.width = width;
+        self.rebuild_small_masks();
+    }
+
+    fn rebuild_small_masks(&mut self) {
+        let width = self.width;
         self.small_masks = self
             .small
             .iter()
@@ -221,6 +236,7 @@ impl LpmIndex {
                     key_hi: (e.1 >> 64) as u64,
                     mask_lo: m as u64,
                     key_lo: e.1 as u64,
+                    best: e.2,
                 }
             })
             .collect();
@@ -234,19 +250,17 @@ impl LpmIndex {
             // only when no prefix is longer than 64 bits (the usual IPv6 table).
             let (hi, lo) = ((bits >> 64) as u64, bits as u64);
             if self.small_hi_only {
-                for (i, m) in self.small_masks.iter().enumerate() {
-                    if (hi ^ m.key_hi) & m.mask_hi == 0 {
-                        return self.small.get(i).map(|e| &e.2);
-                    }
-                }
-                return None;
+                return self
+                    .small_masks
+                    .iter()
+                    .find(|m| (hi ^ m.key_hi) & m.mask_hi == 0)
+                    .map(|m| &m.best);
             }
-            for (i, m) in self.small_masks.iter().enumerate() {
-                if ((hi ^ m.key_hi) & m.mask_hi) | ((lo ^ m.key_lo) & m.mask_lo) == 0 {
-                    return self.small.get(i).map(|e| &e.2);
-                }
-            }
-            return None;
+            return self
+                .small_masks
+                .iter()
+                .find(|m| ((hi ^ m.key_hi) & m.mask_hi) | ((lo ^ m.key_lo) & m.mask_lo) == 0)
+                .map(|m| &m.best);
         }
         self.get_hashed(bits, width)
     }
@@ -258,6 +272,7 @@ impl LpmIndex {
             t.values_mut().for_each(fix);
         }
         self.small.iter_mut().for_each(|e| fix(&mut e.2));
+        self.rebuild_small_masks();
     }
 
     /// The hash-per-length lookup of tables too large for the linear scan (kept out of line so that the scan

@@ -320,7 +320,7 @@ impl Worker {
         let best = fib.best_v6(dst);
         // The route found goes to the general path when the packet cannot be planned.
         let hint = |b: Option<&Best>| Some((dst, b.and_then(|b| fib.route(b.route))));
-        let Some(plan) = best.and_then(Best::plan).and_then(|id| snap.plan(id)) else {
+        let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
         let rpl = match plan.kind {

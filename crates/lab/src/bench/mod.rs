@@ -14,6 +14,7 @@
 //! interleaved run by run so that machine noise hits all of them alike, and reported as median, min and max.
 //! Reallocations per packet come from the router's own counter.
 
+pub mod fib;
 pub mod plot;
 
 use crate::analysis::skb;
