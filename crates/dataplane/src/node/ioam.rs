@@ -1,4 +1,4 @@
-//! IOAM transit processing (behaviour spec §2.4): for each IOAM option of a received Hop-by-Hop header,
+//! IOAM transit processing (docs/references.md §2.4): for each IOAM option of a received Hop-by-Hop header,
 //! in Linux's order of checks, fill this node's data into the pre-allocated trace.
 
 use crate::stats::DropReason;

@@ -1,5 +1,5 @@
 //! RPL Source Routing Header processing at an intermediate node (RFC 6554 §4.2), with Linux's checks
-//! (behaviour spec §3.4), but without Linux's corruption when the recompressed header is shorter.
+//! (docs/references.md §3.4), but without Linux's corruption when the recompressed header is shorter.
 
 use crate::buffer::PacketBuf;
 use crate::stats::DropReason;

@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn prefers_outgoing_interface_then_longest_match() {
-        // The kernel picks the egress-interface address fd00:2::1 for DA fc00::a (oracles.md §1.4).
+        // The kernel picks the egress-interface address fd00:2::1 for DA fc00::a (docs/references.md §1.2).
         let c = vec![(a("fd00:1::2"), false), (a("fd00:2::1"), true)];
         assert_eq!(select(c.into_iter(), &a("fc00::a")), Some(a("fd00:2::1")));
         let c = vec![(a("2001:db8:1::1"), false), (a("2001:db8:2::1"), false)];

@@ -1,4 +1,4 @@
-//! SRH processing at a segment endpoint that has no seg6local route (Linux `ipv6_srh_rcv`, behaviour spec §4
+//! SRH processing at a segment endpoint that has no seg6local route (Linux `ipv6_srh_rcv`, docs/references.md §4
 //! last paragraph): HMAC check, decapsulation at the end of the path, otherwise End (SL−−, DA := next SID).
 
 use crate::buffer::PacketBuf;

@@ -1,5 +1,5 @@
 //! The `ioam6` tunnel: inserts a pre-allocated IOAM trace in a Hop-by-Hop option, inline or in an outer
-//! IPv6 header, for the first K of every N packets (behaviour spec §2.1–§2.3).
+//! IPv6 header, for the first K of every N packets (docs/references.md §2.1–§2.3).
 
 use crate::buffer::PacketBuf;
 use crate::plan::{FRONT, Received, scratch};

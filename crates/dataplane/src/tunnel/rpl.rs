@@ -1,5 +1,5 @@
 //! The `rpl` tunnel: inserts a compressed RPL Source Routing Header (RFC 6554) with Linux's semantics
-//! (behaviour spec §3.3): DA := first segment, the original DA travels as the last address, SL = N.
+//! (docs/references.md §3.3): DA := first segment, the original DA travels as the last address, SL = N.
 
 use crate::buffer::PacketBuf;
 use crate::copy::copy_bytes;
@@ -29,7 +29,7 @@ impl RplTunnel {
     /// Builds the tunnel from its configuration.
     pub fn new(cfg: &RplEncap) -> Self {
         let segs = cfg.segs.clone();
-        // Linux's rule (behaviour spec §3.2), as `rpl::compression` computes it; the last address (the original
+        // Linux's rule (docs/references.md §3.2), as `rpl::compression` computes it; the last address (the original
         // destination) does not take part in CmprI.
         let cmpr_i = match segs.split_first() {
             Some((first, rest)) => {

@@ -1,5 +1,5 @@
 //! The `seg6` tunnel: SRv6 H.Insert (inline), H.Encaps (encap, l2encap) and H.Encaps.Red (encap.red,
-//! l2encap.red), built byte for byte as Linux `seg6_iptunnel.c` does (behaviour spec §1.1–§1.6).
+//! l2encap.red), built byte for byte as Linux `seg6_iptunnel.c` does (docs/references.md §1.1–§1.6).
 
 use crate::buffer::PacketBuf;
 use crate::plan::{FRONT, Received, patch_inserting_header, scratch};
@@ -96,7 +96,7 @@ impl Seg6Tunnel {
         }
     }
 
-    /// Linux's `lwt->headroom` for this route (behaviour spec §1.1): `(hdrlen+1)*8`, plus 40 for encap and
+    /// Linux's `lwt->headroom` for this route (docs/references.md §1.7): `(hdrlen+1)*8`, plus 40 for encap and
     /// encap.red (the unreduced SRH: an overestimate by 16 bytes for encap.red), 0 for the L2 modes.
     pub fn linux_headroom(&self) -> usize {
         match self.mode {
@@ -293,7 +293,7 @@ fn sign(
     Ok(())
 }
 
-/// The reduced SRH of H.Encaps.Red as Linux builds it (behaviour spec §1.4, ENCAP_RED): with Last Entry F > 0
+/// The reduced SRH of H.Encaps.Red as Linux builds it (docs/references.md §1.4, ENCAP_RED): with Last Entry F > 0
 /// drop Segment List[F] (it travels only in the DA), Last Entry := F-1, Segments Left unchanged, TLVs kept;
 /// with F == 0 and no HMAC there is no SRH at all; with F == 0 and HMAC the full SRH is kept.
 fn reduce(full: &SrhRepr) -> Vec<u8> {
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn overheads_match_linux_arithmetic() {
-        // behaviour spec §5.2: encap O = 48 + 16n, encap.red O = 32 + 16n (n >= 2), inline O = 24 + 16n.
+        // docs/references.md §5.2: encap O = 48 + 16n, encap.red O = 32 + 16n (n >= 2), inline O = 24 + 16n.
         for n in [2usize, 3, 7, 13, 17] {
             assert_eq!(t(Seg6Mode::Encap, n, None).overhead(), 48 + 16 * n);
             assert_eq!(t(Seg6Mode::EncapRed, n, None).overhead(), 32 + 16 * n);
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(t(Seg6Mode::EncapRed, 1, None).overhead(), 40);
         // ... unless it carries an HMAC: full SRH (8 + 16 + 40).
         assert_eq!(t(Seg6Mode::EncapRed, 1, Some(7)).overhead(), 40 + 64);
-        // Linux MTU headroom (behaviour spec §1.7): encap 2 SIDs 80, encap.red 2 SIDs also 80, inline 2 SIDs 56, l2 0.
+        // Linux MTU headroom (docs/references.md §1.7): encap 2 SIDs 80, encap.red 2 SIDs also 80, inline 2 SIDs 56, l2 0.
         assert_eq!(t(Seg6Mode::Encap, 2, None).linux_headroom(), 80);
         assert_eq!(t(Seg6Mode::EncapRed, 2, None).linux_headroom(), 80);
         assert_eq!(t(Seg6Mode::Inline, 2, None).linux_headroom(), 56);
@@ -368,7 +368,7 @@ mod tests {
 
     #[test]
     fn encap_red_three_sids_matches_kernel() {
-        // Kernel bytes (behaviour spec §1.4): 3 SIDs -> `29 04 04 02 01 ...`, list [fc00::3, fc00::2].
+        // Kernel bytes (docs/references.md §1.4): 3 SIDs -> `29 04 04 02 01 ...`, list [fc00::3, fc00::2].
         let tun = t(Seg6Mode::EncapRed, 3, None);
         let w = tun.wire_srh();
         assert_eq!(&w[1..5], &[0x04, 0x04, 0x02, 0x01]);
