@@ -4,6 +4,7 @@
 //! data path takes one snapshot per batch and borrows it for every packet of the batch: no reference count is
 //! touched per packet (the "noref" idea of the 2026 kernel patch set, done by construction).
 
+use crate::lpm::StrideTrie;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use prefix_trie::PrefixMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -55,10 +56,15 @@ pub struct Best {
     /// The route.
     pub route: RouteId,
     /// Its plan, `u32::MAX` for none.
-    plan: u32,
+    pub(crate) plan: u32,
 }
 
 impl Best {
+    /// An entry from its two fields as stored (`plan` `u32::MAX`: none).
+    pub const fn raw(route: RouteId, plan: u32) -> Best {
+        Best { route, plan }
+    }
+
     fn of(route: RouteId, plan: Option<u32>) -> Best {
         Best {
             route,
@@ -166,16 +172,12 @@ struct SmallKey {
     best: Best,
 }
 
-/// Longest-prefix match by one hash probe per distinct prefix length, longest first (the tables lwt6 is given
-/// have a handful of lengths). Holds a copy of the best route of every prefix; kept in step by [`Fib::insert`].
+/// Longest-prefix match over the best route of every prefix, kept in step by [`Fib::insert`]: a linear scan while
+/// there are at most [`LpmIndex::SMALL`] prefixes (a scan of a few entries beats any structure), a
+/// [`StrideTrie`] beyond.
 #[derive(Debug, Clone, Default)]
 struct LpmIndex {
-    /// Distinct prefix lengths present, longest first.
-    lens: Vec<u8>,
-    /// Per prefix length (index = length): masked address bits → best route.
-    tables: Vec<std::collections::HashMap<u128, Best, FastBuild>>,
-    /// The same routes as `(length, masked bits, best route)`, longest first, while there are at most
-    /// [`LpmIndex::SMALL`] of them: a linear scan of a few entries beats hashing.
+    /// `(length, masked bits, best route)`, longest first, while there are at most [`LpmIndex::SMALL`] prefixes.
     small: Vec<(u8, u128, Best)>,
     /// Mask, key and best route of every `small` entry, in the same order (what the scan reads).
     small_masks: Vec<SmallKey>,
@@ -183,6 +185,8 @@ struct LpmIndex {
     width: u8,
     /// Whether every `small` mask has a zero low half (all prefixes of an IPv6 table at most /64 long).
     small_hi_only: bool,
+    /// The trie, once there are more prefixes than the scan serves (addresses left-aligned).
+    trie: Option<Box<StrideTrie>>,
     /// Number of prefixes.
     count: usize,
 }
@@ -201,26 +205,34 @@ impl LpmIndex {
         }
     }
 
-    fn set(&mut self, bits: u128, len: u8, width: u8, best: Best) {
-        if self.tables.len() <= len as usize {
-            self.tables.resize_with(len as usize + 1, Default::default);
-        }
+    /// Sets the best route of prefix `bits`/`len` (`new`: the prefix was not in the table before).
+    fn set(&mut self, bits: u128, len: u8, width: u8, best: Best, new: bool) {
+        self.width = width;
         let key = Self::mask(bits, len, width);
-        if self.tables[len as usize].insert(key, best).is_none() {
+        if new {
             self.count += 1;
         }
-        if let Err(pos) = self.lens.binary_search_by(|x| len.cmp(x)) {
-            self.lens.insert(pos, len);
+        if let Some(t) = &mut self.trie {
+            t.insert(key << (128 - u32::from(width)), len, best);
+            return;
         }
-        if self.count > Self::SMALL {
-            self.small = Vec::new();
-        } else if let Some(e) = self.small.iter_mut().find(|e| e.0 == len && e.1 == key) {
+        if let Some(e) = self.small.iter_mut().find(|e| e.0 == len && e.1 == key) {
             e.2 = best;
         } else {
             let pos = self.small.partition_point(|e| e.0 >= len);
             self.small.insert(pos, (len, key, best));
         }
-        self.width = width;
+        if self.count > Self::SMALL {
+            // Longest first: every prefix is inserted over the shorter ones, as the trie requires of nothing, but
+            // it makes the order irrelevant to the reader.
+            let mut t = Box::<StrideTrie>::default();
+            for (l, k, b) in std::mem::take(&mut self.small) {
+                t.insert(k << (128 - u32::from(width)), l, b);
+            }
+            self.trie = Some(t);
+            self.small_masks.clear();
+            return;
+        }
         self.rebuild_small_masks();
     }
 
@@ -262,26 +274,24 @@ impl LpmIndex {
                 .find(|m| ((hi ^ m.key_hi) & m.mask_hi) | ((lo ^ m.key_lo) & m.mask_lo) == 0)
                 .map(|m| &m.best);
         }
-        self.get_hashed(bits, width)
+        self.get_trie(bits, width)
     }
 
     /// Updates every entry's plan from its route.
     fn refresh_plans(&mut self, routes: &[RouteEntry]) {
-        let fix = |b: &mut Best| *b = Best::of(b.route, routes[b.route as usize].plan);
-        for t in &mut self.tables {
-            t.values_mut().for_each(fix);
+        let fix = |b: Best| Best::of(b.route, routes[b.route as usize].plan);
+        if let Some(t) = &mut self.trie {
+            t.map_leaves(fix);
         }
-        self.small.iter_mut().for_each(|e| fix(&mut e.2));
+        self.small.iter_mut().for_each(|e| e.2 = fix(e.2));
         self.rebuild_small_masks();
     }
 
-    /// The hash-per-length lookup of tables too large for the linear scan (kept out of line so that the scan
-    /// inlines into the data path).
+    /// The trie lookup of tables too large for the linear scan (kept out of line so that the scan inlines into
+    /// the data path).
     #[inline(never)]
-    fn get_hashed(&self, bits: u128, width: u8) -> Option<&Best> {
-        self.lens
-            .iter()
-            .find_map(|&len| self.tables[len as usize].get(&Self::mask(bits, len, width)))
+    fn get_trie(&self, bits: u128, width: u8) -> Option<&Best> {
+        self.trie.as_ref()?.get(bits << (128 - u32::from(width)))
     }
 }
 
@@ -309,17 +319,18 @@ impl Fib {
 
     /// Adds a route; routes for the same prefix are kept sorted by metric.
     pub fn insert(&mut self, r: RouteEntry) {
+        /// Adds `id` to its prefix's set; returns the prefix's best route and whether the prefix is new.
         fn add<P: prefix_trie::Prefix>(
             map: &mut PrefixMap<P, RouteSet>,
             routes: &[RouteEntry],
             p: P,
             id: RouteId,
-        ) -> RouteId {
+        ) -> (RouteId, bool) {
             let metric = routes[id as usize].metric;
             match map.get_mut(&p) {
                 None => {
                     map.insert(p, RouteSet::One(id));
-                    id
+                    (id, true)
                 }
                 Some(set) => {
                     let mut v = set.ids().to_vec();
@@ -327,7 +338,7 @@ impl Fib {
                     v.insert(pos, id);
                     let best = v[0];
                     *set = RouteSet::Many(v);
-                    best
+                    (best, false)
                 }
             }
         }
@@ -336,16 +347,21 @@ impl Fib {
         self.routes.push(RouteEntry { prefix, ..r });
         match prefix {
             IpNet::V6(p) => {
-                let best = add(&mut self.v6, &self.routes, p, id);
+                let (best, new) = add(&mut self.v6, &self.routes, p, id);
                 let best = Best::of(best, self.routes[best as usize].plan);
                 self.fast6
-                    .set(u128::from(p.addr()), p.prefix_len(), 128, best);
+                    .set(u128::from(p.addr()), p.prefix_len(), 128, best, new);
             }
             IpNet::V4(p) => {
-                let best = add(&mut self.v4, &self.routes, p, id);
+                let (best, new) = add(&mut self.v4, &self.routes, p, id);
                 let best = Best::of(best, self.routes[best as usize].plan);
-                self.fast4
-                    .set(u128::from(u32::from(p.addr())), p.prefix_len(), 32, best);
+                self.fast4.set(
+                    u128::from(u32::from(p.addr())),
+                    p.prefix_len(),
+                    32,
+                    best,
+                    new,
+                );
             }
         }
     }
