@@ -90,7 +90,7 @@ fn tiny_audit_agrees_and_cleans_up() {
         assert_eq!(r["ingress"], "plain");
         assert_eq!(r["rx_headroom"], 16);
         assert_eq!(r["verdict"], "agree", "{r}");
-        // oracles §6.4: seg6 encap reallocates exactly once per forwarded packet on this sender.
+        // docs/references.md §5.3: seg6 encap reallocates exactly once per forwarded packet on this sender.
         let m = r["net_per_packet"].as_f64().unwrap();
         assert!((m - 1.0).abs() < 0.05, "measured {m}");
         assert_eq!(r["counters"]["router_in"], 200);

@@ -1,5 +1,5 @@
 //! Smoke test of the sweep harness: a tiny sweep through the real pipeline, checking reallocation counts only
-//! (never timings). Expected values are the closed form of behaviour spec §5.2 worked by hand:
+//! (never timings). Expected values are the closed form of docs/references.md §5.2 worked by hand:
 //! - seg6 encap, n SIDs: O = 48 + 16n. i40e: H0 = 192 + 14 = 206, m = 14, L = 16, P = 64.
 //!   n = 13: O = 256, d = O + m − H0 = 64 > 0 and (−64) mod 64 = 0 < L − m = 2 → two reallocations.
 //!   n = 12: O = 240, d = 48, (−48) mod 64 = 16 ≥ 2 → one reallocation.

@@ -1,10 +1,10 @@
 //! End-to-end golden tests: lwt6 output compared with frames the Linux 6.18 kernel produced for the same input
-//! and configuration (captured by the oracle scripts, `tests/data/srh_kernel.pcap`; see oracles.md §1.2-1.4).
+//! and configuration (captured by the oracle scripts, `tests/data/srh_kernel.pcap`; see docs/references.md §1.4).
 //!
 //! The capture holds, in order, the kernel's output for modes inline, encap, l2encap, encap.red, l2encap.red with
 //! `segs fc00::a,fc00::b,fc00::c`, then `encap segs fc00::a,fc00::b hmac 42` (sha256, secret "mysecret").
-//! The input frame is not in the capture, but the kernel's l2encap output carries it verbatim (behaviour spec
-//! §1.4: "inner Ethernet frame carried intact"), so it is recovered from there.
+//! The input frame is not in the capture, but the kernel's l2encap output carries it verbatim
+//! (docs/references.md §1.4: the inner Ethernet frame is carried intact), so it is recovered from there.
 
 use lwt6::config::*;
 use lwt6::io::pcap;
@@ -243,7 +243,7 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
     );
 }
 
-/// The Linux buffer strategies reproduce the double reallocation with i40e's headroom (behaviour spec §5.2):
+/// The Linux buffer strategies reproduce the double reallocation with i40e's headroom (docs/references.md §5.2):
 /// H0 = 206 at the IPv6 header, i.e. 192 in front of the Ethernet header. seg6 encap with 13 SIDs (O = 256)
 /// reallocates twice before the fix and once after; 12 SIDs (O = 240) once in both; lwt6 never.
 #[test]

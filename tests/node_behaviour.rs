@@ -1,5 +1,5 @@
-//! Router behaviours checked against hand-derived expectations from the behaviour spec (and, for the SRH
-//! endpoint, the kernel observation in oracles.md §1.6 "Transit SRH to a local address").
+//! Router behaviours checked against expectations hand-derived from the kernel facts in docs/references.md (and,
+//! for the SRH endpoint, the kernel observation of its §4, an SRH addressed to a local address).
 
 use lwt6::config;
 use lwt6::router::Router;
@@ -116,7 +116,7 @@ fn srh(segs: &[&str], sl: u8, nh: u8) -> Vec<u8> {
 
 #[test]
 fn srh_endpoint_advances_when_seg6_enabled() {
-    // oracles.md §1.6: DA fd00:1::2 (local) with SRH [fd00:2::2, fd00:1::2] SL 1 → forwarded, SL 0, DA fd00:2::2.
+    // docs/references.md §4: DA fd00:1::2 (local) with SRH [fd00:2::2, fd00:1::2] SL 1 → forwarded, SL 0, DA fd00:2::2.
     let f = frame(
         "fd00:1::2",
         43,

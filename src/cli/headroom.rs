@@ -43,7 +43,7 @@ named; values depend on the cache line through NET_SKB_PAD / SKB_DATA_ALIGN):
                   torvalds/linux drivers/net/virtio_net.c (receive_small); mergeable buffers vary
   virtio-net-xdp  + XDP_PACKET_HEADROOM -> 346 (64 B)
   veth-afpacket   AF_PACKET SOCK_RAW sender on veth: LL_RESERVED_SPACE 16 - 14 -> 16; matches the measured
-                  1 realloc/packet (encap/inline/encap.red, 3 SIDs) and 2 (l2encap), oracles.md section 6.4";
+                  1 realloc/packet (encap/inline/encap.red, 3 SIDs) and 2 (l2encap), docs/references.md §5.3";
 
 /// Arguments of `lwt6 headroom`.
 #[derive(Debug, Args)]

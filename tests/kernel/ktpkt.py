@@ -123,7 +123,7 @@ def nodelen_of(ttype):
 
 
 def ioam_hbh(ns, ttype, remlen, nodelen=None, flags=0, nh=17, fill=b""):
-    """HbH with PadN(0) + IOAM pre-allocated trace option (layout of oracles.md §2), data zeroed.
+    """HbH with PadN(0) + IOAM pre-allocated trace option (layout of docs/references.md §2.4), data zeroed.
 
     remlen in words. When 16 + 4*remlen is not a multiple of 8, a trailing PadN(2) is added.
     `fill` (bytes) is written at the end of the data area (already-filled nodes), if given.

@@ -1,4 +1,4 @@
-"""The test topologies (oracles.md §1.1 plus a chain for RPL) and their router descriptions."""
+"""The test topologies (docs/references.md §6 plus a chain for RPL) and their router descriptions."""
 from ktconf import KernelRouter
 from ktnet import Topo, NetnsError
 from ktpkt import MAC_S0, MAC_R0, MAC_R1, MAC_D0
@@ -21,7 +21,7 @@ RTR_BASE = [
 
 
 class Topo3:
-    """sndr[s0] -- [r0]rtr[r1] -- [d0]rcvr with the fixed MACs / addresses of oracles.md §1.1."""
+    """sndr[s0] -- [r0]rtr[r1] -- [d0]rcvr with the fixed MACs / addresses of docs/references.md §6."""
 
     def __init__(self):
         t = self.topo = Topo(["sndr", "rtr", "rcvr"])
@@ -52,7 +52,7 @@ class Topo3:
 #   fd00:ff::N      (all addresses share 15 bytes: CmprI = CmprE = 15)
 #   fd00:ff:N::1    (all addresses share 5 bytes:  CmprI = 5)
 # Node numbers: k1=1, k2=2, k3=3, rcvr=9. Sizes never shrink along the path, so the kernel's
-# RPL recompression stays correct (oracles.md §3).
+# RPL recompression stays correct (docs/references.md §3.4).
 CHAIN_NODES = [("k1", 1), ("k2", 2), ("k3", 3)]
 
 

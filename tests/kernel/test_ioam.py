@@ -103,7 +103,7 @@ def kernel_transit(topo3, case):
 
 @pytest.mark.parametrize("case", TCASES, ids=lambda c: c.id)
 def test_kernel_ioam_transit(topo3, case):
-    """The kernel half alone, checked against oracles.md §2 / linux-lwt-behaviour.md §2.4."""
+    """The kernel half alone, checked against docs/references.md §2.4."""
     out, ins = kernel_transit(topo3, case), case.frames()
     if case.expect == "drop":
         assert out == []

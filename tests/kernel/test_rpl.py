@@ -1,6 +1,6 @@
 """RPL (RFC 6554): (a) kernel nodes forward lwt6-inserted headers across a chain,
 (b) kernel vs lwt6 as RPL intermediate node, byte for byte (maximally compressed inputs only,
-where the kernel is correct: oracles.md §3)."""
+where the kernel is correct: docs/references.md §3.4)."""
 import pytest
 
 from kttopo import RTR_BASE, chain_addrs
@@ -31,7 +31,7 @@ def inserter_config(chain):
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v[0])
 def test_kernel_rpl_chain(chain, variant):
-    """Kernel half alone: a header shaped like lwt6's insertion (RFC 6554 + linux-lwt-behaviour.md
+    """Kernel half alone: a header shaped like lwt6's insertion (RFC 6554 + docs/references.md
     §3.3: DA = first segment, list = other segments + original DA, compressed against the new DA)
     crosses k1..k3 and arrives with DA = original destination and SL = 0."""
     _, v = variant

@@ -89,7 +89,7 @@ def lwt6_config(case):
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.id)
 def test_kernel_seg6(topo3, case):
-    """The kernel half alone: right number of frames and the SRH structure of oracles.md §1.4."""
+    """The kernel half alone: right number of frames and the SRH structure of docs/references.md §1.4."""
     out = kernel_output(topo3, case)
     ins = case.frames()
     if case.expect_drop():

@@ -2906,7 +2906,7 @@ mod tests {
     #[test]
     fn whole_file() {
         let text = "\
-# Router rtr of oracles.md §1.1
+# Router rtr of the kernel testbed (docs/references.md §6)
 ip link add r0 address 02:00:00:00:01:02
 ip link add r1 address 02:00:00:00:02:01 mtu 1500
 ip -6 addr add fd00:1::2/64 dev r0

@@ -740,8 +740,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Kernel-generated capture copied from `/work/shared/reference/oracle-scripts/pcaps/srh_kernel.pcap`
-    /// (made by `mkpcaps.py`, see oracles.md §4).
+    /// Kernel-generated capture copied from `a capture the Linux kernel made (docs/references.md §6)`
+    /// (docs/references.md §1.4).
     const SRH_KERNEL: &[u8] = include_bytes!("../../../tests/data/srh_kernel.pcap");
 
     fn frame(ts_ns: u64, data: &[u8], orig_len: u32, linktype: u16) -> CapturedFrame {

@@ -87,7 +87,7 @@ mod tests {
         assert_eq!(combine(0x8000, 0x8000), 0x0001);
     }
 
-    /// The inner UDP datagram of the kernel-captured `encap` frame (oracles.md §1.4, srh_kernel.pcap
+    /// The inner UDP datagram of the kernel-captured `encap` frame (docs/references.md §1.4, srh_kernel.pcap
     /// frame 2, bytes 0x6e..0xa3): its UDP checksum 0x14a0 was computed by the sender (scapy), so
     /// verifying it exercises the pseudo-header against an independent implementation.
     #[test]

@@ -111,7 +111,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// First 14 bytes of the kernel-captured `encap` output frame (oracles.md §1.4):
+    /// First 14 bytes of the kernel-captured `encap` output frame (docs/references.md §1.4):
     /// dst 02:00:00:00:02:02, src 02:00:00:00:02:01, EtherType 0x86dd.
     const ENCAP_HDR: [u8; 14] = [
         0x02, 0x00, 0x00, 0x00, 0x02, 0x02, 0x02, 0x00, 0x00, 0x00, 0x02, 0x01, 0x86, 0xdd,
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(out, ENCAP_HDR);
     }
 
-    /// The 67-byte input frame's header (oracles.md §1.3): 02:00:00:00:01:02 <- 02:00:00:00:01:01.
+    /// The 67-byte input frame's header (docs/references.md §6): 02:00:00:00:01:02 <- 02:00:00:00:01:01.
     #[test]
     fn parse_input_frame_header() {
         let hdr = [

@@ -173,7 +173,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The IPv6 packet of the kernel-captured `encap` frame (oracles.md §1.4, srh_kernel.pcap frame 2,
+    /// The IPv6 packet of the kernel-captured `encap` frame (docs/references.md §1.4, srh_kernel.pcap frame 2,
     /// Ethernet header stripped): outer nh 43, SRH (nh 41, hdrlen 6, type 4) = 56 bytes, then the
     /// 53-byte inner IPv6/UDP packet.
     fn encap_packet() -> Vec<u8> {
@@ -198,7 +198,7 @@ mod tests {
         v
     }
 
-    /// ioam_kernel.pcap frame 1 (oracles.md §4), Ethernet stripped: nh 0, HBH (nh 17, hdrlen 4 = 40
+    /// ioam_kernel.pcap frame 1 (docs/references.md §1.4), Ethernet stripped: nh 0, HBH (nh 17, hdrlen 4 = 40
     /// bytes: PadN(0) + IOAM option 0x31 len 34), then UDP 1111 -> 2222 "IOAMPKT".
     fn ioam_packet() -> Vec<u8> {
         let mut v = vec![

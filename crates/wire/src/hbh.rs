@@ -132,7 +132,7 @@ mod tests {
             .collect()
     }
 
-    /// The HBH header of ioam_kernel.pcap frame 1 (oracles.md §2/§4): nh 17, hdrlen 4 (40 bytes),
+    /// The HBH header of ioam_kernel.pcap frame 1 (docs/references.md §2.4): nh 17, hdrlen 4 (40 bytes),
     /// PadN with 0 data bytes, then IOAM (0x31) with 34 data bytes (2 + 2 + 36 = 40).
     #[test]
     fn kernel_ioam_header() {

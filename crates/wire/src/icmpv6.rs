@@ -166,7 +166,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The 53-byte IPv6/UDP input packet of oracles.md §1.3, as carried inside the kernel-captured
+    /// The 53-byte IPv6/UDP input packet of docs/references.md §6, as carried inside the kernel-captured
     /// `encap` frame (srh_kernel.pcap frame 2, bytes 0x6e..0xa3).
     const INPUT: [u8; 53] = [
         0x6b, 0x81, 0x23, 0x45, 0x00, 0x0d, 0x11, 0x40, 0xfd, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0,

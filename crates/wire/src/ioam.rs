@@ -1,5 +1,5 @@
 //! IOAM pre-allocated trace option (RFC 9197 §4.4) carried in a Hop-by-Hop option (RFC 9486 §3),
-//! in the layout Linux builds (behaviour spec §2.1) and fills (§2.4).
+//! in the layout Linux builds (docs/references.md §2.1) and fills (§2.4).
 //!
 //! ```text
 //! HBH option (offsets from the option's type byte):
@@ -115,7 +115,7 @@ pub fn node_len_for_type(trace_type: u32) -> u8 {
         as u8
 }
 
-/// Linux LWT validation of a user trace header (behaviour spec §2.2): Err(reason) when type == 0,
+/// Linux LWT validation of a user trace header (docs/references.md §2.2): Err(reason) when type == 0,
 /// remaining_len == 0, remaining_len > 61, or any of bits 12-21 / 23 set.
 /// A trace type wider than 24 bits (not representable on the wire) is refused too.
 pub fn validate_lwt(hdr: &TraceHeader) -> core::result::Result<(), &'static str> {
@@ -143,7 +143,7 @@ pub fn lwt_hbh_len(remaining_len: u8) -> usize {
     16 + (4 * usize::from(remaining_len)).next_multiple_of(8)
 }
 
-/// Writes the Hop-by-Hop header of behaviour spec §2.1 into `out[..lwt_hbh_len]`: next header, hdrlen,
+/// Writes the Hop-by-Hop header of docs/references.md §2.1 into `out[..lwt_hbh_len]`: next header, hdrlen,
 /// PadN(0) `01 00`, option 0x31 with length 10 + 4*remlen, reserved, option-type 0, the trace header
 /// (NodeLen overwritten with [`node_len_for_type`]), zeroed data, and `01 02 00 00` when remlen is odd.
 /// Returns the number of bytes written (`lwt_hbh_len(remlen)`).
@@ -277,7 +277,7 @@ fn with_remaining_len(byte3: u8, remlen: u8) -> u8 {
     (byte3 & 0x80) | (remlen & 0x7f)
 }
 
-/// The values a node writes into its block (behaviour spec §2.4 table). The caller resolves every
+/// The values a node writes into its block (docs/references.md §2.4 table). The caller resolves every
 /// "unavailable" rule (no ingress device, loopback egress, ...) before filling this in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NodeData<'a> {
@@ -708,14 +708,14 @@ mod tests {
         }
     }
 
-    /// oracles.md §2, BEFORE (kernel transit oracle input; also "the same layout Linux uses itself").
+    /// docs/references.md §2.4, BEFORE (kernel transit oracle input; also "the same layout Linux uses itself").
     const ORACLE_BEFORE: &str = "11 04 01 00 31 22 00 00 00 7b 18 06 c4 00 00 00
         00000000 00000000 00000000 00000000 00000000 00000000";
-    /// oracles.md §2, AFTER (captured after the kernel router's transit fill).
+    /// docs/references.md §2.4, AFTER (captured after the kernel router's transit fill).
     const ORACLE_AFTER: &str = "11 04 01 00 31 22 00 00 00 7b 18 03 c4 00 00 00
         00000000 00000000 00000000 3f111111 0a0a0c0c deadbeef";
 
-    /// The router configuration of oracles.md §2 (node id 0x111111, r0 if-id 0x0a0a, r1 0x0c0c,
+    /// The router configuration of docs/references.md §2.4 (node id 0x111111, r0 if-id 0x0a0a, r1 0x0c0c,
     /// wide ids 0x22222222222222 / 0x0b0b0b0b / 0x0d0d0d0d, ns 123 data 0xdeadbeef wide
     /// 0xcafec0dedeadbeef), received hop limit 64 -> recorded 63.
     fn oracle_node<'a>() -> NodeData<'a> {
@@ -735,7 +735,7 @@ mod tests {
 
     #[test]
     fn fill_from_template_writes_what_the_kernel_writes_without_reading_the_packet() {
-        // The kernel oracle (oracles.md §2): BEFORE is the template and the packet holds a copy of it; the result
+        // The kernel oracle (docs/references.md §2.4): BEFORE is the template and the packet holds a copy of it; the result
         // must be the kernel's AFTER even if the packet's copy of the header bytes differs (only the template is
         // read).
         let before = hex(ORACLE_BEFORE);
@@ -786,7 +786,7 @@ mod tests {
                 trace_type: 0xc40000
             }
         );
-        // Overflow set: `1c 00` (oracles.md §2).
+        // Overflow set: `1c 00` (docs/references.md §2.4).
         let h = TraceHeader::parse(&hex("007b1c00c4000000")).unwrap();
         assert_eq!(
             (h.node_len, h.flags, h.remaining_len),
@@ -820,7 +820,7 @@ mod tests {
     #[test]
     fn node_len_formula() {
         assert_eq!(node_len_for_type(0xfff002), 15); // spec §2.4 verified fill
-        assert_eq!(node_len_for_type(0xc40000), 3); // oracles.md §2
+        assert_eq!(node_len_for_type(0xc40000), 3); // docs/references.md §2.4
         assert_eq!(node_len_for_type(0x00e000), 6); // wide bits 8,9,10: 2 words each
         assert_eq!(node_len_for_type(0x800000), 1);
         assert_eq!(node_len_for_type(BIT_OPAQUE), 0);
@@ -981,7 +981,7 @@ mod tests {
 
     #[test]
     fn oracle_wide_bits() {
-        // oracles.md §2: wide bits 8,9,10 -> `3f 22 22 22 22 22 22 22 | 0b 0b 0b 0b 0d 0d 0d 0d |
+        // docs/references.md §2.4: wide bits 8,9,10 -> `3f 22 22 22 22 22 22 22 | 0b 0b 0b 0b 0d 0d 0d 0d |
         // ca fe c0 de de ad be ef`.
         let mut out = [0u8; 24];
         write_node(&mut out, 0x00e000, &oracle_node());
@@ -993,7 +993,7 @@ mod tests {
 
     #[test]
     fn oracle_opaque_with_schema() {
-        // oracles.md §2: bit 0 + bit 22 with schema 7 "ABCDEFGH" ->
+        // docs/references.md §2.4: bit 0 + bit 22 with schema 7 "ABCDEFGH" ->
         // `3f 11 11 11 02 00 00 07 41 42 43 44 45 46 47 48`.
         let n = NodeData {
             schema: Some((7, b"ABCDEFGH")),
@@ -1016,7 +1016,7 @@ mod tests {
 
     #[test]
     fn oracle_overflow_flag() {
-        // oracles.md §2: RemLen 0 < NodeLen -> `18 00` becomes `1c 00`, no data written.
+        // docs/references.md §2.4: RemLen 0 < NodeLen -> `18 00` becomes `1c 00`, no data written.
         let before = hex("31 0a 00 00 00 7b 18 00 c4 00 00 00");
         let mut pkt = before.clone();
         let mut opt = TraceOption::new_checked(&mut pkt[..]).unwrap();

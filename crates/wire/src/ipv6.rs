@@ -214,7 +214,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The outer IPv6 header of the kernel-captured `encap` frame (oracles.md §1.4, bytes 0x0e..0x36):
+    /// The outer IPv6 header of the kernel-captured `encap` frame (docs/references.md §1.4, bytes 0x0e..0x36):
     /// tc 0xb8, flow 0x12345, plen 109, nh 43, hlim 63, src fd00:2::1, dst fc00::a.
     const ENCAP_OUTER: [u8; 40] = [
         0x6b, 0x81, 0x23, 0x45, 0x00, 0x6d, 0x2b, 0x3f, // ver/tc/flow, plen, nh, hlim
@@ -247,7 +247,7 @@ mod tests {
         assert_eq!(out, ENCAP_OUTER);
     }
 
-    /// The input packet of oracles.md §1.3: `6b 81 23 45 00 0d 11 40 fd 00 ...`, i.e. tc 0xb8,
+    /// The input packet of docs/references.md §6: `6b 81 23 45 00 0d 11 40 fd 00 ...`, i.e. tc 0xb8,
     /// flow 0x12345, plen 13, nh 17 (UDP), hlim 64, src fd00:1::1, dst fd00:99::1.
     #[test]
     fn setters_build_input_header() {

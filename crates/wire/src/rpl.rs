@@ -147,7 +147,7 @@ fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> usize {
         .count()
 }
 
-/// (CmprI, CmprE) Linux chooses for `addrs` (n+1 addresses, n >= 0) against `daddr` (behaviour spec §3.2):
+/// (CmprI, CmprE) Linux chooses for `addrs` (n+1 addresses, n >= 0) against `daddr` (docs/references.md §3.2):
 /// CmprI = common prefix of daddr with ALL of addrs[0..n] (15 when n == 0 or all 16 bytes match);
 /// CmprE = common prefix of daddr and addrs\[n\], capped at 15.
 /// An empty `addrs` gives (15, 15).
@@ -267,7 +267,7 @@ mod tests {
         Ok(out[..n].to_vec())
     }
 
-    /// One step of Linux receive processing (behaviour spec §3.4 steps 2, 4, 7) on a header addressed to `da`:
+    /// One step of Linux receive processing (docs/references.md §3.4 steps 2, 4, 7) on a header addressed to `da`:
     /// returns the new DA and the recompressed header.
     fn receive_step(rh: &[u8], da: &Ipv6Addr) -> (Ipv6Addr, Vec<u8>) {
         let h = Header::new_checked(rh).unwrap();
@@ -280,7 +280,7 @@ mod tests {
         (new_da, compress(h.next_header(), sl, &addrs, &new_da))
     }
 
-    // Kernel frames from oracle-scripts/pcaps/rpl.pcap (oracles.md §3), RH bytes only; nh 0x11 = UDP.
+    // Kernel frames captured from Linux 6.18 (docs/references.md §3.4), RH bytes only; nh 0x11 = UDP.
     /// Sent to fd00:2::1: [fd00:2::5, fd00:2::2], SL 2, CmprI = CmprE = 15, Pad 6.
     const SENT_2ADDR: [u8; 16] = [
         0x11, 0x01, 0x03, 0x02, 0xff, 0x60, 0, 0, 0x05, 0x02, 0, 0, 0, 0, 0, 0,
@@ -293,7 +293,7 @@ mod tests {
     const SENT_CMPR8: [u8; 16] = [
         0x11, 0x01, 0x03, 0x01, 0x88, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02,
     ];
-    /// Forwarded by the kernel with DA fd00:2::2: [fd00:2::1], SL 0 (also quoted in oracles.md §3).
+    /// Forwarded by the kernel with DA fd00:2::2: [fd00:2::1], SL 0 (also quoted in docs/references.md §3.4).
     const RECV_1ADDR: [u8; 16] = [
         0x11, 0x01, 0x03, 0x00, 0xff, 0x70, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
     ];

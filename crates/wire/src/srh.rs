@@ -143,7 +143,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
 }
 
-/// Linux `seg6_validate_srh(srh, len, reduced)` on exactly `srh.len()` bytes (§1.1 of the behaviour spec):
+/// Linux `seg6_validate_srh(srh, len, reduced)` on exactly `srh.len()` bytes (docs/references.md §1.1):
 /// type 4; `(hdrlen+1)*8 == len`; unless `reduced`, `segments_left <= last_entry`;
 /// `last_entry <= hdrlen/2 - 1`; `segments_left <= last_entry + 1`; trailing bytes are an exact TLV sequence.
 ///
@@ -344,7 +344,7 @@ impl SrhRepr {
             off += t.buffer_len();
         }
     }
-    /// The SRH iproute2 builds for `encap seg6 mode M segs A,B,C [hmac KEYID]` (behaviour spec §1.1):
+    /// The SRH iproute2 builds for `encap seg6 mode M segs A,B,C [hmac KEYID]` (docs/references.md §1.1):
     /// segments reversed; for `inline` an extra `::` slot at index 0; last_entry = segments_left = slots-1;
     /// flags 0 (0x08 with HMAC, plus a zeroed HMAC TLV carrying the key id); tag 0; next_header 0.
     ///
@@ -406,7 +406,7 @@ pub fn hmac_tlv_offset(srh: &[u8]) -> Option<usize> {
     (srh[off] == TLV_HMAC && usize::from(srh[off + 1]) == HMAC_TLV_LEN - 2).then_some(off)
 }
 
-/// Computes the HMAC over `src | last_entry | flags | key_id | segments[0..=last_entry]` (behaviour spec §1.6),
+/// Computes the HMAC over `src | last_entry | flags | key_id | segments[0..=last_entry]` (docs/references.md §1.6),
 /// truncated / zero-padded to 32 bytes. `srh` is the whole header. Fails (Linux -EMSGSIZE) when the text is
 /// 256 bytes or more, i.e. more than 14 segments; fails with [`Error::Truncated`] when `srh` does not hold
 /// the segment list.
@@ -479,7 +479,7 @@ mod tests {
         v
     }
 
-    /// Kernel capture, oracles.md §1.4 / `pcaps/srh_kernel.pcap` frame 2 (`encap`, segs fc00::a,fc00::b,fc00::c).
+    /// Kernel capture, docs/references.md §1.4 / `tests/data/srh_kernel.pcap` frame 2 (`encap`, segs fc00::a,fc00::b,fc00::c).
     fn kernel_encap_abc() -> Vec<u8> {
         with_segments(
             [0x29, 0x06, 0x04, 0x02, 0x02, 0x00, 0x00, 0x00],
@@ -563,15 +563,15 @@ mod tests {
         assert_eq!(b, want);
         assert_eq!(validate(&b, false), Ok(()));
 
-        // And the oracles.md §1.4 capture for fc00::a,fc00::b,fc00::c.
+        // And the docs/references.md §1.4 capture for fc00::a,fc00::b,fc00::c.
         let r = SrhRepr::iproute2(&[a("fc00::a"), a("fc00::b"), a("fc00::c")], false, None);
         let mut b = emit(&r);
         b[0] = 41;
         assert_eq!(b, kernel_encap_abc());
     }
 
-    /// oracles.md §1.4 table "inline (3 segs)": hdrlen 8, SL 3, LE 3, list [fd00:99::1 (original DA), c, b, a],
-    /// SRH nh 17. Bytes from `pcaps/srh_kernel.pcap` frame 1:
+    /// docs/references.md §1.4 table "inline (3 segs)": hdrlen 8, SL 3, LE 3, list [fd00:99::1 (original DA), c, b, a],
+    /// SRH nh 17. Bytes from `tests/data/srh_kernel.pcap` frame 1:
     /// `11 08 04 03 03 00 00 00` + fd00:99::1 + fc00::c + fc00::b + fc00::a.
     #[test]
     fn iproute2_inline_matches_kernel_after_da_fill() {
@@ -602,7 +602,7 @@ mod tests {
         assert_eq!(b, want);
     }
 
-    /// oracles.md §1.4 table: `encap, 1 seg` → hdrlen 2, SL 0, LE 0; `inline, 1 seg` → hdrlen 4, SL 1, LE 1.
+    /// docs/references.md §1.4 table: `encap, 1 seg` → hdrlen 2, SL 0, LE 0; `inline, 1 seg` → hdrlen 4, SL 1, LE 1.
     #[test]
     fn iproute2_one_segment() {
         let e = emit(&SrhRepr::iproute2(&[a("fc00::a")], false, None));
@@ -611,7 +611,7 @@ mod tests {
         assert_eq!(&i[1..5], &[4, 4, 1, 1]);
     }
 
-    /// Kernel capture: `pcaps/srh_kernel.pcap` frame 6, made by oracle-scripts/mkpcaps.py with
+    /// Kernel capture: `tests/data/srh_kernel.pcap` frame 6, made by the kernel with
     /// `echo mysecret | ip sr hmac set 42 sha256` and `encap seg6 mode encap segs fc00::a,fc00::b hmac 42`;
     /// outer source fd00:2::1. (Python check of the HMAC field, matching the capture:
     /// `hmac.new(b'mysecret', src + bytes([1, 8]) + (42).to_bytes(4, 'big') + fc00::b + fc00::a, hashlib.sha256)`.)
@@ -805,13 +805,13 @@ mod tests {
     /// §1.1: `reduced` only drops the `SL <= LE` test; `SL <= LE + 1` still holds.
     #[test]
     fn validate_reduced() {
-        // SL 1, LE 0 (H.Encaps.Red shape, e.g. oracles.md encap.red: SL 2, LE 1).
+        // SL 1, LE 0 (H.Encaps.Red shape, e.g. docs/references.md §1.4, encap.red: SL 2, LE 1).
         let b = with_segments([0, 2, 4, 1, 0, 0, 0, 0], &["fc00::c"]);
         assert!(validate(&b, false).is_err());
         assert_eq!(validate(&b, true), Ok(()));
         let b = with_segments([0, 2, 4, 2, 0, 0, 0, 0], &["fc00::c"]);
         assert!(validate(&b, true).is_err());
-        // oracles.md §1.4 encap.red capture (pcaps/srh_kernel.pcap frame 4).
+        // docs/references.md §1.4 encap.red capture (tests/data/srh_kernel.pcap frame 4).
         let b = with_segments(
             [0x29, 0x04, 0x04, 0x02, 0x01, 0, 0, 0],
             &["fc00::c", "fc00::b"],

@@ -1,5 +1,5 @@
 //! Predicting how many times Linux reallocates a packet's head when a lightweight tunnel adds its headers
-//! (the "double reallocation" of arXiv 2503.14959; behaviour spec §5), before the 2024 fix, after it (warm route
+//! (the "double reallocation" of arXiv 2503.14959; docs/references.md §5), before the 2024 fix, after it (warm route
 //! cache and first packet of a route), and in lwt6.
 //!
 //! The kernel is modelled by simulating, on a headroom counter, the sequence of head-expanding calls each code
@@ -322,7 +322,7 @@ pub fn overhead(s: &Scenario, opts: &Options) -> Result<usize, String> {
         }
         Proto::Rpl => {
             // Linux inserts cfg[1..N-1] followed by the original destination, compressed against cfg[0]
-            // (behaviour spec §3.3). Addresses 0..N-1 are the segments, address N the original destination.
+            // (docs/references.md §3.3). Addresses 0..N-1 are the segments, address N the original destination.
             let n = s.size;
             let daddr = addr(0, opts.rpl_cmpr);
             let addrs: Vec<Ipv6Addr> = (1..=n).map(|k| addr(k, opts.rpl_cmpr)).collect();
@@ -1050,7 +1050,7 @@ mod tests {
         }
 
         /// Ethernet (to r0) + IPv6 fd00:1::1 -> fd00:99::1, hop limit 64, UDP 1111 -> 3333 with 18 bytes of 'X'
-        /// (the oracle's probe frame, oracles.md realloc_count.sh; checksum left 0, never inspected on forwarding).
+        /// (the oracle's probe frame, docs/references.md §5.3; checksum left 0, never inspected on forwarding).
         fn frame() -> Vec<u8> {
             let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
             f.extend_from_slice(&[0x60, 0, 0, 0, 0, 26, 17, 64]);

@@ -10,7 +10,7 @@ use super::skb::{align, net_skb_pad};
 
 /// Ethernet header length (`ETH_HLEN`), pulled by `eth_type_trans` before the stack sees the packet.
 pub const ETH_HLEN: usize = 14;
-/// `sizeof(struct skb_shared_info)` on x86-64 with `MAX_SKB_FRAGS` = 17 (behaviour spec §5.1).
+/// `sizeof(struct skb_shared_info)` on x86-64 with `MAX_SKB_FRAGS` = 17 (docs/references.md §5.1).
 pub const SHINFO_SIZE: usize = 320;
 /// `XDP_PACKET_HEADROOM`.
 pub const XDP_PACKET_HEADROOM: usize = 256;
@@ -151,7 +151,7 @@ pub const PRESETS: &[NicPreset] = &[
                       reserved by packet_snd, minus the 14-byte link header the sender writes",
         source: "packet_snd in torvalds/linux net/packet/af_packet.c (hlen = LL_RESERVED_SPACE(dev), then \
                  skb_reserve(skb, -hard_header_len) for SOCK_RAW); consistent with the measurement in \
-                 shared/reference/oracles.md §6.4 (seg6 encap/inline/encap.red 3 SIDs: 1.0 realloc/packet, \
+                 docs/references.md §5.3 (seg6 encap/inline/encap.red 3 SIDs: 1.0 realloc/packet, \
                  l2encap: 2.0, plain forward: 0)",
         layout: RxLayout::Fixed { before_mac: 2 },
     },

@@ -1,4 +1,4 @@
-//! The Linux skb headroom arithmetic behind the double reallocation (behaviour spec §5.1), as plain functions.
+//! The Linux skb headroom arithmetic behind the double reallocation (docs/references.md §5.1), as plain functions.
 //!
 //! - `NET_SKB_PAD = max(32, L1_CACHE_BYTES)`
 //! - `skb_cow_head(skb, need)`: if `need > headroom`, `pskb_expand_head(skb, ALIGN(need - headroom, NET_SKB_PAD), 0)`,
@@ -117,7 +117,7 @@ mod tests {
     fn primitives_match_the_kernel_definitions() {
         assert_eq!(net_skb_pad(64), 64);
         assert_eq!(net_skb_pad(16), 32);
-        // Ethernet: hard_header_len 14 -> 16; already aligned 16 -> 32 (behaviour spec §5.1).
+        // Ethernet: hard_header_len 14 -> 16; already aligned 16 -> 32 (docs/references.md §5.1).
         assert_eq!(ll_reserved_space(14, 0), 16);
         assert_eq!(ll_reserved_space(16, 0), 32);
         // Worked i40e example (§5.2): headroom 206, O = 256, m = 14: need 270 -> delta 64 -> ALIGN 64.

@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn agreement_within_tolerance() {
-        // oracles §6.4: seg6 encap with 3 segments reallocates once per packet (O = 40 + 8 + 48 = 96).
+        // docs/references.md §5.3: seg6 encap with 3 segments reallocates once per packet (O = 40 + 8 + 48 = 96).
         assert_eq!(verdict(&obs(1.0), Some(&p(1, 96))).0, Verdict::Agree);
         // Two CPUs' cold first packets in a burst of 1000: 1.002 still agrees.
         assert_eq!(verdict(&obs(1.002), Some(&p(1, 96))).0, Verdict::Agree);

@@ -1,5 +1,5 @@
-//! The throw-away three-namespace testbed (oracles §1.1), built and torn down with iproute2, and the
-//! `AF_PACKET` burst sender (oracles §7).
+//! The throw-away three-namespace testbed (docs/references.md §6), built and torn down with iproute2, and the
+//! `AF_PACKET` burst sender (docs/references.md §6).
 //!
 //! ```text
 //! S [l6s0 02:00:00:00:01:01 fd00:1::1] -- [l6r0 02:00:00:00:01:02 fd00:1::2] R

@@ -1,6 +1,6 @@
 //! The bpftrace side of the audit: the script, the process, and the parsing of its `-f json` output.
 //!
-//! kprobes and fentry are unavailable on the target kernels (oracles §6.4), so `pskb_expand_head` is counted
+//! kprobes and fentry are unavailable on the target kernels (docs/references.md §5.3), so `pskb_expand_head` is counted
 //! through its own allocation, seen by tracepoints:
 //! - `kmem:kmalloc` (and `kmem:kmalloc_node` on kernels that still have it) whose `call_site` symbolises to
 //!   `pskb_expand_head`: `kmalloc_reserve` allocates with `kmalloc_node_track_caller`, which reports its
@@ -364,7 +364,7 @@ mod tests {
     fn parses_bpftrace_json() {
         let m = parse_output(SAMPLE).unwrap();
         let (base, l2) = (&m[&22025], &m[&22067]);
-        // oracles §6.4: no reallocation for plain forwarding, two per packet for l2encap.
+        // docs/references.md §5.3: no reallocation for plain forwarding, two per packet for l2encap.
         assert_eq!(base.reallocations(), 0);
         assert_eq!(l2.expand_kmalloc, 200);
         // The small-head allocations are the sender's own __alloc_skb: they must not count.

@@ -25,7 +25,7 @@ use lwt6_dataplane::spec::Seg6Mode;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-/// Bytes i40e leaves in front of the Ethernet header of a received frame (behaviour spec §5.2: 192).
+/// Bytes i40e leaves in front of the Ethernet header of a received frame (docs/references.md §5.2: 192).
 pub const I40E_RX_HEADROOM: usize = 192;
 /// Length of an Ethernet header (Linux `mac_len` after `eth_type_trans`).
 const MAC_LEN: usize = 14;
@@ -166,7 +166,7 @@ impl Family {
         }
     }
 
-    /// Bytes this tunnel adds in front of the L3 header (the `O` of behaviour spec §5.2), computed from the
+    /// Bytes this tunnel adds in front of the L3 header (the `O` of docs/references.md §5.2), computed from the
     /// protocol definitions, independently of the pipeline: seg6 encap `48 + 16n`, encap.red `32 + 16n`
     /// (`40` for one SID), inline `24 + 16n`; IOAM inline `16 + ALIGN(t, 8)`, encap `56 + ALIGN(t, 8)`. `None`
     /// for RPL, whose size depends on address compression.
@@ -751,7 +751,7 @@ pub fn floor(family: Family, size: usize, opts: &Options) -> Result<FloorReport,
     })
 }
 
-/// Reallocations per packet Linux performs before the fix, from the closed form of behaviour spec §5.2 (not from
+/// Reallocations per packet Linux performs before the fix, from the closed form of docs/references.md §5.2 (not from
 /// the pipeline): with `d = O + m − H0`, two iff `d > 0` and `(−d) mod P < L − m`; one iff `d > 0` otherwise or
 /// `H0 − O < L`; none otherwise. l2encap adds its unconditional `pskb_expand_head(mac_len)`, after which the
 /// headroom is `H0 + m` and the L2 header is part of the pushed bytes.

@@ -107,7 +107,7 @@ pub fn family_svg(
         LEFT + pw / 2.0,
         esc(&family.name())
     );
-    // Predicted double-reallocation sizes (behaviour spec §5.2), shaded in both panels.
+    // Predicted double-reallocation sizes (docs/references.md §5.2), shaded in both panels.
     let step = family.size_step() as f64;
     let l2 = matches!(
         family,
