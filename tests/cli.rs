@@ -138,3 +138,41 @@ fn unknown_bench_strategy_lists_the_valid_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn a_non_utf8_byte_names_its_line_and_column() {
+    let d = tmp("utf8");
+    let conf = d.join("bad.conf");
+    std::fs::write(&conf, b"link add r0\nlink add r1\n# caf\xe9 au lait\n").unwrap();
+    let o = lwt6().args(["check", "-c"]).arg(&conf).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 3: not UTF-8 (invalid byte at column 6)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_fib_reports_json() {
+    let o = lwt6()
+        .args([
+            "bench",
+            "fib",
+            "--routes",
+            "2000",
+            "--lookups",
+            "1000",
+            "--runs",
+            "1",
+            "-j",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["routes"], 2000);
+    // 1800 plain routes and fc00::/16 share one plan; each of the 200 seg6 routes has its own.
+    assert_eq!(v["plans"], 201);
+    assert!(v["mixed_mlookups_per_s"]["median"].as_f64().unwrap() > 0.0);
+}

@@ -1,7 +1,8 @@
 //! Router configuration in iproute2 syntax: one command per line, `#` comments.
 //!
 //! The parser turns a whole file into a [`Config`] or rejects it with the first [`ConfigError`]
-//! (line number, offending token, reason). Nothing is half-applied.
+//! (line number, offending token, reason). Nothing is half-applied. [`Builder`] applies one line at a time
+//! (atomically: a failing line changes nothing), to a new configuration or to a running one.
 //!
 //! # Syntax
 //!
@@ -38,4 +39,4 @@
 mod parse;
 
 pub use lwt6_dataplane::spec::*;
-pub use parse::{parse, parse_with_stdin};
+pub use parse::{Builder, parse, parse_with_stdin};

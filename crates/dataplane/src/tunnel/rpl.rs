@@ -9,8 +9,8 @@ use crate::stats::DropReason;
 use crate::wire::{ipv6, proto, rpl};
 use std::net::Ipv6Addr;
 
-/// Most addresses an RPL tunnel may carry (the configuration refuses more).
-pub const MAX_SEGS: usize = 127;
+/// Most addresses an RPL tunnel may carry (the configuration refuses more): the header's limit.
+pub const MAX_SEGS: usize = rpl::MAX_ADDRESSES;
 
 /// An installed rpl tunnel.
 #[derive(Debug, Clone)]
