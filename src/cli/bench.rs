@@ -41,6 +41,13 @@ pub struct FibArgs {
     /// Runs (median, min and max are reported).
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
+    /// Route changes to publish after the lookups (half additions, half removals), with a worker forwarding
+    /// from the same table meanwhile (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub changes: usize,
+    /// Changes per published batch.
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
     /// JSON output.
     #[arg(short = 'j', long)]
     pub json: bool,
@@ -232,6 +239,8 @@ fn fib(a: FibArgs) -> Result<(), Failure> {
         seg6_every: a.seg6_every,
         lookups: a.lookups,
         runs: a.runs,
+        changes: a.changes,
+        batch: a.batch,
     })
     .map_err(|e| super::fail(format!("bench fib: {e}")))?;
     if a.json {

@@ -113,6 +113,8 @@ pub struct Fib {
     fast6: LpmIndex,
     /// Lookup index of `v4` (addresses widened to `u128`).
     fast4: LpmIndex,
+    /// Routes in the table (`routes` also keeps removed ones, so that ids stay stable).
+    live: usize,
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -175,7 +177,7 @@ struct SmallKey {
 /// Longest-prefix match over the best route of every prefix, kept in step by [`Fib::insert`]: a linear scan while
 /// there are at most [`LpmIndex::SMALL`] prefixes (a scan of a few entries beats any structure), a
 /// [`StrideTrie`] beyond.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct LpmIndex {
     /// `(length, masked bits, best route)`, longest first, while there are at most [`LpmIndex::SMALL`] prefixes.
     small: Vec<(u8, u128, Best)>,
@@ -187,8 +189,24 @@ struct LpmIndex {
     small_hi_only: bool,
     /// The trie, once there are more prefixes than the scan serves (addresses left-aligned).
     trie: Option<Box<StrideTrie>>,
+    /// Whether lookups scan `small_masks` (no trie yet): one flag test on the packet path.
+    scan: bool,
     /// Number of prefixes.
     count: usize,
+}
+
+impl Default for LpmIndex {
+    fn default() -> Self {
+        LpmIndex {
+            small: Vec::new(),
+            small_masks: Vec::new(),
+            width: 128,
+            small_hi_only: false,
+            trie: None,
+            scan: true,
+            count: 0,
+        }
+    }
 }
 
 impl LpmIndex {
@@ -230,9 +248,23 @@ impl LpmIndex {
                 t.insert(k << (128 - u32::from(width)), l, b);
             }
             self.trie = Some(t);
+            self.scan = false;
             self.small_masks.clear();
             return;
         }
+        self.rebuild_small_masks();
+    }
+
+    /// Removes prefix `bits`/`len`; its addresses fall back to `covering` (the next shorter prefix containing it,
+    /// with its length and best route), or to nothing.
+    fn remove(&mut self, bits: u128, len: u8, width: u8, covering: Option<(u8, Best)>) {
+        let key = Self::mask(bits, len, width);
+        self.count = self.count.saturating_sub(1);
+        if let Some(t) = &mut self.trie {
+            t.remove(key << (128 - u32::from(width)), len, covering);
+            return;
+        }
+        self.small.retain(|e| !(e.0 == len && e.1 == key));
         self.rebuild_small_masks();
     }
 
@@ -257,7 +289,7 @@ impl LpmIndex {
 
     #[inline(always)]
     fn get(&self, bits: u128, width: u8) -> Option<&Best> {
-        if self.count <= Self::SMALL {
+        if self.scan {
             // One pass over (mask, key) pairs in 64-bit halves: xor, and, or, test per entry; the high halves
             // only when no prefix is longer than 64 bits (the usual IPv6 table).
             let (hi, lo) = ((bits >> 64) as u64, bits as u64);
@@ -312,13 +344,122 @@ impl Fib {
         self.fast4.refresh_plans(&self.routes);
     }
 
-    /// Every route, in the order they were inserted.
+    /// Every route, in the order they were inserted (removed ones included, with no prefix set pointing at
+    /// them: see [`Fib::remove`]).
     pub fn routes(&self) -> &[RouteEntry] {
         &self.routes
     }
 
-    /// Adds a route; routes for the same prefix are kept sorted by metric.
-    pub fn insert(&mut self, r: RouteEntry) {
+    /// Sets the plan of route `id` (and, when it is its prefix's best route, the lookup index's copy).
+    pub fn set_plan(&mut self, id: RouteId, plan: Option<u32>) {
+        let Some(r) = self.routes.get_mut(id as usize) else {
+            return;
+        };
+        r.plan = plan;
+        let r = r.clone();
+        let best = Best::of(id, plan);
+        match r.prefix {
+            IpNet::V6(p) => {
+                if self.v6.get(&p).is_some_and(|s| s.ids()[0] == id) {
+                    self.fast6
+                        .set(u128::from(p.addr()), p.prefix_len(), 128, best, false);
+                }
+            }
+            IpNet::V4(p) => {
+                if self.v4.get(&p).is_some_and(|s| s.ids()[0] == id) {
+                    self.fast4.set(
+                        u128::from(u32::from(p.addr())),
+                        p.prefix_len(),
+                        32,
+                        best,
+                        false,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Removes the route for `prefix` with `metric`; returns its id. Its slot in [`Fib::routes`] stays (ids are
+    /// stable), unreachable: no prefix set and no index entry points at it any more.
+    pub fn remove(&mut self, prefix: IpNet, metric: u32) -> Option<RouteId> {
+        /// Takes `id`'s route out of its prefix's set: the prefix's new best route, if any remains.
+        fn take<P: prefix_trie::Prefix>(
+            map: &mut PrefixMap<P, RouteSet>,
+            routes: &[RouteEntry],
+            p: &P,
+            metric: u32,
+        ) -> Option<(RouteId, Option<RouteId>)> {
+            let set = map.get_mut(p)?;
+            let ids = set.ids();
+            let pos = ids
+                .iter()
+                .position(|x| routes[*x as usize].metric == metric)?;
+            let id = ids[pos];
+            let mut rest = ids.to_vec();
+            rest.remove(pos);
+            match rest.len() {
+                0 => {
+                    map.remove(p);
+                    Some((id, None))
+                }
+                1 => {
+                    *set = RouteSet::One(rest[0]);
+                    Some((id, Some(rest[0])))
+                }
+                _ => {
+                    let best = rest[0];
+                    *set = RouteSet::Many(rest);
+                    Some((id, Some(best)))
+                }
+            }
+        }
+        let best_of = |routes: &[RouteEntry], id: RouteId| Best::of(id, routes[id as usize].plan);
+        match prefix.trunc() {
+            IpNet::V6(p) => {
+                let (id, next) = take(&mut self.v6, &self.routes, &p, metric)?;
+                let bits = u128::from(p.addr());
+                match next {
+                    Some(n) => {
+                        let b = best_of(&self.routes, n);
+                        self.fast6.set(bits, p.prefix_len(), 128, b, false);
+                    }
+                    None => {
+                        let cover = p.prefix_len().checked_sub(1).and_then(|l| {
+                            let up = Ipv6Net::new(p.addr(), l).ok()?;
+                            let (q, set) = self.v6.get_lpm(&up)?;
+                            Some((q.prefix_len(), best_of(&self.routes, set.ids()[0])))
+                        });
+                        self.fast6.remove(bits, p.prefix_len(), 128, cover);
+                    }
+                }
+                self.live -= 1;
+                Some(id)
+            }
+            IpNet::V4(p) => {
+                let (id, next) = take(&mut self.v4, &self.routes, &p, metric)?;
+                let bits = u128::from(u32::from(p.addr()));
+                match next {
+                    Some(n) => {
+                        let b = best_of(&self.routes, n);
+                        self.fast4.set(bits, p.prefix_len(), 32, b, false);
+                    }
+                    None => {
+                        let cover = p.prefix_len().checked_sub(1).and_then(|l| {
+                            let up = Ipv4Net::new(p.addr(), l).ok()?;
+                            let (q, set) = self.v4.get_lpm(&up)?;
+                            Some((q.prefix_len(), best_of(&self.routes, set.ids()[0])))
+                        });
+                        self.fast4.remove(bits, p.prefix_len(), 32, cover);
+                    }
+                }
+                self.live -= 1;
+                Some(id)
+            }
+        }
+    }
+
+    /// Adds a route; routes for the same prefix are kept sorted by metric. Returns its id.
+    pub fn insert(&mut self, r: RouteEntry) -> RouteId {
         /// Adds `id` to its prefix's set; returns the prefix's best route and whether the prefix is new.
         fn add<P: prefix_trie::Prefix>(
             map: &mut PrefixMap<P, RouteSet>,
@@ -345,6 +486,7 @@ impl Fib {
         let id = self.routes.len() as RouteId;
         let prefix = r.prefix.trunc();
         self.routes.push(RouteEntry { prefix, ..r });
+        self.live += 1;
         match prefix {
             IpNet::V6(p) => {
                 let (best, new) = add(&mut self.v6, &self.routes, p, id);
@@ -364,6 +506,7 @@ impl Fib {
                 );
             }
         }
+        id
     }
 
     /// Longest-prefix match for an IPv6 destination (lowest metric among equal prefixes).
@@ -405,14 +548,26 @@ impl Fib {
             .flat_map(|(_, set)| set.ids().iter().map(|id| &self.routes[*id as usize]))
     }
 
-    /// Number of routes.
+    /// Whether a route for `prefix` with `metric` is in the table.
+    pub fn contains(&self, prefix: IpNet, metric: u32) -> bool {
+        let has = |ids: &[RouteId]| {
+            ids.iter()
+                .any(|id| self.routes[*id as usize].metric == metric)
+        };
+        match prefix.trunc() {
+            IpNet::V6(p) => self.v6.get(&p).is_some_and(|s| has(s.ids())),
+            IpNet::V4(p) => self.v4.get(&p).is_some_and(|s| has(s.ids())),
+        }
+    }
+
+    /// Number of routes in the table.
     pub fn len(&self) -> usize {
-        self.routes.len()
+        self.live
     }
 
     /// Whether the table has no route.
     pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
+        self.live == 0
     }
 }
 
@@ -485,6 +640,57 @@ mod tests {
                             .map(|(_, set)| &f.routes[set.ids()[0] as usize]);
                     prop_assert_eq!(f.lookup_v6(a), want);
                 }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// Routes added and removed at random (crossing the linear scan's size both ways) answer every lookup as a
+    /// scan of the routes still there does: longest prefix, then lowest metric.
+    #[test]
+    fn removals_agree_with_a_scan() {
+        use proptest::prelude::*;
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let strat = proptest::collection::vec(
+            (0u128..8, 0u8..=24, 0u32..3, any::<bool>(), any::<u128>()),
+            1..80,
+        );
+        runner
+            .run(&strat, |ops| {
+                let mut f = Fib::new();
+                let mut live: Vec<(Ipv6Net, u32, DevId)> = Vec::new();
+                for (i, (hi, len, metric, add, probe)) in ops.iter().enumerate() {
+                    // Prefixes under a few /8s, so that they nest and collide.
+                    let net =
+                        Ipv6Net::new(Ipv6Addr::from(hi << 120 | (probe & (u128::MAX >> 8))), *len)
+                            .unwrap()
+                            .trunc();
+                    let exists = live.iter().any(|(p, m, _)| *p == net && m == metric);
+                    if *add && !exists {
+                        f.insert(RouteEntry {
+                            prefix: IpNet::V6(net),
+                            metric: *metric,
+                            ..r("::/0", 0, i)
+                        });
+                        live.push((net, *metric, i));
+                    } else if !*add && exists {
+                        prop_assert!(f.remove(IpNet::V6(net), *metric).is_some());
+                        live.retain(|(p, m, _)| !(*p == net && m == metric));
+                    } else if !*add {
+                        prop_assert!(f.remove(IpNet::V6(net), *metric).is_none());
+                    }
+                    prop_assert_eq!(f.len(), live.len());
+                    for a in [*probe, hi << 120, u128::from(net.addr())] {
+                        let a = Ipv6Addr::from(a);
+                        let want = live
+                            .iter()
+                            .filter(|(p, _, _)| p.contains(&a))
+                            .max_by_key(|(p, m, _)| (p.prefix_len(), std::cmp::Reverse(*m)))
+                            .map(|x| x.2);
+                        prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev), want, "{}", a);
+                    }
+                }
+                prop_assert_eq!(f.routes_v6().count(), live.len());
                 Ok(())
             })
             .unwrap();

@@ -150,10 +150,13 @@ pub struct Templates {
     /// The allocation; the block starts page-aligned at `base`; rebased [`TemplateRef`]s count from index 0.
     bytes: Vec<u8>,
     base: usize,
+    /// Bytes of the block in use (the rest is room for templates added later).
+    used: usize,
 }
 
-/// Builds [`Templates`], deduplicating identical templates.
-#[derive(Debug, Default)]
+/// Builds [`Templates`], deduplicating identical templates; kept beside them so that templates can be added
+/// later (a route added to a published configuration).
+#[derive(Debug, Default, Clone)]
 pub struct TemplatesBuilder {
     bytes: Vec<u8>,
     seen: std::collections::HashMap<Vec<u8>, TemplateRef>,
@@ -189,14 +192,41 @@ impl TemplatesBuilder {
         r
     }
 
-    /// The packed block, page-aligned.
-    /// The packed block, page-aligned. The [`TemplateRef`]s handed out so far must be passed through
-    /// [`Templates::rebase`] before use.
-    pub fn finish(self) -> Templates {
-        let mut mem = crate::buffer::Aligned::zeroed_at(self.bytes.len(), crate::buffer::PAGE, 0);
-        mem.as_mut_slice().copy_from_slice(&self.bytes);
+    /// The packed block, page-aligned, with room for `spare` more bytes. The [`TemplateRef`]s handed out so far
+    /// must be passed through [`Templates::rebase`] before use.
+    pub fn materialize(&self, spare: usize) -> Templates {
+        let cap = (self.bytes.len() + spare).div_ceil(crate::buffer::PAGE) * crate::buffer::PAGE;
+        let mut mem = crate::buffer::Aligned::zeroed_at(cap, crate::buffer::PAGE, 0);
+        mem.as_mut_slice()[..self.bytes.len()].copy_from_slice(&self.bytes);
         let (bytes, base) = mem.into_parts();
-        Templates { bytes, base }
+        Templates {
+            bytes,
+            base,
+            used: self.bytes.len(),
+        }
+    }
+
+    /// The packed block, page-aligned (see [`TemplatesBuilder::materialize`]).
+    pub fn finish(self) -> Templates {
+        self.materialize(0)
+    }
+
+    /// Bytes placed so far (padding included).
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether nothing is placed.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Copies what was placed after the first `from` bytes into `t` (which must have the room: see
+    /// [`Templates::room`]).
+    pub fn sync(&self, t: &mut Templates, from: usize) {
+        let to = self.bytes.len();
+        t.bytes[t.base + from..t.base + to].copy_from_slice(&self.bytes[from..]);
+        t.used = to;
     }
 }
 
@@ -217,9 +247,22 @@ impl Templates {
         }
     }
 
-    /// Bytes held (padding included).
+    /// Bytes in use (padding included).
     pub fn size(&self) -> usize {
-        self.bytes.len() - self.base
+        self.used
+    }
+
+    /// Whether a builder that has placed `len` bytes fits without a new block.
+    pub fn room(&self, len: usize) -> bool {
+        self.base + len <= self.bytes.len()
+    }
+
+    /// Moves a rebased reference from `old`'s block to this one (after the block was made anew, bigger).
+    pub fn move_from(&self, old: &Templates, r: TemplateRef) -> TemplateRef {
+        TemplateRef {
+            start: r.start - old.base as u32 + self.base as u32,
+            len: r.len,
+        }
     }
 }
 

@@ -12,7 +12,7 @@ pub use crate::snapshot::{Link, MIN_RX_HEADROOM};
 /// A router: the published configuration and one worker.
 #[derive(Debug)]
 pub struct Router {
-    snapshots: SnapshotHandle,
+    snapshots: Arc<SnapshotHandle>,
     /// The worker that processes every batch (its counters, rx headroom and options are public).
     pub worker: Worker,
 }
@@ -24,7 +24,7 @@ impl Router {
         let snap = Snapshot::build(cfg)?;
         let worker = Worker::new(&snap);
         Ok(Router {
-            snapshots: SnapshotHandle::new(snap),
+            snapshots: Arc::new(SnapshotHandle::new(snap)),
             worker,
         })
     }
@@ -32,6 +32,11 @@ impl Router {
     /// The snapshot batches start on now.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.load()
+    }
+
+    /// The publication point, to share with more workers or a [`SnapshotWriter`](crate::snapshot::SnapshotWriter).
+    pub fn handle(&self) -> Arc<SnapshotHandle> {
+        Arc::clone(&self.snapshots)
     }
 
     /// Publishes a new snapshot: the next batch runs on it.

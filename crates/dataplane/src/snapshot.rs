@@ -5,18 +5,18 @@
 //! load the current one once per batch and borrow it for every packet of the batch: no lock and no reference count
 //! per packet. A change is a new snapshot, published whole; a batch in flight finishes on the one it started with.
 
-use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, TunnelId};
+use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, RouteId, TunnelId};
 use crate::node::ioam::{IoamNode, Namespace};
 use crate::node::saddr;
 use crate::plan::{Plan, PlanKind, Templates, TemplatesBuilder};
-use crate::spec::{Config, ConfigError, DevSysctls, IoamMode, Seg6Mode};
+use crate::spec::{Config, ConfigError, DevSysctls, Encap, IoamMode, Route, Seg6Mode};
 use crate::tunnel::seg6::HmacSecret;
 use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
 use crate::wire::ipv6;
 use arc_swap::ArcSwap;
 use ipnet::IpNet;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -40,8 +40,34 @@ pub struct Link {
     pub addrs4: Vec<(Ipv4Addr, u8)>,
 }
 
+/// What a plan depends on: the route's tunnel, device, gateway and MTU, and whether one of our addresses is inside
+/// its prefix. Routes that agree on these share one plan.
+type PlanKey = (
+    Option<TunnelId>,
+    Option<DevId>,
+    Option<IpAddr>,
+    Option<u32>,
+    bool,
+);
+
+/// A change to a configuration, applied to a snapshot in place ([`Snapshot::apply`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// `route add ...`.
+    AddRoute(Route),
+    /// `route del PREFIX [metric N]`.
+    DelRoute {
+        /// The route's prefix.
+        prefix: IpNet,
+        /// Its metric.
+        metric: u32,
+        /// The line the change came from (for errors).
+        line: usize,
+    },
+}
+
 /// Everything configured, immutable once published.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Snapshot {
     /// Interfaces, indexed by [`DevId`].
     pub links: Vec<Link>,
@@ -58,6 +84,19 @@ pub struct Snapshot {
     plans: Vec<Plan>,
     /// The plans' templates.
     templates: Templates,
+    /// Where every template is placed, kept to add more (the block above is its copy, with room).
+    template_log: TemplatesBuilder,
+    /// Plans by what they depend on (see [`PlanKey`]), so that routes share them.
+    plan_keys: HashMap<PlanKey, Option<u32>, FastBuild>,
+    /// Interface index by name.
+    by_name: HashMap<String, DevId>,
+    /// The connected routes alone (from `addr add`): where a gateway without `dev` is looked for.
+    connected: Fib,
+    /// Per tunnel: the route carrying it.
+    tunnel_route: Vec<RouteId>,
+    /// Per destination a tunnel routes towards (seg6 first SID, rpl first segment, ioam6 tundst): the tunnels,
+    /// whose plans depend on the route to it.
+    tunnel_dsts: BTreeMap<u128, Vec<TunnelId>>,
     /// Installed tunnels, indexed by [`TunnelId`].
     pub tunnels: Vec<Tunnel>,
     pub(crate) hmac: HashMap<u32, HmacSecret>,
@@ -156,44 +195,6 @@ impl Snapshot {
             );
         }
         let connected = fib.clone();
-        let mut tunnels = Vec::new();
-        let mut tunnel_dev = Vec::new();
-        for r in &cfg.routes {
-            let mut d = match &r.dev {
-                Some(n) => Some(dev(n, r.line)?),
-                None => None,
-            };
-            if d.is_none() {
-                let via = r.via.expect("parser guarantees dev or via");
-                let found = match via {
-                    IpAddr::V6(a) => connected.lookup_v6(a),
-                    IpAddr::V4(a) => connected.lookup_v4(a),
-                };
-                d = Some(found.and_then(|c| c.dev).ok_or_else(|| {
-                    cfg_err(
-                        r.line,
-                        &via.to_string(),
-                        "gateway is not on a connected network (add 'dev')",
-                    )
-                })?);
-            }
-            let tunnel = r.encap.as_ref().map(|e| {
-                tunnels.push(Tunnel::new(e));
-                tunnel_dev.push(d);
-                tunnels.len() - 1
-            });
-            fib.insert(RouteEntry {
-                prefix: r.prefix,
-                via: r.via,
-                dev: d,
-                metric: r.metric,
-                mtu: r.mtu,
-                tunnel,
-                origin: Origin::Static,
-                line: r.line,
-                plan: None,
-            });
-        }
         let mut ioam = IoamNode {
             node_id: cfg.sysctl.ioam6_id,
             node_id_wide: cfg.sysctl.ioam6_id_wide,
@@ -217,18 +218,22 @@ impl Snapshot {
                 },
             );
         }
-        let max_overhead = tunnels.iter().map(Tunnel::overhead).max().unwrap_or(0);
-        let rx_headroom = (max_overhead + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
         let mut snap = Snapshot {
             links,
             neigh6,
             neigh4,
             local6,
             local4,
-            fib: Fib::new(),
+            fib,
             plans: Vec::new(),
             templates: Templates::default(),
-            tunnels,
+            template_log: TemplatesBuilder::default(),
+            plan_keys: HashMap::default(),
+            by_name,
+            connected,
+            tunnel_route: Vec::new(),
+            tunnel_dsts: BTreeMap::new(),
+            tunnels: Vec::new(),
             hmac,
             tunsrc: cfg.sr_tunsrc.filter(|a| !a.is_unspecified()),
             ioam,
@@ -239,68 +244,277 @@ impl Snapshot {
                 u32::MAX
             },
             all: cfg.sysctl.all,
-            rx_headroom: rx_headroom.max(MIN_RX_HEADROOM),
+            rx_headroom: MIN_RX_HEADROOM,
             tun_src: Vec::new(),
         };
-        snap.tun_src = tunnel_dev
-            .iter()
-            .zip(&snap.tunnels)
-            .map(|(&d, t)| {
-                (
-                    d,
-                    t.fixed_destination().and_then(|a| snap.source_for(d, &a)),
-                )
-            })
-            .collect();
-        let (plans, templates) = snap.with_plans(&mut fib);
-        snap.fib = fib;
-        snap.plans = plans;
-        snap.templates = templates;
+        for r in &cfg.routes {
+            snap.add_route(r)?;
+        }
+        snap.plan_all();
         Ok(snap)
     }
 
-    /// `fib` with a forwarding [`Plan`] for every IPv6 route whose way out does not depend on the packet (see
-    /// [`PlanKind`]): a gateway route with a known neighbour (plain forwarding); a seg6 `encap` / `encap.red`, seg6
-    /// `inline` without HMAC, or `rpl` route whose new destination resolves, with no further tunnel, to a known
-    /// neighbour; an ioam6 route inserting on every packet (`freq` K/K) with a known neighbour. Everything else
-    /// takes the general path.
-    fn with_plans(&self, fib: &mut Fib) -> (Vec<Plan>, Templates) {
-        let mut plans: Vec<Plan> = Vec::new();
-        let mut templates = TemplatesBuilder::default();
-        // A plan depends on the route's tunnel, device, gateway and MTU, and on whether one of our addresses is
-        // inside its prefix: routes that agree on these share one plan.
-        type Key = (
-            Option<TunnelId>,
-            Option<DevId>,
-            Option<IpAddr>,
-            Option<u32>,
-            bool,
-        );
-        let mut by_key: HashMap<Key, Option<u32>, FastBuild> = HashMap::default();
-        let mut ids = Vec::with_capacity(fib.len());
-        for r in fib.routes() {
-            if !r.prefix.addr().is_ipv6() {
-                ids.push(None);
-                continue;
+    /// Adds a route (no plan yet): its device, its tunnel with the tunnel's bookkeeping, the FIB entry.
+    fn add_route(&mut self, r: &Route) -> Result<RouteId, ConfigError> {
+        let d = self.route_dev(r)?;
+        let tunnel = r.encap.as_ref().map(|e| {
+            let t = Tunnel::new(e);
+            let tid = self.tunnels.len();
+            let src = t
+                .fixed_destination()
+                .and_then(|a| self.source_for(Some(d), &a));
+            self.tun_src.push((Some(d), src));
+            if let Some(dst) = t.routed_destination() {
+                self.tunnel_dsts
+                    .entry(u128::from(dst))
+                    .or_default()
+                    .push(tid);
             }
-            let contains_local = self
-                .local6
-                .iter()
-                .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
-            let key = (r.tunnel, r.dev, r.via, r.mtu, contains_local);
-            let id = *by_key.entry(key).or_insert_with(|| {
-                let p = self.plan_for(fib, r, contains_local, &mut templates)?;
-                plans.push(p);
-                Some(plans.len() as u32 - 1)
-            });
-            ids.push(id);
+            let need = (t.overhead() + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
+            self.rx_headroom = self.rx_headroom.max(need);
+            self.tunnels.push(t);
+            tid
+        });
+        let id = self.fib.insert(RouteEntry {
+            prefix: r.prefix,
+            via: r.via,
+            dev: Some(d),
+            metric: r.metric,
+            mtu: r.mtu,
+            tunnel,
+            origin: Origin::Static,
+            line: r.line,
+            plan: None,
+        });
+        if let Some(t) = tunnel {
+            self.tunnel_route.push(id);
+            debug_assert_eq!(self.tunnel_route.len(), t + 1);
         }
-        fib.assign_plans(&ids);
-        let templates = templates.finish();
+        Ok(id)
+    }
+
+    /// The device of a route: named, or the one of the connected network its gateway is on.
+    fn route_dev(&self, r: &Route) -> Result<DevId, ConfigError> {
+        if let Some(n) = &r.dev {
+            return self
+                .by_name
+                .get(n)
+                .copied()
+                .ok_or_else(|| cfg_err(r.line, n, "no such device (declare it with 'link add')"));
+        }
+        let Some(via) = r.via else {
+            return Err(cfg_err(r.line, "", "a route needs 'dev' or 'via'"));
+        };
+        let found = match via {
+            IpAddr::V6(a) => self.connected.lookup_v6(a),
+            IpAddr::V4(a) => self.connected.lookup_v4(a),
+        };
+        found.and_then(|c| c.dev).ok_or_else(|| {
+            cfg_err(
+                r.line,
+                &via.to_string(),
+                "gateway is not on a connected network (add 'dev')",
+            )
+        })
+    }
+
+    /// A forwarding [`Plan`] for every IPv6 route whose way out does not depend on the packet (see [`PlanKind`]):
+    /// a gateway route with a known neighbour (plain forwarding); a seg6 `encap` / `encap.red`, seg6 `inline`
+    /// without HMAC, or `rpl` route whose new destination resolves, with no further tunnel, to a known neighbour;
+    /// an ioam6 route inserting on every packet (`freq` K/K) with a known neighbour. Everything else takes the
+    /// general path.
+    fn plan_all(&mut self) {
+        let mut keys = std::mem::take(&mut self.plan_keys);
+        let mut plans = std::mem::take(&mut self.plans);
+        let mut log = std::mem::take(&mut self.template_log);
+        let ids: Vec<Option<u32>> = self
+            .fib
+            .routes()
+            .iter()
+            .map(|r| self.plan_of(r, &mut keys, &mut plans, &mut log))
+            .collect();
+        self.fib.assign_plans(&ids);
+        // Room for templates added later: a quarter more.
+        self.templates = log.materialize(log.len() / 4 + crate::buffer::PAGE);
         for p in &mut plans {
-            p.template = templates.rebase(p.template);
+            p.template = self.templates.rebase(p.template);
         }
-        (plans, templates)
+        self.plan_keys = keys;
+        self.plans = plans;
+        self.template_log = log;
+    }
+
+    /// The plan of route `r`, shared with the routes that agree on what it depends on ([`PlanKey`]); new plans
+    /// are pushed on `plans` with builder-relative template references.
+    fn plan_of(
+        &self,
+        r: &RouteEntry,
+        keys: &mut HashMap<PlanKey, Option<u32>, FastBuild>,
+        plans: &mut Vec<Plan>,
+        log: &mut TemplatesBuilder,
+    ) -> Option<u32> {
+        if !r.prefix.addr().is_ipv6() {
+            return None;
+        }
+        let contains_local = self
+            .local6
+            .iter()
+            .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
+        let key = (r.tunnel, r.dev, r.via, r.mtu, contains_local);
+        *keys.entry(key).or_insert_with(|| {
+            let p = self.plan_for(&self.fib, r, contains_local, log)?;
+            plans.push(p);
+            Some(plans.len() as u32 - 1)
+        })
+    }
+
+    /// Plans route `id` again (the route to its tunnel's destination changed): its plan is made anew, in the
+    /// same slot when it had one; a new template goes into the block's room (or into a bigger block).
+    fn replan(&mut self, id: RouteId) {
+        let Some(r) = self.fib.routes().get(id as usize).cloned() else {
+            return;
+        };
+        let Some(tid) = r.tunnel else {
+            // Plain routes depend on nothing another route changes.
+            return;
+        };
+        let mut keys = std::mem::take(&mut self.plan_keys);
+        let mut plans = std::mem::take(&mut self.plans);
+        let mut log = std::mem::take(&mut self.template_log);
+        let (placed, before) = (log.len(), plans.len());
+        // The tunnel is this route's alone, so is its key: forget it, and the plan is made anew.
+        keys.retain(|k, _| k.0 != Some(tid));
+        let fresh = self.plan_of(&r, &mut keys, &mut plans, &mut log);
+        if log.len() > placed {
+            if self.templates.room(log.len()) {
+                log.sync(&mut self.templates, placed);
+            } else {
+                let bigger = log.materialize(log.len() / 2 + crate::buffer::PAGE);
+                for p in &mut plans[..before] {
+                    p.template = bigger.move_from(&self.templates, p.template);
+                }
+                self.templates = bigger;
+            }
+        }
+        let mut now = fresh;
+        if plans.len() > before {
+            let mut p = plans.pop().expect("made just now");
+            p.template = self.templates.rebase(p.template);
+            let slot = match r.plan {
+                Some(o) => {
+                    plans[o as usize] = p;
+                    o
+                }
+                None => {
+                    plans.push(p);
+                    plans.len() as u32 - 1
+                }
+            };
+            let key = (r.tunnel, r.dev, r.via, r.mtu, p.contains_local);
+            keys.insert(key, Some(slot));
+            now = Some(slot);
+        }
+        self.plan_keys = keys;
+        self.plans = plans;
+        self.template_log = log;
+        self.fib.set_plan(id, now);
+    }
+
+    /// Plans again every tunnel route whose tunnel routes towards a destination inside `prefix` (after a route
+    /// for `prefix` came or went).
+    fn replan_within(&mut self, prefix: IpNet) {
+        let IpNet::V6(p) = prefix.trunc() else {
+            return;
+        };
+        let lo = u128::from(p.network());
+        let hi = u128::from(p.broadcast());
+        let routes: Vec<RouteId> = self
+            .tunnel_dsts
+            .range(lo..=hi)
+            .flat_map(|(_, tids)| tids.iter().map(|t| self.tunnel_route[*t]))
+            .collect();
+        for id in routes {
+            self.replan(id);
+        }
+    }
+
+    /// Applies one change to this snapshot in place, as building it anew from the changed configuration would
+    /// (same routes, same plans, same bytes out); a change that cannot apply is refused before anything changes.
+    /// Cost: the FIB entry, the plan, and the plans of the tunnels routed through the changed prefix, not the
+    /// table. (Tunnels of removed routes stay in the tunnel table, unused.)
+    pub fn apply(&mut self, change: &Change) -> Result<(), ConfigError> {
+        match change {
+            Change::AddRoute(r) => {
+                self.route_dev(r)?;
+                if self.fib.contains(r.prefix, r.metric) {
+                    return Err(cfg_err(
+                        r.line,
+                        &r.prefix.to_string(),
+                        format!("route already exists (same prefix and metric {})", r.metric),
+                    ));
+                }
+                if let Some(Encap::Seg6(s)) = &r.encap
+                    && let Some(k) = s.hmac
+                    && !self.hmac.contains_key(&k)
+                {
+                    return Err(cfg_err(
+                        r.line,
+                        &k.to_string(),
+                        format!(
+                            "HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"
+                        ),
+                    ));
+                }
+                let id = self.add_route(r)?;
+                let mut keys = std::mem::take(&mut self.plan_keys);
+                let route = self.fib.routes()[id as usize].clone();
+                if route.tunnel.is_some() {
+                    self.plan_keys = keys;
+                    self.replan(id);
+                } else {
+                    let mut plans = std::mem::take(&mut self.plans);
+                    let mut log = std::mem::take(&mut self.template_log);
+                    let before = plans.len();
+                    let plan = self.plan_of(&route, &mut keys, &mut plans, &mut log);
+                    if plans.len() > before {
+                        // A new plain plan (a new gateway or device): its template into the block.
+                        let placed = self.templates.size();
+                        if self.templates.room(log.len()) {
+                            log.sync(&mut self.templates, placed);
+                        } else {
+                            let bigger = log.materialize(log.len() / 2 + crate::buffer::PAGE);
+                            for p in &mut plans[..before] {
+                                p.template = bigger.move_from(&self.templates, p.template);
+                            }
+                            self.templates = bigger;
+                        }
+                        let last = plans.len() - 1;
+                        plans[last].template = self.templates.rebase(plans[last].template);
+                    }
+                    self.plan_keys = keys;
+                    self.plans = plans;
+                    self.template_log = log;
+                    self.fib.set_plan(id, plan);
+                }
+                self.replan_within(r.prefix);
+                Ok(())
+            }
+            Change::DelRoute {
+                prefix,
+                metric,
+                line,
+            } => {
+                if self.fib.remove(*prefix, *metric).is_none() {
+                    return Err(cfg_err(
+                        *line,
+                        &prefix.to_string(),
+                        format!("no such route (prefix {prefix} with metric {metric})"),
+                    ));
+                }
+                self.replan_within(*prefix);
+                Ok(())
+            }
+        }
     }
 
     fn plan_for(
@@ -502,9 +716,79 @@ impl SnapshotHandle {
         self.current.store(Arc::new(snap));
     }
 
+    /// Publishes `snap` and returns the one it replaces.
+    pub fn swap(&self, snap: Arc<Snapshot>) -> Arc<Snapshot> {
+        self.current.swap(snap)
+    }
+
     /// The current snapshot, for one batch (one reference-count operation per batch, none per packet).
     pub fn load(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+}
+
+/// Applies changes to the published snapshot without copying it: two snapshots, the published one and a spare.
+/// A batch of changes goes into the spare, which is then published; the one it replaces becomes the spare and
+/// receives the same batch when the next one comes, as soon as no worker holds it any more (workers hold a
+/// snapshot for one batch of packets). Each change is applied twice, the table is never copied (after the one
+/// copy made at the start), and a batch in flight finishes on the snapshot it started with.
+#[derive(Debug)]
+pub struct SnapshotWriter {
+    handle: Arc<SnapshotHandle>,
+    spare: Arc<Snapshot>,
+    /// Changes the published snapshot has and the spare has not yet.
+    pending: Vec<Change>,
+}
+
+impl SnapshotWriter {
+    /// A writer for `handle` (copies its current snapshot once, as the spare).
+    pub fn new(handle: Arc<SnapshotHandle>) -> Self {
+        let spare = Arc::new((*handle.load()).clone());
+        SnapshotWriter {
+            handle,
+            spare,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Applies `changes` in order and publishes the result. A change that cannot apply stops the batch: the
+    /// ones before it are published, it and the ones after are not, and its index comes back with the error.
+    pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ConfigError)> {
+        let spare = loop {
+            // Workers drop the snapshot they loaded at the end of their batch.
+            if let Some(s) = Arc::get_mut(&mut self.spare) {
+                break s;
+            }
+            std::thread::yield_now();
+        };
+        for c in self.pending.drain(..) {
+            // Applied to the published copy already, from the same state: it applies here too.
+            spare
+                .apply(&c)
+                .expect("a change that applied to the published snapshot applies to the spare");
+        }
+        let mut done = 0;
+        let mut failed = None;
+        for (i, c) in changes.iter().enumerate() {
+            match spare.apply(c) {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        if done > 0 {
+            let old = self.handle.swap(Arc::clone(&self.spare));
+            self.spare = old;
+            self.pending = changes[..done].to_vec();
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The handle this writer publishes to.
+    pub fn handle(&self) -> &Arc<SnapshotHandle> {
+        &self.handle
     }
 }
 

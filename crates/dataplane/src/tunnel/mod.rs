@@ -85,6 +85,16 @@ impl Tunnel {
         }
     }
 
+    /// The destination whose route decides where the tunnel's packets go (seg6's first SID, rpl's first segment,
+    /// ioam6's `tundst` in encap modes): a tunnel's plan depends on the route to it.
+    pub fn routed_destination(&self) -> Option<Ipv6Addr> {
+        match self {
+            Tunnel::Input(InputTunnel::Seg6(s)) => Some(s.first_sid),
+            Tunnel::Input(InputTunnel::Rpl(r)) => r.segs.first().copied(),
+            Tunnel::Output(OutputTunnel::Ioam6(i)) => i.tundst,
+        }
+    }
+
     /// The destination the tunnel sends packets to, when it is fixed (seg6's first SID, ioam6's `tundst`): the
     /// one the outer source address is selected for.
     pub fn fixed_destination(&self) -> Option<Ipv6Addr> {

@@ -20,6 +20,11 @@ pub struct FibOptions {
     pub lookups: usize,
     /// Runs (the median is reported).
     pub runs: usize,
+    /// Route changes to apply to the published table after the lookups (0: none), half additions of new /48s,
+    /// half removals of them, in batches of `batch`.
+    pub changes: usize,
+    /// Changes per published batch.
+    pub batch: usize,
 }
 
 impl Default for FibOptions {
@@ -29,6 +34,8 @@ impl Default for FibOptions {
             seg6_every: 10,
             lookups: 4_000_000,
             runs: 5,
+            changes: 0,
+            batch: 100,
         }
     }
 }
@@ -50,6 +57,99 @@ pub struct FibReport {
     pub mixed_hit_ratio: f64,
     /// Million lookups per second, destinations inside configured prefixes only: median, min, max.
     pub hits: (f64, f64, f64),
+    /// Route changes applied and published per second (with a worker thread forwarding from the same handle the
+    /// whole time), the seconds the writer's one copy of the table took, and the worker's batches meanwhile.
+    pub changes: Option<ChangeReport>,
+}
+
+/// Route changes under traffic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeReport {
+    /// Changes applied and published per second.
+    pub per_sec: f64,
+    /// Seconds to make the writer's spare copy (once).
+    pub copy_secs: f64,
+    /// Batches of 256 packets the worker thread forwarded meanwhile.
+    pub worker_batches: u64,
+    /// Publications.
+    pub publications: usize,
+}
+
+/// Applies `opts.changes` route changes through a [`SnapshotWriter`] while a worker forwards from the same handle.
+fn changes(snap: Snapshot, opts: &FibOptions) -> Result<ChangeReport, String> {
+    use lwt6_dataplane::snapshot::{Change, SnapshotHandle, SnapshotWriter};
+    use lwt6_dataplane::worker::Worker;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let handle = Arc::new(SnapshotHandle::new(snap));
+    let t = Instant::now();
+    let mut writer = SnapshotWriter::new(Arc::clone(&handle));
+    let copy_secs = t.elapsed().as_secs_f64();
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (handle, stop) = (Arc::clone(&handle), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            // A 78-byte UDP frame to the first generated prefix, addressed to v0.
+            let mut frame = crate::bench::frames(crate::bench::DEFAULT_FRAME_LEN).swap_remove(0);
+            frame[..6].copy_from_slice(&[2, 0, 0, 0, 2, 1]);
+            frame[14 + 24..14 + 40].copy_from_slice(&(u128::from(prefix(1)) | 1).to_be_bytes());
+            let frames = vec![frame; 256];
+            let mut w = Worker::new(&handle.load());
+            let mut batches = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let snap = handle.load();
+                w.process_batch(
+                    &snap,
+                    frames.iter().map(|f| (0usize, 0u64, f.as_slice())),
+                    &mut |_, _, _| {},
+                );
+                batches += 1;
+            }
+            batches
+        })
+    };
+    let gw: Ipv6Addr = "fd00:2::2".parse().expect("address");
+    let fresh = |k: usize| Route {
+        prefix: ipnet::Ipv6Net::new(prefix(opts.routes + 1 + k), 48)
+            .expect("prefix")
+            .into(),
+        via: Some(IpAddr::V6(gw)),
+        dev: Some("v0".into()),
+        metric: 1024,
+        mtu: None,
+        encap: None,
+        line: 0,
+    };
+    let batch = opts.batch.max(1);
+    let mut log: Vec<Change> = Vec::with_capacity(opts.changes);
+    for k in 0..opts.changes / 2 {
+        log.push(Change::AddRoute(fresh(k)));
+    }
+    for k in 0..opts.changes / 2 {
+        let r = fresh(k);
+        log.push(Change::DelRoute {
+            prefix: r.prefix,
+            metric: r.metric,
+            line: 0,
+        });
+    }
+    let t = Instant::now();
+    let mut publications = 0;
+    for chunk in log.chunks(batch) {
+        writer
+            .apply(chunk)
+            .map_err(|(i, e)| format!("change {i} of a batch: {e}"))?;
+        publications += 1;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let worker_batches = worker.join().map_err(|_| "the worker thread panicked")?;
+    Ok(ChangeReport {
+        per_sec: log.len() as f64 / secs,
+        copy_secs,
+        worker_batches,
+        publications,
+    })
 }
 
 /// The n-th generated /48 (n from 1): spread over 2000::/4 the way `scripts/bench-fib-load.sh` writes them.
@@ -201,14 +301,21 @@ pub fn run(opts: FibOptions) -> Result<FibReport, String> {
     };
     let mixed_rate = measure(&mixed);
     let hits_rate = measure(&hits);
+    let plans = snap.plan_stats();
+    let changes = if opts.changes > 0 {
+        Some(changes(snap, &opts)?)
+    } else {
+        None
+    };
     Ok(FibReport {
         opts,
         build_secs,
         bytes_per_route,
-        plans: snap.plan_stats(),
+        plans,
         mixed: mixed_rate,
         mixed_hit_ratio: matched as f64 / mixed.len() as f64,
         hits: hits_rate,
+        changes,
     })
 }
 
@@ -216,6 +323,14 @@ impl FibReport {
     /// The report for people.
     pub fn text(&self) -> String {
         let o = &self.opts;
+        let changes = match &self.changes {
+            Some(c) => format!(
+                "route changes: {:.0}/s ({} changes in {} batches of {}, each published; a worker forwarded {} \
+                 batches meanwhile; the writer's one copy of the table took {:.2} s)\n",
+                c.per_sec, o.changes, c.publications, o.batch, c.worker_batches, c.copy_secs
+            ),
+            None => String::new(),
+        };
         format!(
             "{} routes ({} seg6 encap), snapshot built in {:.2} s, {:.0} bytes/route resident, {} plans ({} template bytes)\n\
              lookups/s, one core, {} destinations x {} runs:\n  \
@@ -236,7 +351,7 @@ impl FibReport {
             self.hits.0,
             self.hits.1,
             self.hits.2,
-        )
+        ) + &changes
     }
 
     /// The report for scripts.
@@ -253,6 +368,14 @@ impl FibReport {
             "mixed_mlookups_per_s": {"median": self.mixed.0, "min": self.mixed.1, "max": self.mixed.2},
             "mixed_hit_ratio": self.mixed_hit_ratio,
             "hits_mlookups_per_s": {"median": self.hits.0, "min": self.hits.1, "max": self.hits.2},
+            "changes": self.changes.as_ref().map(|c| serde_json::json!({
+                "count": self.opts.changes,
+                "batch": self.opts.batch,
+                "per_sec": c.per_sec,
+                "publications": c.publications,
+                "copy_secs": c.copy_secs,
+                "worker_batches": c.worker_batches,
+            })),
         })
     }
 }
@@ -268,6 +391,8 @@ mod tests {
             seg6_every: 10,
             lookups: 2000,
             runs: 1,
+            changes: 200,
+            batch: 10,
         })
         .unwrap();
         // Half the mixed destinations are inside a prefix; random others almost never are.
@@ -278,6 +403,9 @@ mod tests {
         );
         // One plan for the 2700 plain routes and fc00::/16, one per seg6 route.
         assert_eq!(r.plans.0, 1 + 300);
+        let c = r.changes.unwrap();
+        assert_eq!(c.publications, 20);
+        assert!(c.per_sec > 0.0);
         let snap = Snapshot::build(&config(3000, 10)).unwrap();
         let got = snap.fib().lookup_v6(prefix(20)).unwrap();
         assert!(got.tunnel.is_some(), "route 20 is seg6");
