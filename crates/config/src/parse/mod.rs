@@ -46,14 +46,6 @@ const MAX_SRH_HDRLEN: usize = 255;
 const HMAC_TLV_UNITS: usize = lwt6_wire::srh::HMAC_TLV_LEN / 8;
 
 const COMMANDS: &str = "link, addr, neigh, route, ioam, sr, sysctl";
-const ROUTE_KEYWORDS: &str = "via, dev, metric, mtu, encap";
-const SEG6_MODES: &str = "inline, encap, l2encap, encap.red, l2encap.red";
-const SEG6_KEYWORDS: &str = "mode, segs, hmac, tunsrc";
-const IOAM6_KEYWORDS: &str = "mode, tunsrc, tundst, freq, trace";
-const RPL_KEYWORDS: &str = "segs";
-const SYSCTL_KEYS: &str = "net.ipv6.ioam6_id, net.ipv6.ioam6_id_wide, net.ipv6.seg6_flowlabel, \
-     net.ipv6.conf.{all,DEV}.{ioam6_enabled, ioam6_id, ioam6_id_wide, seg6_enabled, seg6_require_hmac, \
-     rpl_seg_enabled, hop_limit, forwarding}";
 
 /// Parses a whole configuration file. `sr hmac set KEYID ALGO` without `secret S` is an error here
 /// (there is no stdin to read); see [`parse_with_stdin`].
@@ -511,28 +503,19 @@ fn parse_segs(c: &Cur<'_>, tok: &str) -> Result<Vec<Ipv6Addr>> {
         .collect()
 }
 
-/// Route-level keywords (with aliases) that may follow an encap.
-const ROUTE_WORDS: &[&str] = &[
-    "via",
-    "dev",
-    "oif",
-    "metric",
-    "preference",
-    "priority",
-    "mtu",
-    "encap",
-];
-
 /// When an encap lacks a required part and stopped at a token that is no route keyword either, that
 /// token is the more useful thing to report (likely a misspelt encap keyword).
 fn stray(c: &Cur<'_>, kind: &str, keywords: &str) -> Option<ConfigError> {
     let t = c.peek()?;
-    if ROUTE_WORDS.contains(&t) {
+    if keywords::spellings(&keywords::route()).any(|w| w == t) {
         return None;
     }
     Some(c.err(
         t,
-        format!("unknown keyword (expected one of: {ROUTE_KEYWORDS}; {kind}: {keywords})"),
+        format!(
+            "unknown keyword (expected one of: {}; {kind}: {keywords})",
+            keywords::expected(&keywords::route())
+        ),
     ))
 }
 
@@ -897,67 +880,39 @@ impl Parser<'_> {
             Some(p)
         };
 
-        // (gateway, explicit family word, address token)
-        let mut via: Option<(IpAddr, Option<Fam>, &str)> = None;
-        let mut dev: Option<&str> = None;
-        let mut metric: Option<u32> = None;
-        let mut mtu: Option<(u32, &str)> = None;
-        let mut encap: Option<ParsedEncap<'_>> = None;
+        let table = keywords::route();
+        let mut args = keywords::RouteArgs::default();
         while let Some(kw) = c.next() {
-            match kw {
-                "via" => {
-                    once(c, &via, kw)?;
-                    let mut t = c.value(kw)?;
-                    let mut explicit = None;
-                    if t == "inet" || t == "inet6" {
-                        explicit = Some(if t == "inet" { Fam::V4 } else { Fam::V6 });
-                        t = c.value(t)?;
+            let Some(k) = keywords::find(&table, kw) else {
+                let extra = match args.encap.as_ref().map(|e| &e.encap) {
+                    Some(Encap::Seg6(_)) => {
+                        format!("; seg6: {}", keywords::expected(&keywords::seg6()))
                     }
-                    let a = parse_ip(c, t)?;
-                    if let Some(e) = explicit
-                        && e != Fam::of(&a)
-                    {
-                        return Err(c.err(t, format!("expected an {} address", e.name())));
+                    Some(Encap::Ioam6(_)) => {
+                        format!("; ioam6: {}", keywords::expected(&keywords::ioam6()))
                     }
-                    via = Some((a, explicit, t));
-                }
-                "dev" | "oif" => {
-                    once(c, &dev, kw)?;
-                    let t = c.value(kw)?;
-                    self.link_ref(c, t)?;
-                    dev = Some(t);
-                }
-                "metric" | "preference" | "priority" => {
-                    once(c, &metric, kw)?;
-                    let t = c.value(kw)?;
-                    metric = Some(num_u32(c, t, 0, u32::MAX)?);
-                }
-                "mtu" => {
-                    once(c, &mtu, kw)?;
-                    let mut t = c.value(kw)?;
-                    if t == "lock" {
-                        t = c.value(t)?;
+                    Some(Encap::Rpl(_)) => {
+                        format!("; rpl: {}", keywords::expected(&keywords::rpl()))
                     }
-                    mtu = Some((num_u32(c, t, 0, u32::MAX)?, t));
-                }
-                "encap" => {
-                    once(c, &encap, kw)?;
-                    encap = Some(self.encap(c)?);
-                }
-                _ => {
-                    let extra = match encap.as_ref().map(|e| &e.encap) {
-                        Some(Encap::Seg6(_)) => format!("; seg6: {SEG6_KEYWORDS}"),
-                        Some(Encap::Ioam6(_)) => format!("; ioam6: {IOAM6_KEYWORDS}"),
-                        Some(Encap::Rpl(_)) => format!("; rpl: {RPL_KEYWORDS}"),
-                        None => String::new(),
-                    };
-                    return Err(c.err(
-                        kw,
-                        format!("unknown keyword (expected one of: {ROUTE_KEYWORDS}{extra})"),
-                    ));
-                }
-            }
+                    None => String::new(),
+                };
+                return Err(c.err(
+                    kw,
+                    format!(
+                        "unknown keyword (expected one of: {}{extra})",
+                        keywords::expected(&table)
+                    ),
+                ));
+            };
+            (k.handle)(self, c, &mut args, kw)?;
         }
+        let keywords::RouteArgs {
+            via,
+            dev,
+            metric,
+            mtu,
+            encap,
+        } = args;
 
         // Family: -4/-6, else the prefix, else the gateway, else IPv4 (as iproute2 does for `default`).
         let fam = flag
@@ -1084,8 +1039,8 @@ impl Parser<'_> {
         let t = c.value("encap")?;
         match t {
             "seg6" => self.seg6(c, t),
-            "ioam6" => Self::ioam6(c, t),
-            "rpl" => Self::rpl(c, t),
+            "ioam6" => self.ioam6(c, t),
+            "rpl" => self.rpl(c, t),
             _ => Err(c.err(
                 t,
                 "unsupported encap type (expected one of: seg6, ioam6, rpl)",
@@ -1095,72 +1050,33 @@ impl Parser<'_> {
 
     /// `seg6 mode MODE segs A[,B...] [hmac KEYID] [tunsrc ADDR]` (§1.1).
     fn seg6<'t>(&mut self, c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
-        let mut mode: Option<(Seg6Mode, &'t str)> = None;
-        let mut segs: Option<Vec<Ipv6Addr>> = None;
-        let mut hmac: Option<(u32, &'t str)> = None;
-        let mut tunsrc: Option<(Ipv6Addr, &'t str)> = None;
+        let table = keywords::seg6();
+        let mut args = keywords::Seg6Args::default();
         while let Some(kw) = c.peek() {
-            match kw {
-                "mode" => {
-                    c.next();
-                    once(c, &mode, kw)?;
-                    let t = c.value(kw)?;
-                    let m = match t {
-                        "inline" => Seg6Mode::Inline,
-                        "encap" => Seg6Mode::Encap,
-                        "l2encap" => Seg6Mode::L2Encap,
-                        "encap.red" => Seg6Mode::EncapRed,
-                        "l2encap.red" => Seg6Mode::L2EncapRed,
-                        _ => {
-                            return Err(c.err(
-                                t,
-                                format!("unknown seg6 mode (expected one of: {SEG6_MODES})"),
-                            ));
-                        }
-                    };
-                    mode = Some((m, t));
-                }
-                "segs" => {
-                    c.next();
-                    once(c, &segs, kw)?;
-                    let t = c.value(kw)?;
-                    segs = Some(parse_segs(c, t)?);
-                }
-                "hmac" => {
-                    c.next();
-                    once(c, &hmac, kw)?;
-                    let t = c.value(kw)?;
-                    let id = num_u32(c, t, 0, u32::MAX)?;
-                    if id == 0 {
-                        return Err(c.err(t, "HMAC key id must be non-zero"));
-                    }
-                    hmac = Some((id, t));
-                }
-                "tunsrc" => {
-                    c.next();
-                    once(c, &tunsrc, kw)?;
-                    let t = c.value(kw)?;
-                    let a = parse_v6(c, t)?;
-                    if a.is_unspecified() || a.is_multicast() || a.is_loopback() {
-                        return Err(c.err(
-                            t,
-                            "invalid tunsrc address (unspecified, multicast or loopback)",
-                        ));
-                    }
-                    tunsrc = Some((a, t));
-                }
-                _ => break,
-            }
+            let Some(k) = keywords::find(&table, kw) else {
+                break;
+            };
+            c.next();
+            (k.handle)(self, c, &mut args, kw)?;
         }
+        let keywords::Seg6Args {
+            mode,
+            segs,
+            hmac,
+            tunsrc,
+        } = args;
         if (mode.is_none() || segs.is_none())
-            && let Some(e) = stray(c, "seg6", SEG6_KEYWORDS)
+            && let Some(e) = stray(c, "seg6", &keywords::expected(&table))
         {
             return Err(e);
         }
         let Some((mode, mode_tok)) = mode else {
             return Err(c.err(
                 type_tok,
-                format!("missing 'mode' (expected one of: {SEG6_MODES})"),
+                format!(
+                    "missing 'mode' (expected one of: {})",
+                    keywords::seg6_modes()
+                ),
             ));
         };
         let Some(segs) = segs else {
@@ -1203,75 +1119,26 @@ impl Parser<'_> {
     }
 
     /// `ioam6 [mode M] [tunsrc A] [tundst B] [freq K/N] trace prealloc type T ns N size S` (§2.2).
-    fn ioam6<'t>(c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
-        let mut mode: Option<(IoamMode, &'t str)> = None;
-        let mut tunsrc: Option<(Ipv6Addr, &'t str)> = None;
-        let mut tundst: Option<(Ipv6Addr, &'t str)> = None;
-        let mut freq: Option<(u32, u32)> = None;
-        let mut trace: Option<(u32, u16, u16)> = None;
+    fn ioam6<'t>(&mut self, c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
+        let table = keywords::ioam6();
+        let mut args = keywords::Ioam6Args::default();
         while let Some(kw) = c.peek() {
-            match kw {
-                "mode" => {
-                    c.next();
-                    once(c, &mode, kw)?;
-                    let t = c.value(kw)?;
-                    let m = match t {
-                        "inline" => IoamMode::Inline,
-                        "encap" => IoamMode::Encap,
-                        "auto" => IoamMode::Auto,
-                        _ => {
-                            return Err(c.err(
-                                t,
-                                "unknown ioam6 mode (expected one of: inline, encap, auto)",
-                            ));
-                        }
-                    };
-                    mode = Some((m, t));
-                }
-                "tunsrc" | "tundst" => {
-                    c.next();
-                    let slot = if kw == "tunsrc" {
-                        &mut tunsrc
-                    } else {
-                        &mut tundst
-                    };
-                    once(c, slot, kw)?;
-                    let t = c.value(kw)?;
-                    let a = parse_v6(c, t)?;
-                    if a.is_unspecified() {
-                        return Err(c.err(t, format!("invalid {kw} address (:: is not allowed)")));
-                    }
-                    *slot = Some((a, t));
-                }
-                "freq" => {
-                    c.next();
-                    once(c, &freq, kw)?;
-                    let t = c.value(kw)?;
-                    let Some((k, n)) = t.split_once('/') else {
-                        return Err(c.err(t, "invalid frequency (expected K/N, e.g. 1/10)"));
-                    };
-                    let k = num_u32(c, k, 1, MAX_FREQ as u32)?;
-                    let n = num_u32(c, n, 1, MAX_FREQ as u32)?;
-                    if k > n {
-                        return Err(c.err(t, "invalid frequency (K must not exceed N)"));
-                    }
-                    freq = Some((k, n));
-                }
-                "trace" => {
-                    c.next();
-                    once(c, &trace, kw)?;
-                    let t = c.value(kw)?;
-                    if t != "prealloc" {
-                        return Err(c.err(t, "unsupported trace kind (expected one of: prealloc)"));
-                    }
-                    trace = Some(Self::ioam6_trace(c, t)?);
-                }
-                _ => break,
-            }
+            let Some(k) = keywords::find(&table, kw) else {
+                break;
+            };
+            c.next();
+            (k.handle)(self, c, &mut args, kw)?;
         }
+        let keywords::Ioam6Args {
+            mode,
+            tunsrc,
+            tundst,
+            freq,
+            trace,
+        } = args;
         let mode_v = mode.map_or(IoamMode::Inline, |m| m.0);
         if trace.is_none()
-            && let Some(e) = stray(c, "ioam6", IOAM6_KEYWORDS)
+            && let Some(e) = stray(c, "ioam6", &keywords::expected(&table))
         {
             return Err(e);
         }
@@ -1357,8 +1224,8 @@ impl Parser<'_> {
         }
         if (ty.is_none() || ns.is_none() || size.is_none())
             && let Some(t) = c.peek()
-            && !ROUTE_WORDS.contains(&t)
-            && !["mode", "tunsrc", "tundst", "freq", "trace"].contains(&t)
+            && !keywords::spellings(&keywords::route()).any(|w| w == t)
+            && !keywords::spellings(&keywords::ioam6()).any(|w| w == t)
         {
             return Err(c.err(t, "unknown keyword (expected one of: type, ns, size)"));
         }
@@ -1371,21 +1238,19 @@ impl Parser<'_> {
     }
 
     /// `rpl segs A[,B...]` (§3.3).
-    fn rpl<'t>(c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
-        let mut segs: Option<(Vec<Ipv6Addr>, &'t str)> = None;
+    fn rpl<'t>(&mut self, c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
+        let table = keywords::rpl();
+        let mut args = keywords::RplArgs::default();
         while let Some(kw) = c.peek() {
-            match kw {
-                "segs" => {
-                    c.next();
-                    once(c, &segs, kw)?;
-                    let t = c.value(kw)?;
-                    segs = Some((parse_segs(c, t)?, t));
-                }
-                _ => break,
-            }
+            let Some(k) = keywords::find(&table, kw) else {
+                break;
+            };
+            c.next();
+            (k.handle)(self, c, &mut args, kw)?;
         }
+        let segs = args.segs;
         if segs.is_none()
-            && let Some(e) = stray(c, "rpl", RPL_KEYWORDS)
+            && let Some(e) = stray(c, "rpl", &keywords::expected(&table))
         {
             return Err(e);
         }
@@ -1524,6 +1389,10 @@ impl Parser<'_> {
         if obj == "tunsrc" {
             let t = c.positional(verb, "an IPv6 address")?;
             let a = parse_v6(c, t)?;
+            // `::` clears it; anything else follows the rule of a route's tunsrc.
+            if !a.is_unspecified() {
+                keywords::check_tunsrc(c, t, &a)?;
+            }
             c.end("expected only 'sr tunsrc set ADDR'")?;
             self.cfg.sr_tunsrc = if a.is_unspecified() { None } else { Some(a) };
             return Ok(());
@@ -1634,7 +1503,10 @@ impl Parser<'_> {
         let unknown = || {
             c.err(
                 key,
-                format!("unknown sysctl key (expected one of: {SYSCTL_KEYS})"),
+                format!(
+                    "unknown sysctl key (expected one of: {})",
+                    keywords::sysctl_keys()
+                ),
             )
         };
         // `net/ipv6/conf/eth0.100/x` or `net.ipv6.conf.eth0/100.x` (sysctl(8) swaps '.' and '/' in names).
@@ -1646,16 +1518,10 @@ impl Parser<'_> {
         let conf_prefix = format!("net{sep}ipv6{sep}conf{sep}");
         let Some(rest) = key.strip_prefix(&conf_prefix) else {
             let dotted = key.replace('/', ".");
-            let s = &mut self.cfg.sysctl;
-            match dotted.as_str() {
-                "net.ipv6.ioam6_id" => s.ioam6_id = num_u32(c, val, 0, 0xFF_FFFF)?,
-                "net.ipv6.ioam6_id_wide" => {
-                    s.ioam6_id_wide = num_u64(c, val, 0, 0x00FF_FFFF_FFFF_FFFF)?
-                }
-                "net.ipv6.seg6_flowlabel" => s.seg6_flowlabel = num(c, val, -1, 1)? as i32,
-                _ => return Err(unknown()),
-            }
-            return Ok(());
+            let Some(k) = keywords::SYSCTL_GLOBAL.iter().find(|k| k.name == dotted) else {
+                return Err(unknown());
+            };
+            return (k.set)(c, val, &mut self.cfg.sysctl);
         };
         let Some((dev, leaf)) = rest.rsplit_once(sep) else {
             return Err(unknown());
@@ -1668,18 +1534,11 @@ impl Parser<'_> {
             None => dev.to_string(),
         };
         let parse_into = |d: &mut DevSysctls| -> Result<()> {
-            match leaf {
-                "ioam6_enabled" => d.ioam6_enabled = num(c, val, 0, 1)? == 1,
-                "ioam6_id" => d.ioam6_id = num(c, val, 0, 0xFFFF)? as u16,
-                "ioam6_id_wide" => d.ioam6_id_wide = num_u32(c, val, 0, u32::MAX)?,
-                "seg6_enabled" => d.seg6_enabled = num(c, val, 0, 1)? == 1,
-                "seg6_require_hmac" => d.seg6_require_hmac = num(c, val, -1, 1)? as i8,
-                "rpl_seg_enabled" => d.rpl_seg_enabled = num(c, val, 0, 1)? == 1,
-                "hop_limit" => d.hop_limit = num(c, val, 1, 255)? as u8,
-                "forwarding" => d.forwarding = num(c, val, 0, 1)? == 1,
-                _ => return Err(unknown()),
-            }
-            Ok(())
+            let k = keywords::SYSCTL_DEV
+                .iter()
+                .find(|k| k.name == leaf)
+                .ok_or_else(unknown)?;
+            (k.set)(c, val, d)
         };
         match dev.as_str() {
             "all" => parse_into(&mut self.cfg.sysctl.all),
@@ -1706,3 +1565,5 @@ impl Parser<'_> {
 
 #[cfg(test)]
 mod tests;
+
+mod keywords;

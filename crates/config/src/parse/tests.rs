@@ -1596,3 +1596,19 @@ fn lines_against_a_running_configuration() {
     assert_eq!(c.routes.len(), 3);
     assert_eq!(c.routes[2].prefix.to_string(), "fd00:97::/64");
 }
+
+/// One rule for the outer source, per route and namespace-wide (a multicast or loopback `sr tunsrc` was
+/// accepted before).
+#[test]
+fn sr_tunsrc_follows_the_route_tunsrc_rule() {
+    for bad in ["ff02::1", "::1"] {
+        let e = fail(&format!("sr tunsrc set {bad}\n"));
+        assert_eq!((e.line, e.token.as_str()), (1, bad));
+        assert!(e.reason.contains("invalid tunsrc"), "{e}");
+    }
+    assert_eq!(ok("sr tunsrc set ::\n").sr_tunsrc, None);
+    assert_eq!(
+        ok("sr tunsrc set fd00::1\n").sr_tunsrc,
+        Some("fd00::1".parse().unwrap())
+    );
+}
