@@ -25,7 +25,7 @@
 //! ioam namespace add ID [data D32] [wide D64]
 //! ioam namespace set ID schema SID|none
 //! ioam schema add ID DATA
-//! sr tunsrc set ADDR                      (:: clears it)
+//! sr tunsrc set ADDR                      (:: clears it; not multicast or loopback)
 //! sr hmac set KEYID sha1|sha256 [secret S] (without `secret`: the stdin secret, see parse_with_stdin)
 //! sysctl [-w] KEY=VALUE [KEY=VALUE...]    (spaces around `=` allowed)
 //! ```
