@@ -318,6 +318,39 @@ pub(super) fn rpl<'t>() -> [Keyword<'t, RplArgs<'t>>; 1] {
     }]
 }
 
+// ---- ioam namespace ----
+
+/// What `ioam namespace add ID ...` says.
+#[derive(Default)]
+pub(super) struct NamespaceArgs {
+    pub data: Option<u32>,
+    pub wide: Option<u64>,
+}
+
+/// `ioam namespace add ID` arguments.
+pub(super) fn ioam_namespace<'t>() -> [Keyword<'t, NamespaceArgs>; 2] {
+    [
+        Keyword {
+            names: &["data"],
+            handle: |_, c, a, kw| {
+                once(c, &a.data, kw)?;
+                let t = c.value(kw)?;
+                a.data = Some(num_u32(c, t, 0, u32::MAX)?);
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["wide"],
+            handle: |_, c, a, kw| {
+                once(c, &a.wide, kw)?;
+                let t = c.value(kw)?;
+                a.wide = Some(num_u64(c, t, 0, u64::MAX)?);
+                Ok(())
+            },
+        },
+    ]
+}
+
 // ---- sysctl ----
 
 /// A sysctl key: its name (the last part, or the whole name for namespace-wide keys) and how it sets the value.
@@ -431,6 +464,7 @@ mod tests {
         assert_eq!(expected(&seg6()), "mode, segs, hmac, tunsrc");
         assert_eq!(expected(&ioam6()), "mode, tunsrc, tundst, freq, trace");
         assert_eq!(expected(&rpl()), "segs");
+        assert_eq!(expected(&ioam_namespace()), "data, wide");
         assert_eq!(
             seg6_modes(),
             "inline, encap, l2encap, encap.red, l2encap.red"

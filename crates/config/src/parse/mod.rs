@@ -1290,29 +1290,24 @@ impl Parser<'_> {
             if self.cfg.ioam_namespaces.iter().any(|n| n.id == id) {
                 return Err(c.err(itok, "namespace already exists"));
             }
-            let mut data = None;
-            let mut wide = None;
+            let table = keywords::ioam_namespace();
+            let mut args = keywords::NamespaceArgs::default();
             while let Some(kw) = c.next() {
-                match kw {
-                    "data" => {
-                        once(c, &data, kw)?;
-                        let t = c.value(kw)?;
-                        data = Some(num_u32(c, t, 0, u32::MAX)?);
-                    }
-                    "wide" => {
-                        once(c, &wide, kw)?;
-                        let t = c.value(kw)?;
-                        wide = Some(num_u64(c, t, 0, u64::MAX)?);
-                    }
-                    _ => {
-                        return Err(c.err(kw, "unknown keyword (expected one of: data, wide)"));
-                    }
-                }
+                let Some(k) = keywords::find(&table, kw) else {
+                    return Err(c.err(
+                        kw,
+                        format!(
+                            "unknown keyword (expected one of: {})",
+                            keywords::expected(&table)
+                        ),
+                    ));
+                };
+                (k.handle)(self, c, &mut args, kw)?;
             }
             self.cfg.ioam_namespaces.push(IoamNamespace {
                 id,
-                data: data.unwrap_or(u32::MAX),
-                wide: wide.unwrap_or(u64::MAX),
+                data: args.data.unwrap_or(u32::MAX),
+                wide: args.wide.unwrap_or(u64::MAX),
                 schema: None,
             });
             return Ok(());
