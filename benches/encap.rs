@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the forwarding pipeline (the same setup as `lwt6 bench sweep`, see `lwt6::bench`):
 //! lwt6 native H.Encaps with 2 SIDs, the physical floor loop beside it, plain IPv6 forwarding, and Linux pre-fix
-//! at 13 SIDs (two reallocations per packet, behaviour spec §5.2) against 12 (one).
+//! at 13 SIDs (two reallocations per packet, docs/references.md §5.2) against 12 (one).
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lwt6::bench::{self, Family, Options, Seg6ModeKey, Strategy};
 use std::hint::black_box;

@@ -243,3 +243,28 @@ fn the_writer_publishes_batches_under_traffic() {
     stop.store(true, Ordering::Relaxed);
     assert!(traffic.join().unwrap() > 0);
 }
+
+/// Enough new tunnels to outgrow the room the template block was built with: the block is made anew, bigger,
+/// and every plan's template moves with it.
+#[test]
+fn the_template_block_grows() {
+    let mut lines: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
+    let mut snap = build(&lines);
+    let before = snap.plan_stats().1;
+    for i in 0..300 {
+        let l = format!(
+            "-6 route add fd01:{i:x}::/64 encap seg6 mode encap segs fc00::{:x},fc00::b dev r1",
+            i + 0x100
+        );
+        snap.apply(&Change::AddRoute(route(&l))).unwrap();
+        lines.push(l);
+    }
+    assert!(
+        snap.plan_stats().1 > 4 * before + 4096,
+        "{} -> {}",
+        before,
+        snap.plan_stats().1
+    );
+    let f = frames(&lines);
+    assert_eq!(run(&snap, &f), run(&build(&lines), &f));
+}

@@ -385,17 +385,7 @@ impl Snapshot {
         // The tunnel is this route's alone, so is its key: forget it, and the plan is made anew.
         keys.retain(|k, _| k.0 != Some(tid));
         let fresh = self.plan_of(&r, &mut keys, &mut plans, &mut log);
-        if log.len() > placed {
-            if self.templates.room(log.len()) {
-                log.sync(&mut self.templates, placed);
-            } else {
-                let bigger = log.materialize(log.len() / 2 + crate::buffer::PAGE);
-                for p in &mut plans[..before] {
-                    p.template = bigger.move_from(&self.templates, p.template);
-                }
-                self.templates = bigger;
-            }
-        }
+        self.place_templates(&log, placed, &mut plans[..before]);
         let mut now = fresh;
         if plans.len() > before {
             let mut p = plans.pop().expect("made just now");
@@ -418,6 +408,28 @@ impl Snapshot {
         self.plans = plans;
         self.template_log = log;
         self.fib.set_plan(id, now);
+    }
+
+    /// Copies the templates `log` placed after its first `placed` bytes into the block, or, when the block has no
+    /// room left, makes a bigger one and moves the references of the plans already there (`placed_plans`).
+    fn place_templates(
+        &mut self,
+        log: &TemplatesBuilder,
+        placed: usize,
+        placed_plans: &mut [Plan],
+    ) {
+        if log.len() <= placed {
+            return;
+        }
+        if self.templates.room(log.len()) {
+            log.sync(&mut self.templates, placed);
+        } else {
+            let bigger = log.materialize(log.len() / 2 + crate::buffer::PAGE);
+            for p in placed_plans {
+                p.template = bigger.move_from(&self.templates, p.template);
+            }
+            self.templates = bigger;
+        }
     }
 
     /// Plans again every tunnel route whose tunnel routes towards a destination inside `prefix` (after a route
@@ -479,15 +491,7 @@ impl Snapshot {
                     if plans.len() > before {
                         // A new plain plan (a new gateway or device): its template into the block.
                         let placed = self.templates.size();
-                        if self.templates.room(log.len()) {
-                            log.sync(&mut self.templates, placed);
-                        } else {
-                            let bigger = log.materialize(log.len() / 2 + crate::buffer::PAGE);
-                            for p in &mut plans[..before] {
-                                p.template = bigger.move_from(&self.templates, p.template);
-                            }
-                            self.templates = bigger;
-                        }
+                        self.place_templates(&log, placed, &mut plans[..before]);
                         let last = plans.len() - 1;
                         plans[last].template = self.templates.rebase(plans[last].template);
                     }
