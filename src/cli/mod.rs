@@ -153,13 +153,12 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bench(a) => bench::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
-            Router::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
+            let (links, routes) = (cfg.links.len(), cfg.routes.len());
+            let tunnels = cfg.routes.iter().filter(|r| r.encap.is_some()).count();
+            Router::build_from(cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
             out!(
-                "{}: ok ({} links, {} routes, {} tunnels)",
-                a.config.display(),
-                cfg.links.len(),
-                cfg.routes.len(),
-                cfg.routes.iter().filter(|r| r.encap.is_some()).count()
+                "{}: ok ({links} links, {routes} routes, {tunnels} tunnels)",
+                a.config.display()
             );
             Ok(())
         }
@@ -214,7 +213,7 @@ pub fn load_config(path: &Path) -> Result<Config, Failure> {
 
 fn build_router(path: &Path) -> Result<Router, Failure> {
     let cfg = load_config(path)?;
-    Router::build(&cfg).map_err(|e| fail(format!("{}: {e}", path.display())))
+    Router::build_from(cfg).map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
 fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
@@ -361,7 +360,7 @@ fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
 }
 
 fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
-    let router = Snapshot::build(&load_config(config)?)
+    let router = Snapshot::build_from(load_config(config)?)
         .map_err(|e| fail(format!("{}: {e}", config.display())))?;
     let fib = router.fib();
     let routes: Vec<&RouteEntry> = fib.routes_v6().chain(fib.routes_v4()).collect();

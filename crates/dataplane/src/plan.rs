@@ -159,14 +159,21 @@ pub struct Templates {
 #[derive(Debug, Default, Clone)]
 pub struct TemplatesBuilder {
     bytes: Vec<u8>,
-    seen: std::collections::HashMap<Vec<u8>, TemplateRef>,
+    /// Templates placed, by a hash of their bytes (the bytes themselves are compared in `bytes`, not kept twice;
+    /// a template whose hash is taken by another is placed again, not shared: rare, and only space).
+    seen: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
 }
 
 impl TemplatesBuilder {
     /// Places `t` (or finds an identical one already placed).
     pub fn add(&mut self, t: &[u8]) -> TemplateRef {
-        if let Some(r) = self.seen.get(t) {
-            return *r;
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let hash = BuildHasherDefault::<crate::fib::FastHasher>::default().hash_one(t);
+        if let Some(r) = self.seen.get(&hash) {
+            let start = r.start as usize;
+            if self.bytes[start..start + r.len as usize] == *t {
+                return *r;
+            }
         }
         const PAGE: usize = crate::buffer::PAGE;
         const LINE: usize = 64;
@@ -188,7 +195,7 @@ impl TemplatesBuilder {
             start: at as u32,
             len: t.len() as u32,
         };
-        self.seen.insert(t.to_vec(), r);
+        self.seen.entry(hash).or_insert(r);
         r
     }
 

@@ -29,6 +29,16 @@ impl Router {
         })
     }
 
+    /// Builds a router from a configuration, consuming it (see [`Snapshot::build_from`]).
+    pub fn build_from(cfg: Config) -> Result<Router, ConfigError> {
+        let snap = Snapshot::build_from(cfg)?;
+        let worker = Worker::new(&snap);
+        Ok(Router {
+            snapshots: Arc::new(SnapshotHandle::new(snap)),
+            worker,
+        })
+    }
+
     /// The snapshot batches start on now.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.load()

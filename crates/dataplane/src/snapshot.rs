@@ -122,9 +122,32 @@ fn cfg_err(line: usize, token: &str, reason: impl Into<String>) -> ConfigError {
 }
 
 impl Snapshot {
+    /// Builds the snapshot a configuration describes, consuming it: its routes are freed before the plans are
+    /// made, so a large table is never held twice (the way `lwt6 check` and the offline router load files).
+    pub fn build_from(mut cfg: Config) -> Result<Snapshot, ConfigError> {
+        let routes = std::mem::take(&mut cfg.routes);
+        let mut snap = Snapshot::build_base(&cfg)?;
+        for r in routes {
+            snap.add_route(&r)?;
+        }
+        snap.plan_all();
+        Ok(snap)
+    }
+
     /// Builds the snapshot a configuration describes. Fails (with the line) on references the parser could not
     /// check: a route `via` that no interface reaches, for example.
     pub fn build(cfg: &Config) -> Result<Snapshot, ConfigError> {
+        let mut snap = Snapshot::build_base(cfg)?;
+        for r in &cfg.routes {
+            snap.add_route(r)?;
+        }
+        snap.plan_all();
+        Ok(snap)
+    }
+
+    /// Everything but the configured routes (links, addresses and their connected routes, neighbours, keys,
+    /// IOAM namespaces, sysctls).
+    fn build_base(cfg: &Config) -> Result<Snapshot, ConfigError> {
         let mut links: Vec<Link> = Vec::new();
         let mut by_name = HashMap::new();
         for (i, l) in cfg.links.iter().enumerate() {
@@ -218,7 +241,7 @@ impl Snapshot {
                 },
             );
         }
-        let mut snap = Snapshot {
+        let snap = Snapshot {
             links,
             neigh6,
             neigh4,
@@ -247,10 +270,6 @@ impl Snapshot {
             rx_headroom: MIN_RX_HEADROOM,
             tun_src: Vec::new(),
         };
-        for r in &cfg.routes {
-            snap.add_route(r)?;
-        }
-        snap.plan_all();
         Ok(snap)
     }
 
