@@ -27,10 +27,8 @@ fi
 # bpftrace reads tracepoint formats from tracefs; a fresh machine may not have it mounted. Mount it once here,
 # before tests that need it run in parallel (lwt6 audit also mounts it, and tolerates a concurrent mount).
 if [ ! -e /sys/kernel/tracing/events ]; then
-    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || [ -e /sys/kernel/tracing/events ] || {
-        echo "install-test-deps: cannot mount tracefs on /sys/kernel/tracing" >&2
-        exit 1
-    }
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || [ -e /sys/kernel/tracing/events ] ||
+        echo "install-test-deps: could not mount tracefs on /sys/kernel/tracing (lwt6 audit will try again)" >&2
 fi
 
 echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); $(bpftrace --version); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"
