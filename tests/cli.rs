@@ -176,3 +176,48 @@ fn bench_fib_reports_json() {
     assert_eq!(v["plans"], 201);
     assert!(v["mixed_mlookups_per_s"]["median"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn numeric_options_are_bounded_and_say_the_range() {
+    for (args, range) in [
+        (
+            vec![
+                "pcap",
+                "-c",
+                "x.conf",
+                "--in-dev",
+                "r0",
+                "--rx-headroom",
+                "18446744073709551615",
+                "a",
+                "b",
+            ],
+            "0..=8192",
+        ),
+        (
+            vec![
+                "pcap",
+                "-c",
+                "x.conf",
+                "--in-dev",
+                "r0",
+                "--rx-headroom",
+                "4294967296",
+                "a",
+                "b",
+            ],
+            "0..=8192",
+        ),
+        (vec!["bench", "floor", "--runs", "0"], "1..=1000000"),
+        (vec!["bench", "fib", "--routes", "0"], "1..=16777215"),
+        (vec!["headroom", "--rpl-cmpr", "16"], "0..=15"),
+    ] {
+        let o = lwt6().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("is not in {range}")),
+            "{args:?}: {err}"
+        );
+    }
+}

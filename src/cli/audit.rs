@@ -15,7 +15,7 @@ pub struct AuditArgs {
     #[arg(long, default_value = "1..20")]
     pub segments: String,
     /// Frames sent per configuration.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = crate::cli::within::<u64>(1, 10000000))]
     pub count: u64,
     /// Machine-readable JSON instead of the table.
     #[arg(short = 'j', long = "json")]
@@ -26,7 +26,7 @@ pub struct AuditArgs {
     pub ingress: String,
     /// Milliseconds between installing each route and sending its burst, so that the route's dst cache is
     /// past the jiffy it was created in (0 also measures the cold-cache packets of that first jiffy).
-    #[arg(long, default_value_t = audit::DEFAULT_SETTLE_MS)]
+    #[arg(long, default_value_t = audit::DEFAULT_SETTLE_MS, value_parser = crate::cli::within::<u64>(0, 600000))]
     pub settle_ms: u64,
     /// Keep the test namespaces afterwards (for inspection; remove with `ip netns del`).
     #[arg(long)]

@@ -30,23 +30,23 @@ pub enum BenchWhat {
 #[derive(Debug, Args)]
 pub struct FibArgs {
     /// IPv6 routes in the table (generated /48s via one gateway).
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = crate::cli::within::<usize>(1, 16777215))]
     pub routes: usize,
     /// Every n-th route is seg6 encap with 2 SIDs (0: none).
     #[arg(long = "seg6-every", default_value_t = 10)]
     pub seg6_every: usize,
     /// Destinations looked up per run.
-    #[arg(long, default_value_t = 4_000_000)]
+    #[arg(long, default_value_t = 4_000_000, value_parser = crate::cli::within::<usize>(1, 1000000000))]
     pub lookups: usize,
     /// Runs (median, min and max are reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::within::<usize>(1, 1000000))]
     pub runs: usize,
     /// Route changes to publish after the lookups (half additions, half removals), with a worker forwarding
     /// from the same table meanwhile (0: none).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::within::<usize>(0, 100000000))]
     pub changes: usize,
     /// Changes per published batch.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = crate::cli::within::<usize>(1, 1000000))]
     pub batch: usize,
     /// JSON output.
     #[arg(short = 'j', long)]
@@ -57,33 +57,33 @@ pub struct FibArgs {
 #[derive(Debug, Args)]
 pub struct Common {
     /// Packets per run (rounded up to whole batches of 256 frames).
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 200_000, value_parser = crate::cli::within::<usize>(1, 1000000000))]
     pub packets: usize,
     /// Runs per point (median, min and max are reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::within::<usize>(1, 1000000))]
     pub runs: usize,
     /// Rx headroom in front of the Ethernet header for the Linux strategies (overrides --nic).
-    #[arg(long = "rx-headroom")]
+    #[arg(long = "rx-headroom", value_parser = crate::cli::within::<usize>(0, 8192))]
     pub rx_headroom: Option<usize>,
     /// NIC whose rx headroom the Linux strategies get: i40e (192 bytes), legacy-rx (64), none (0).
     #[arg(long, default_value = "i40e")]
     pub nic: String,
     /// Rx headroom for lwt6 (default: the one lwt6 computes from its routes).
-    #[arg(long = "native-headroom")]
+    #[arg(long = "native-headroom", value_parser = crate::cli::within::<usize>(0, 8192))]
     pub native_headroom: Option<usize>,
     /// Rx headroom for the `lwt6-tiny` strategy.
-    #[arg(long = "tiny-headroom", default_value_t = 0)]
+    #[arg(long = "tiny-headroom", default_value_t = 0, value_parser = crate::cli::within::<usize>(0, 8192))]
     pub tiny_headroom: usize,
     /// L1 cache line size (NET_SKB_PAD = max(32, line)).
-    #[arg(long = "cache-line", default_value_t = 64)]
+    #[arg(long = "cache-line", default_value_t = 64, value_parser = crate::cli::within::<usize>(16, 4096))]
     pub cache_line: usize,
     /// Received frame length in bytes.
-    #[arg(long = "frame-len", default_value_t = bench::DEFAULT_FRAME_LEN)]
+    #[arg(long = "frame-len", default_value_t = bench::DEFAULT_FRAME_LEN, value_parser = crate::cli::within::<usize>(62, 65549))]
     pub frame_len: usize,
     /// Sweep only: time N single batches of 256 packets per point and strategy, interleaved over the whole sweep,
     /// instead of --runs runs of --packets packets. The plots' bars and the "best" figures then come from the least
     /// disturbed batch, measured microseconds apart from its neighbours' (for smoothness checks on a noisy host).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::within::<usize>(0, 10000000))]
     pub batches: usize,
 }
 
@@ -107,7 +107,7 @@ pub struct SweepArgs {
     #[arg(long = "out-dir", default_value = "docs/plots")]
     pub out_dir: PathBuf,
     /// Worker threads (each measures whole points; more than one adds noise).
-    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    #[arg(short = 'j', long = "jobs", default_value_t = 1, value_parser = crate::cli::within::<usize>(1, 64))]
     pub jobs: usize,
     /// Fewer packets and runs, every 4th size (smoke test; under 30 s).
     #[arg(long)]
@@ -133,7 +133,7 @@ pub struct FloorArgs {
     #[arg(long, default_value = "seg6-encap")]
     pub family: String,
     /// Size (SIDs, trace bytes or addresses).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::cli::within::<usize>(1, 1024))]
     pub size: usize,
     /// Measurement settings.
     #[command(flatten)]

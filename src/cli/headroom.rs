@@ -65,25 +65,25 @@ pub struct HeadroomArgs {
     #[arg(long)]
     pub hmac: bool,
     /// L1 cache line in bytes (NET_SKB_PAD): 32, 64 or 128.
-    #[arg(long = "cache-line", default_value_t = 64)]
+    #[arg(long = "cache-line", default_value_t = 64, value_parser = crate::cli::within::<usize>(16, 4096))]
     pub cache_line: usize,
     /// H0: bytes in front of the IPv6 header when the tunnel runs.
-    #[arg(long = "rx-headroom", conflicts_with = "nic")]
+    #[arg(long = "rx-headroom", conflicts_with = "nic", value_parser = crate::cli::within::<usize>(0, 65535))]
     pub rx_headroom: Option<usize>,
     /// NIC preset giving H0 (see the list below; default i40e for forwarded packets).
     #[arg(long)]
     pub nic: Option<String>,
     /// mac_len of forwarded packets.
-    #[arg(long = "mac-len", default_value_t = 14)]
+    #[arg(long = "mac-len", default_value_t = 14, value_parser = crate::cli::within::<usize>(0, 64))]
     pub mac_len: usize,
     /// LL_RESERVED_SPACE of the egress device (16 for Ethernet).
-    #[arg(long = "ll-reserved", default_value_t = 16)]
+    #[arg(long = "ll-reserved", default_value_t = 16, value_parser = crate::cli::within::<usize>(0, 4096))]
     pub ll_reserved: usize,
     /// Locally generated packets (output path, mac_len 0, socket-allocated headroom).
     #[arg(long)]
     pub local: bool,
     /// RPL: prefix bytes every address shares with the first segment (0 = uncompressed worst case, max 15).
-    #[arg(long = "rpl-cmpr", default_value_t = 0)]
+    #[arg(long = "rpl-cmpr", default_value_t = 0, value_parser = crate::cli::within::<usize>(0, 15))]
     pub rpl_cmpr: usize,
     /// JSON: an array with one object per (protocol, mode, size).
     #[arg(short = 'j', long = "json")]

@@ -72,7 +72,7 @@ pub struct PcapArgs {
     #[arg(short = 'j', long = "json")]
     pub json: bool,
     /// Receive headroom in bytes (default: computed from the largest route overhead so nothing is reallocated).
-    #[arg(long = "rx-headroom")]
+    #[arg(long = "rx-headroom", value_parser = crate::cli::within::<usize>(0, 8192))]
     pub rx_headroom: Option<usize>,
     /// Print one line per output frame (decoded summary).
     #[arg(short = 'v', long)]
@@ -130,6 +130,15 @@ pub struct Failure {
     pub message: String,
     /// Exit status.
     pub code: u8,
+}
+
+/// A command-line parser for a whole number in `lo..=hi` (clap names the range when a value is outside it).
+pub fn within<T>(lo: u64, hi: u64) -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::<T>::new().range(lo..=hi)
 }
 
 /// A failure with exit status 1.

@@ -286,14 +286,64 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// Most characters of a token an error message shows.
+const TOKEN_SHOWN: usize = 64;
+
+/// A token as error messages show it: control characters and quotes escaped (a hostile file cannot drive the
+/// terminal), at most [`TOKEN_SHOWN`] characters, then how long it really is.
+pub fn shown_token(token: &str) -> String {
+    let mut out = String::new();
+    for ch in token.chars().take(TOKEN_SHOWN) {
+        if ch.is_control() || ch == '\'' || ch == '\u{feff}' {
+            out.extend(ch.escape_default());
+        } else {
+            out.push(ch);
+        }
+    }
+    let n = token.chars().count();
+    if n > TOKEN_SHOWN {
+        out.push_str(&format!("... ({} bytes)", token.len()));
+    }
+    out
+}
+
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.token.is_empty() {
             write!(f, "line {}: {}", self.line, self.reason)
         } else {
-            write!(f, "line {}: '{}': {}", self.line, self.token, self.reason)
+            write!(
+                f,
+                "line {}: '{}': {}",
+                self.line,
+                shown_token(&self.token),
+                self.reason
+            )
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_in_messages_are_escaped_and_cut() {
+        let e = |token: &str| {
+            ConfigError {
+                line: 3,
+                token: token.into(),
+                reason: "bad".into(),
+            }
+            .to_string()
+        };
+        assert_eq!(e("eth\u{1b}[31m"), "line 3: 'eth\\u{1b}[31m': bad");
+        assert_eq!(e("a\0b"), "line 3: 'a\\u{0}b': bad");
+        let long = "x".repeat(1_000_000);
+        let m = e(&long);
+        assert!(m.len() < 120, "{}", m.len());
+        assert!(m.contains("... (1000000 bytes)"), "{m}");
+    }
+}

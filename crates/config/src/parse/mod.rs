@@ -131,6 +131,12 @@ impl<'s> Builder<'s> {
 
     /// Applies one line (numbered `line_no` in errors): a command, a comment or a blank line.
     pub fn line(&mut self, line_no: usize, text: &str) -> Result<()> {
+        // A UTF-8 byte order mark some editors put in front of a file is not part of the first command.
+        let text = if line_no == 1 {
+            text.strip_prefix('\u{feff}').unwrap_or(text)
+        } else {
+            text
+        };
         let toks = tokenize(line_no, text)?;
         if toks.is_empty() {
             return Ok(());
@@ -473,6 +479,9 @@ fn check_link_name(c: &Cur<'_>, tok: &str) -> Result<()> {
         .any(|ch| ch.is_whitespace() || ch == '/' || ch == ':')
     {
         return Err(c.err(tok, "invalid link name (no whitespace, '/' or ':')"));
+    }
+    if tok.chars().any(char::is_control) {
+        return Err(c.err(tok, "invalid link name (no control characters)"));
     }
     if tok == "all" || tok == "default" {
         return Err(c.err(

@@ -1612,3 +1612,22 @@ fn sr_tunsrc_follows_the_route_tunsrc_rule() {
         Some("fd00::1".parse().unwrap())
     );
 }
+
+/// Hostile configuration text: names with control characters are refused, a byte order mark is accepted.
+#[test]
+fn control_characters_in_names_and_a_byte_order_mark() {
+    for name in ["eth\u{1b}[2J", "a\u{0}b", "x\u{7f}"] {
+        let e = fail(&format!("link add {name}\n"));
+        assert_eq!(e.token, name);
+        assert!(e.reason.contains("control characters"), "{e}");
+        assert!(
+            !e.to_string().contains('\u{1b}') && !e.to_string().contains('\u{0}'),
+            "{e}"
+        );
+    }
+    let c = ok("\u{feff}link add r0\nlink add r1\n");
+    assert_eq!(c.links[0].name, "r0");
+    // Only at the very start: elsewhere it is an unknown command, named.
+    let e = fail("link add r0\n\u{feff}link add r1\n");
+    assert_eq!(e.line, 2);
+}
