@@ -290,7 +290,7 @@ pub struct ConfigError {
 const TOKEN_SHOWN: usize = 64;
 
 /// A token as error messages show it: control characters and quotes escaped (a hostile file cannot drive the
-/// terminal), at most [`TOKEN_SHOWN`] characters, then how long it really is.
+/// terminal), at most 64 characters, then how long it really is.
 pub fn shown_token(token: &str) -> String {
     let mut out = String::new();
     for ch in token.chars().take(TOKEN_SHOWN) {
