@@ -42,6 +42,9 @@ drop_reasons! {
     Ipv4Malformed => "ipv4_malformed",
     /// The extension-header chain is truncated or misordered.
     ExtHeaderMalformed => "exthdr_malformed",
+    /// Loopback source or destination, or unspecified source (RFC 4291 §2.5.2, §2.5.3), dropped on receipt as
+    /// Linux does.
+    ForbiddenAddress => "forbidden_address",
     /// Multicast destination (lwt6 does not route multicast).
     Multicast => "multicast_destination",
     /// Link-local source or destination cannot be forwarded.

@@ -306,8 +306,10 @@ impl Worker {
         }
         // Multicast (ff00::/8) or link-local (fe80::/10) source or destination: both start with 0xfe or 0xff,
         // which one test of the first bytes rules out for almost every packet.
-        if ip[8] >= 0xfe || ip[24] >= 0xfe {
-            let special = |hi: u16| hi >= 0xff00 || hi & 0xffc0 == 0xfe80;
+        // Also the addresses of ::/8 (loopback, unspecified, IPv4-mapped and compatible): their first byte is 0,
+        // which the same test catches as 255 after subtracting one. The general path decides about them.
+        if ip[8].wrapping_sub(1) >= 0xfd || ip[24].wrapping_sub(1) >= 0xfd {
+            let special = |hi: u16| hi >= 0xff00 || hi & 0xffc0 == 0xfe80 || hi < 0x0100;
             if special(u16::from_be_bytes([ip[8], ip[9]]))
                 || special(u16::from_be_bytes([ip[24], ip[25]]))
             {
@@ -468,6 +470,12 @@ impl Worker {
         let total = ipv6::HEADER_LEN + p.payload_len() as usize;
         let (src, dst, hlim) = (p.src_addr(), p.dst_addr(), p.hop_limit());
         buf.truncate(total);
+        // RFC 4291 §2.5.2, §2.5.3: the unspecified address is never a source, the loopback address never leaves a
+        // node. Linux drops these on receipt, without an ICMPv6 error (other ::/8 addresses it forwards; so does
+        // lwt6). Compared with the kernel in tests/kernel/test_forbidden.py.
+        if src.is_loopback() || dst.is_loopback() || src.is_unspecified() {
+            return Err(DropReason::ForbiddenAddress);
+        }
         if src.is_multicast() {
             return Err(DropReason::Ipv6Malformed);
         }
@@ -1015,7 +1023,9 @@ impl Worker {
             return;
         };
         let Some(dev) = route.dev else { return };
-        let Some(src) = snap.source_for(Some(dev), &to) else {
+        // Linux selects the error's source as if it left by the interface the invoking packet came in on (it
+        // usually does): tests/kernel/test_forbidden.py has a case where the two differ.
+        let Some(src) = snap.source_for(Some(cx.in_dev), &to) else {
             return;
         };
         let nh = match route.via {
