@@ -179,35 +179,14 @@ fn bench_fib_reports_json() {
 
 #[test]
 fn numeric_options_are_bounded_and_say_the_range() {
+    let pcap = |headroom: &'static str| {
+        let mut v = vec!["pcap", "-c", "x.conf", "--in-dev", "r0", "--rx-headroom"];
+        v.extend([headroom, "a", "b"]);
+        v
+    };
     for (args, range) in [
-        (
-            vec![
-                "pcap",
-                "-c",
-                "x.conf",
-                "--in-dev",
-                "r0",
-                "--rx-headroom",
-                "18446744073709551615",
-                "a",
-                "b",
-            ],
-            "0..=8192",
-        ),
-        (
-            vec![
-                "pcap",
-                "-c",
-                "x.conf",
-                "--in-dev",
-                "r0",
-                "--rx-headroom",
-                "4294967296",
-                "a",
-                "b",
-            ],
-            "0..=8192",
-        ),
+        (pcap("18446744073709551615"), "0..=8192"),
+        (pcap("4294967296"), "0..=8192"),
         (vec!["bench", "floor", "--runs", "0"], "1..=1000000"),
         (vec!["bench", "fib", "--routes", "0"], "1..=16777215"),
         (vec!["headroom", "--rpl-cmpr", "16"], "0..=15"),
