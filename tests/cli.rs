@@ -200,3 +200,81 @@ fn numeric_options_are_bounded_and_say_the_range() {
         );
     }
 }
+
+/// The seg6 example's IPv6 frames as `tcpdump -i any` would have captured them (Linux cooked, SLL) and as a
+/// raw IPv6 capture: read as received on --in-dev, they give what the Ethernet capture gives.
+#[test]
+fn cooked_and_raw_captures_read_as_received_on_in_dev() {
+    use lwt6::io::pcap;
+    let d = tmp("linktypes");
+    let frames = pcap::read_file(&root().join("examples/seg6/input.pcap")).unwrap();
+    let v6: Vec<&pcap::CapturedFrame> = frames
+        .iter()
+        .filter(|f| f.data[12..14] == [0x86, 0xdd])
+        .collect();
+    assert!(v6.len() >= 3);
+    // A classic pcap of `bodies`, its link type field (file header offset 20) set to `linktype`.
+    let write = |name: &str, linktype: u32, bodies: Vec<Vec<u8>>| {
+        let recs: Vec<(u64, &[u8])> = bodies.iter().map(|b| (1_000u64, b.as_slice())).collect();
+        let mut bytes = pcap::pcap_bytes(&recs);
+        bytes[20..24].copy_from_slice(&linktype.to_le_bytes());
+        let p = d.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let eth = write("eth.pcap", 1, v6.iter().map(|f| f.data.clone()).collect());
+    // SLL: packet type 0, ARPHRD_ETHER, address length 6, the source MAC padded to 8, protocol.
+    let sll = write(
+        "sll.pcap",
+        113,
+        v6.iter()
+            .map(|f| {
+                [
+                    &[0, 0, 0, 1, 0, 6][..],
+                    &f.data[6..12],
+                    &[0, 0],
+                    &f.data[12..14],
+                    &f.data[14..],
+                ]
+                .concat()
+            })
+            .collect(),
+    );
+    let raw = write(
+        "raw.pcap",
+        229,
+        v6.iter().map(|f| f.data[14..].to_vec()).collect(),
+    );
+    let run = |input: &PathBuf| {
+        let out = d.join("out.pcapng");
+        let o = lwt6()
+            .args(["pcap", "-c"])
+            .arg(root().join("examples/seg6/router.conf"))
+            .args(["--in-dev", "r0", "--stats", "-j"])
+            .arg(input)
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let sent: Vec<Vec<u8>> = pcap::read_file(&out)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.data)
+            .collect();
+        sent
+    };
+    let want = run(&eth);
+    assert!(!want.is_empty());
+    assert_eq!(run(&sll), want);
+    // Raw IP has no source MAC: the same number of frames out (l2encap would carry the zero MAC).
+    assert_eq!(run(&raw).len(), want.len());
+    // A link type lwt6 does not read is named, with the frame.
+    let bad = write("bad.pcap", 147, vec![vec![0x60, 0, 0, 0]]);
+    let o = lwt6().args(["decode"]).arg(&bad).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("frame 1: link type 147"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -3,6 +3,7 @@
 use crate::config::{self, Config};
 use crate::decode;
 use crate::fib::{Origin, RouteEntry};
+use crate::io::linktype;
 use crate::io::pcap::{self, OutFrame};
 use crate::router::Router;
 use crate::snapshot::Snapshot;
@@ -240,18 +241,9 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     if let Some(h) = a.rx_headroom {
         router.worker.rx_headroom = h;
     }
-    let frames =
+    let mut frames =
         pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
-    if let Some(f) = frames
-        .iter()
-        .find(|f| f.linktype != pcap::LINKTYPE_ETHERNET)
-    {
-        return Err(fail(format!(
-            "{}: link type {} is not Ethernet (1)",
-            a.input.display(),
-            f.linktype
-        )));
-    }
+    as_ethernet(&mut frames, snap.links[in_dev].mac, &a.input)?;
     let mut sent: Vec<(usize, u64, Vec<u8>)> = Vec::new();
     router.process_batch(
         frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
@@ -415,9 +407,28 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Turns frames of other link types (raw IP, Linux cooked captures) into the Ethernet frames the interface with
+/// MAC `dst` would have received; fails naming the first frame that cannot be.
+fn as_ethernet(
+    frames: &mut [pcap::CapturedFrame],
+    dst: [u8; 6],
+    path: &Path,
+) -> Result<(), Failure> {
+    for (i, f) in frames.iter_mut().enumerate() {
+        if f.linktype != linktype::ETHERNET {
+            f.data = linktype::to_ethernet(f.linktype, &f.data, dst)
+                .map_err(|e| fail(format!("{}: frame {}: {e}", path.display(), i + 1)))?;
+            f.linktype = linktype::ETHERNET;
+        }
+    }
+    Ok(())
+}
+
 fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
-    let frames =
+    let mut frames =
         pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
+    as_ethernet(&mut frames, [0; 6], &a.input)?;
     if a.json {
         let v: Vec<_> = frames
             .iter()

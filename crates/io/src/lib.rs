@@ -1,3 +1,4 @@
 //! Packet I/O: capture files (pcap and pcapng).
 
+pub mod linktype;
 pub mod pcap;
