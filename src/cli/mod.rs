@@ -430,12 +430,25 @@ fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
     // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
     as_ethernet(&mut frames, [0; 6], &a.input)?;
     if a.json {
-        let v: Vec<_> = frames
-            .iter()
-            .enumerate()
-            .map(|(i, f)| json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)}))
-            .collect();
-        out!("{}", serde_json::Value::Array(v));
+        // One JSON array, written frame by frame: the output is never built whole in memory.
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut put = |s: &str| {
+            if w.write_all(s.as_bytes()).is_err() {
+                std::process::exit(0)
+            }
+        };
+        put("[");
+        for (i, f) in frames.iter().enumerate() {
+            if i > 0 {
+                put(",");
+            }
+            let v = json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)});
+            put(&v.to_string());
+        }
+        put("]\n");
+        if w.flush().is_err() {
+            std::process::exit(0)
+        }
     } else {
         for (i, f) in frames.iter().enumerate() {
             out!(
