@@ -72,11 +72,6 @@ impl Best {
         }
     }
 
-    /// The index of the route's forwarding plan, if it has one.
-    pub fn plan(&self) -> Option<u32> {
-        (self.plan != u32::MAX).then_some(self.plan)
-    }
-
     /// The index of the route's forwarding plan, or `u32::MAX` (an index no plan has) when it has none: one
     /// bounds-checked read tells both.
     #[inline(always)]
@@ -241,8 +236,7 @@ impl LpmIndex {
             self.small.insert(pos, (len, key, best));
         }
         if self.count > Self::SMALL {
-            // Longest first: every prefix is inserted over the shorter ones, as the trie requires of nothing, but
-            // it makes the order irrelevant to the reader.
+            // Past the scan's size: the same prefixes go into a trie (in any order: it keeps the longest).
             let mut t = Box::<StrideTrie>::default();
             for (l, k, b) in std::mem::take(&mut self.small) {
                 t.insert(k << (128 - u32::from(width)), l, b);
@@ -356,7 +350,6 @@ impl Fib {
             return;
         };
         r.plan = plan;
-        let r = r.clone();
         let best = Best::of(id, plan);
         match r.prefix {
             IpNet::V6(p) => {

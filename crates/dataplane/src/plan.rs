@@ -150,8 +150,6 @@ pub struct Templates {
     /// The allocation; the block starts page-aligned at `base`; rebased [`TemplateRef`]s count from index 0.
     bytes: Vec<u8>,
     base: usize,
-    /// Bytes of the block in use (the rest is room for templates added later).
-    used: usize,
 }
 
 /// Builds [`Templates`], deduplicating identical templates; kept beside them so that templates can be added
@@ -206,16 +204,7 @@ impl TemplatesBuilder {
         let mut mem = crate::buffer::Aligned::zeroed_at(cap, crate::buffer::PAGE, 0);
         mem.as_mut_slice()[..self.bytes.len()].copy_from_slice(&self.bytes);
         let (bytes, base) = mem.into_parts();
-        Templates {
-            bytes,
-            base,
-            used: self.bytes.len(),
-        }
-    }
-
-    /// The packed block, page-aligned (see [`TemplatesBuilder::materialize`]).
-    pub fn finish(self) -> Templates {
-        self.materialize(0)
+        Templates { bytes, base }
     }
 
     /// Bytes placed so far (padding included).
@@ -233,7 +222,6 @@ impl TemplatesBuilder {
     pub fn sync(&self, t: &mut Templates, from: usize) {
         let to = self.bytes.len();
         t.bytes[t.base + from..t.base + to].copy_from_slice(&self.bytes[from..]);
-        t.used = to;
     }
 }
 
@@ -252,11 +240,6 @@ impl Templates {
             start: r.start + self.base as u32,
             len: r.len,
         }
-    }
-
-    /// Bytes in use (padding included).
-    pub fn size(&self) -> usize {
-        self.used
     }
 
     /// Whether a builder that has placed `len` bytes fits without a new block.
@@ -287,7 +270,7 @@ mod tests {
         }
         let again = b.add(&refs[0].0);
         assert_eq!(again, refs[0].1, "an identical template is placed once");
-        let tpl = b.finish();
+        let tpl = b.materialize(0);
         let refs: Vec<_> = refs.into_iter().map(|(t, r)| (t, tpl.rebase(r))).collect();
         let base = tpl.bytes[tpl.base..].as_ptr() as usize;
         assert_eq!(base % crate::buffer::PAGE, 0);

@@ -387,25 +387,23 @@ impl Snapshot {
         })
     }
 
-    /// Plans route `id` again (the route to its tunnel's destination changed): its plan is made anew, in the
-    /// same slot when it had one; a new template goes into the block's room (or into a bigger block).
-    fn replan(&mut self, id: RouteId) {
+    /// Plans route `id` after a change: a plain route shares the plan its key names (made now if no route has it
+    /// yet); a tunnel route, whose tunnel's destination may route differently now, gets its plan made anew, in
+    /// its old slot when it had one. A new template goes into the block's room (or into a bigger block).
+    fn plan_route(&mut self, id: RouteId) {
         let Some(r) = self.fib.routes().get(id as usize).cloned() else {
-            return;
-        };
-        let Some(tid) = r.tunnel else {
-            // Plain routes depend on nothing another route changes.
             return;
         };
         let mut keys = std::mem::take(&mut self.plan_keys);
         let mut plans = std::mem::take(&mut self.plans);
         let mut log = std::mem::take(&mut self.template_log);
         let (placed, before) = (log.len(), plans.len());
-        // The tunnel is this route's alone, so is its key: forget it, and the plan is made anew.
-        keys.retain(|k, _| k.0 != Some(tid));
-        let fresh = self.plan_of(&r, &mut keys, &mut plans, &mut log);
+        if let Some(tid) = r.tunnel {
+            // The tunnel is this route's alone, so is its key: forget it, and the plan is made anew.
+            keys.retain(|k, _| k.0 != Some(tid));
+        }
+        let mut now = self.plan_of(&r, &mut keys, &mut plans, &mut log);
         self.place_templates(&log, placed, &mut plans[..before]);
-        let mut now = fresh;
         if plans.len() > before {
             let mut p = plans.pop().expect("made just now");
             p.template = self.templates.rebase(p.template);
@@ -465,7 +463,7 @@ impl Snapshot {
             .flat_map(|(_, tids)| tids.iter().map(|t| self.tunnel_route[*t]))
             .collect();
         for id in routes {
-            self.replan(id);
+            self.plan_route(id);
         }
     }
 
@@ -497,28 +495,7 @@ impl Snapshot {
                     ));
                 }
                 let id = self.add_route(r)?;
-                let mut keys = std::mem::take(&mut self.plan_keys);
-                let route = self.fib.routes()[id as usize].clone();
-                if route.tunnel.is_some() {
-                    self.plan_keys = keys;
-                    self.replan(id);
-                } else {
-                    let mut plans = std::mem::take(&mut self.plans);
-                    let mut log = std::mem::take(&mut self.template_log);
-                    let before = plans.len();
-                    let plan = self.plan_of(&route, &mut keys, &mut plans, &mut log);
-                    if plans.len() > before {
-                        // A new plain plan (a new gateway or device): its template into the block.
-                        let placed = self.templates.size();
-                        self.place_templates(&log, placed, &mut plans[..before]);
-                        let last = plans.len() - 1;
-                        plans[last].template = self.templates.rebase(plans[last].template);
-                    }
-                    self.plan_keys = keys;
-                    self.plans = plans;
-                    self.template_log = log;
-                    self.fib.set_plan(id, plan);
-                }
+                self.plan_route(id);
                 self.replan_within(r.prefix);
                 Ok(())
             }
@@ -672,7 +649,7 @@ impl Snapshot {
 
     /// How many forwarding plans the routes share, and the bytes their templates take.
     pub fn plan_stats(&self) -> (usize, usize) {
-        (self.plans.len(), self.templates.size())
+        (self.plans.len(), self.template_log.len())
     }
 
     /// The effective MTU of a route: route MTU or the device's, minus what its tunnel adds as Linux reports it
