@@ -1,4 +1,5 @@
-//! Packet I/O: capture files (pcap and pcapng).
+//! Packet I/O: capture files (pcap and pcapng) and live ports ([`port::Port`]).
 
 pub mod linktype;
 pub mod pcap;
+pub mod port;
