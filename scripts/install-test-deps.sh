@@ -10,6 +10,9 @@ command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # Installed here, before the tests run in parallel: lwt6 audit would otherwise install it from two tests at once.
 command -v bpftrace >/dev/null 2>&1 || need_apt+=(bpftrace)
+# tests/install.rs renders the man pages and verifies the systemd unit with the tools that consume them.
+command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
+command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections

@@ -34,6 +34,10 @@ grep -q "test result: ok" target/cargo-test.log
 say "cargo build --release"
 cargo build --release --quiet
 
+say "cargo install --path . (into target/install-check; reuses the release build)"
+CARGO_TARGET_DIR="$PWD/target" cargo install --quiet --locked --offline --path . --root target/install-check --force
+target/install-check/bin/lwt6 --version
+
 say "demo (README's first command)"
 scripts/demo.sh >target/demo.log
 tail -n 3 target/demo.log

@@ -47,6 +47,10 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Benchmarks: forwarding-rate sweeps of the real pipeline with three buffer strategies.
     Bench(bench::BenchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) generated from this command line.
+    Completions(install::CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand into a directory.
+    Man(install::ManArgs),
 }
 
 /// `lwt6 pcap`.
@@ -123,6 +127,7 @@ pub struct CheckArgs {
 pub mod audit;
 pub mod bench;
 pub mod headroom;
+pub mod install;
 
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
@@ -161,6 +166,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Headroom(a) => headroom::run(a),
         Command::Audit(a) => audit::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Completions(a) => install::completions(&a),
+        Command::Man(a) => install::man(&a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());
