@@ -66,11 +66,16 @@ pub struct Worker {
     encap_pending: [u64; 3],
     /// Packets the fast path sent since the last flush: each one received, sent and fast.
     fast_sent: u64,
+    /// Set when a seg6local behaviour's IPv6 lookup found no route and answered with an ICMPv6 Destination
+    /// Unreachable (which Linux counts as a packet processed, not an error).
+    unreachable_sent: bool,
 }
+
+pub(crate) mod seg6local;
 
 /// What every stage of one packet's processing needs to know: the snapshot, where and when the packet arrived,
 /// and where frames go.
-struct Cx<'s, 'o> {
+pub(crate) struct Cx<'s, 'o> {
     snap: &'s Snapshot,
     in_dev: DevId,
     ts: u64,
@@ -88,7 +93,17 @@ impl Cx<'_, '_> {
 type RouteHint<'f> = (Ipv6Addr, Option<&'f RouteEntry>);
 
 /// Why a packet left the normal path.
-type Verdict = Result<(), DropReason>;
+pub(crate) type Verdict = Result<(), DropReason>;
+
+/// A seg6local behaviour's handler (a row of [`crate::node::seg6local::BEHAVIOURS`]): the packet in `buf` starts
+/// at its IPv6 header; `pass` counts the decapsulations and local passes so far.
+pub(crate) type LocalHandler = fn(
+    &mut Worker,
+    &mut Cx<'_, '_>,
+    &mut PacketBuf,
+    &crate::node::seg6local::Seg6Local,
+    usize,
+) -> Verdict;
 
 /// What a tunnel stage will do to a packet, decided before anything is written. `T` is the tunnel applied:
 /// an [`InputTunnel`] before forwarding, an [`Ioam6Tunnel`] after it.
@@ -143,6 +158,7 @@ impl Worker {
             nh_gen: 0,
             encap_pending: [0; 3],
             fast_sent: 0,
+            unreachable_sent: false,
         }
     }
 
@@ -325,6 +341,9 @@ impl Worker {
         let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
+        if plan.kind.is_local() {
+            return self.fast_local(snap, in_dev, ts, frame, out, plan, hint(best));
+        }
         let rpl = match plan.kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
@@ -401,6 +420,9 @@ impl Worker {
             }
             PlanKind::IoamInline => ioam_at = Some(Ioam6Tunnel::patch_inline(hdr, after, &rx)),
             PlanKind::IoamEncap => ioam_at = Some(Ioam6Tunnel::patch_encap(hdr, after, &rx, t)),
+            PlanKind::End | PlanKind::EndX | PlanKind::EndDx6 => {
+                unreachable!("seg6local plans are handled by fast_local")
+            }
         }
         let hl = rx.hop_limit;
         if let Some(at) = ioam_at {
@@ -501,6 +523,13 @@ impl Worker {
         if local {
             let chain = exthdr::chain(buf.data()).map_err(|_| DropReason::ExtHeaderMalformed)?;
             return self.local_in(cx, buf, chain, pass);
+        }
+        // A local SID: the route's behaviour takes the packet (Linux: the seg6local tunnel's input, before
+        // ip6_forward and its checks).
+        if let Some(tid) = route.and_then(|r| r.tunnel)
+            && let Tunnel::Local(_) = &snap.tunnels[tid]
+        {
+            return self.seg6local_in(cx, buf, tid, pass);
         }
         if is_link_local(&src) || is_link_local(&dst) {
             return Err(DropReason::ScopeViolation);
@@ -632,6 +661,11 @@ impl Worker {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
+        if let Some(tid) = route.tunnel
+            && let Tunnel::Local(_) = &snap.tunnels[tid]
+        {
+            return self.seg6local_in(cx, buf, tid, pass + 1);
+        }
         self.forward(cx, buf, route, L3::V6)
     }
 
