@@ -268,10 +268,14 @@ fn rpl_loop_local_after_two_locals_preceded_by_a_foreign_address() {
     assert_eq!(out.len(), 1, "one ICMPv6 error back to the sender");
     assert_eq!(out[0].0, 0, "sent on r0");
     let p = &out[0].1[14..];
+    // RFC 4443 §2.2 (a): sent to our fd00:2::1, answered from it.
+    assert_eq!(&p[8..24], &a("fd00:2::1"));
     assert_eq!(&p[24..40], &a("fd00:1::1"));
     let icmp = &p[40..];
     assert_eq!((icmp[0], icmp[1]), (4, 0));
     assert_eq!(u32::from_be_bytes([icmp[4], icmp[5], icmp[6], icmp[7]]), 0);
+    // The quote carries Segments Left already decremented (5 -> 4), as Linux quotes it (tests/kernel/test_rpl.py).
+    assert_eq!(icmp[8 + 40 + 3], 4);
 }
 
 #[test]
