@@ -59,6 +59,7 @@ fn topology(encap: Encap) -> Config {
         metric: 1024,
         mtu: None,
         encap,
+        table: 254,
         line,
     };
     c.routes

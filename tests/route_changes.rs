@@ -101,6 +101,7 @@ fn del(line: &str) -> Change {
     Change::DelRoute {
         prefix: r.prefix,
         metric: r.metric,
+        table: r.table,
         line: 0,
     }
 }

@@ -5,8 +5,11 @@ use crate::decode;
 use crate::fib::{Origin, RouteEntry};
 use crate::io::linktype;
 use crate::io::pcap::{self, OutFrame};
+use crate::node::seg6local::{LocalCounters, table_name};
 use crate::router::Router;
 use crate::snapshot::Snapshot;
+use crate::spec::MAIN_TABLE;
+use crate::tunnel::Tunnel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use std::io::{BufRead, IsTerminal, Read, Write};
@@ -99,6 +102,9 @@ pub enum ShowWhat {
         /// JSON output.
         #[arg(short = 'j', long = "json")]
         json: bool,
+        /// Counters of seg6local routes with `count` (as `ip -s`; zero before any traffic).
+        #[arg(short = 's', long = "stats")]
+        stats: bool,
     },
 }
 
@@ -155,8 +161,13 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Pcap(a) => cmd_pcap(a),
         Command::Show(ShowArgs {
-            what: ShowWhat::Routes { config, json },
-        }) => cmd_show_routes(&config, json),
+            what:
+                ShowWhat::Routes {
+                    config,
+                    json,
+                    stats,
+                },
+        }) => cmd_show_routes(&config, json, stats),
         Command::Decode(a) => cmd_decode(&a),
         Command::Headroom(a) => headroom::run(a),
         Command::Audit(a) => audit::run(a),
@@ -301,6 +312,10 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 );
             }
             v["frames_out_by_dev"] = json!(per_dev);
+            let counted: Vec<_> = counted_routes(&snap)
+                .map(|(t, r)| route_json(&snap, t, r, Some(&st.seg6local)))
+                .collect();
+            v["seg6local_routes"] = json!(counted);
             v["rx_headroom"] = json!(router.worker.rx_headroom);
             out!("{v}");
         } else {
@@ -331,6 +346,9 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                     out!("  out {n:<8} {c}");
                 }
             }
+            for (t, r) in counted_routes(&snap) {
+                out!("  route {}", route_line(&snap, t, r, Some(&st.seg6local)));
+            }
         }
     }
     if !st.balanced() {
@@ -344,9 +362,26 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
+fn route_json(
+    router: &Snapshot,
+    table: u32,
+    r: &RouteEntry,
+    counters: Option<&[LocalCounters]>,
+) -> serde_json::Value {
     let (linux_mtu, mtu) = router.route_mtu(r);
+    let local = r.tunnel.and_then(|t| match &router.tunnels[t] {
+        Tunnel::Local(l) if l.spec.count => Some(t),
+        _ => None,
+    });
+    let stats = local.and_then(|t| {
+        counters.map(|c| {
+            let c = c.get(t).copied().unwrap_or_default();
+            json!({"packets": c.packets, "bytes": c.bytes, "errors": c.errors})
+        })
+    });
     json!({
+        "table": table_name(table),
+        "stats64": stats,
         "dst": if r.prefix.prefix_len() == 0 { "default".to_string() } else { r.prefix.to_string() },
         "gateway": r.via.map(|v| v.to_string()),
         "dev": r.dev.map(|d| router.links[d].name.clone()),
@@ -360,17 +395,50 @@ fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
     })
 }
 
-fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
+fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Failure> {
     let router = Snapshot::build_from(load_config(config)?)
         .map_err(|e| fail(format!("{}: {e}", config.display())))?;
-    let fib = router.fib();
-    let routes: Vec<&RouteEntry> = fib.routes_v6().chain(fib.routes_v4()).collect();
+    // Before any traffic every counter is zero.
+    let zeros = vec![LocalCounters::default(); router.tunnels.len()];
+    let counters = stats.then_some(zeros.as_slice());
     if as_json {
-        let v: Vec<_> = routes.iter().map(|r| route_json(&router, r)).collect();
+        let v: Vec<_> = all_routes(&router)
+            .map(|(t, r)| route_json(&router, t, r, counters))
+            .collect();
         out!("{}", serde_json::Value::Array(v));
         return Ok(());
     }
-    for r in routes {
+    for (t, r) in all_routes(&router) {
+        out!("{}", route_line(&router, t, r, counters));
+    }
+    Ok(())
+}
+
+/// The seg6local routes with `count`, with their tables.
+fn counted_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
+    all_routes(router).filter(|(_, r)| {
+        r.tunnel
+            .is_some_and(|t| matches!(&router.tunnels[t], Tunnel::Local(l) if l.spec.count))
+    })
+}
+
+/// Every route of every table, IPv6 first in each, tables in id order (as `ip route show table all`).
+fn all_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
+    router
+        .tables()
+        .into_iter()
+        .flat_map(|(t, f)| f.routes_v6().chain(f.routes_v4()).map(move |r| (t, r)))
+}
+
+/// One route as `ip route show table all` prints it (with `ip -s` counters for seg6local `count` routes when
+/// `counters` are given), then lwt6's effective MTU as a comment for tunnel routes.
+fn route_line(
+    router: &Snapshot,
+    table: u32,
+    r: &RouteEntry,
+    counters: Option<&[LocalCounters]>,
+) -> String {
+    {
         let dst = if r.prefix.prefix_len() == 0 {
             "default".to_string()
         } else {
@@ -378,13 +446,24 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
         };
         let mut line = dst;
         if let Some(t) = r.tunnel {
-            line += &format!("  {}", router.tunnels[t].iproute2());
+            let text = match &router.tunnels[t] {
+                Tunnel::Local(l) => l.iproute2_stats(
+                    counters
+                        .map(|c| c.get(t).copied().unwrap_or_default())
+                        .as_ref(),
+                ),
+                other => other.iproute2(),
+            };
+            line += &format!("  {text}");
         }
         if let Some(v) = r.via {
             line += &format!(" via {v}");
         }
         if let Some(d) = r.dev {
             line += &format!(" dev {}", router.links[d].name);
+        }
+        if table != MAIN_TABLE {
+            line += &format!(" table {}", table_name(table));
         }
         if r.origin == Origin::Connected {
             line += " proto kernel";
@@ -399,12 +478,13 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
             line += " pref medium";
         }
         let (linux, ours) = router.route_mtu(r);
-        if r.tunnel.is_some() {
+        if r.tunnel
+            .is_some_and(|t| !matches!(router.tunnels[t], Tunnel::Local(_)))
+        {
             line += &format!("  # effective mtu {ours} (linux reports {linux})");
         }
-        out!("{line}");
+        line
     }
-    Ok(())
 }
 
 /// Turns frames of other link types (raw IP, Linux cooked captures) into the Ethernet frames the interface with

@@ -9,7 +9,10 @@ use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, RouteId, TunnelId};
 use crate::node::ioam::{IoamNode, Namespace};
 use crate::node::saddr;
 use crate::plan::{Plan, PlanKind, Templates, TemplatesBuilder};
-use crate::spec::{Config, ConfigError, DevSysctls, Encap, IoamMode, Route, Seg6Mode};
+use crate::spec::{
+    Config, ConfigError, DevSysctls, Encap, IoamMode, MAIN_TABLE, Route, Seg6Encap,
+    Seg6LocalAction, Seg6Mode,
+};
 use crate::tunnel::seg6::HmacSecret;
 use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
@@ -19,6 +22,10 @@ use ipnet::IpNet;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
+
+/// The route id of tunnels that no route of the main table carries (policies of End.B6 routes, tunnels of routes
+/// in other tables): nothing replans them.
+const NO_ROUTE: RouteId = RouteId::MAX;
 
 /// Smallest rx headroom lwt6 uses, whatever the routes (room for an Ethernet header and alignment).
 pub const MIN_RX_HEADROOM: usize = 64;
@@ -55,12 +62,14 @@ type PlanKey = (
 pub enum Change {
     /// `route add ...`.
     AddRoute(Route),
-    /// `route del PREFIX [metric N]`.
+    /// `route del PREFIX [table T] [metric N]`.
     DelRoute {
         /// The route's prefix.
         prefix: IpNet,
         /// Its metric.
         metric: u32,
+        /// Its table.
+        table: u32,
         /// The line the change came from (for errors).
         line: usize,
     },
@@ -80,6 +89,9 @@ pub struct Snapshot {
     /// tunnel; used when the packet's route device is that one.
     tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>)>,
     fib: Fib,
+    /// The routing tables other than main (`table N`), by id: looked up only by the behaviours that name them
+    /// (End.T, End.DT4/6/46); a route in one of them is invisible to received packets. No plans.
+    tables: BTreeMap<u32, Fib>,
     /// Forwarding plans, referenced by [`RouteEntry::plan`].
     plans: Vec<Plan>,
     /// The plans' templates.
@@ -248,6 +260,7 @@ impl Snapshot {
             local6,
             local4,
             fib,
+            tables: BTreeMap::new(),
             plans: Vec::new(),
             templates: Templates::default(),
             template_log: TemplatesBuilder::default(),
@@ -276,14 +289,24 @@ impl Snapshot {
     /// Adds a route (no plan yet): its device, its tunnel with the tunnel's bookkeeping, the FIB entry.
     fn add_route(&mut self, r: &Route) -> Result<RouteId, ConfigError> {
         let d = self.route_dev(r)?;
+        let main = r.table == MAIN_TABLE;
         let tunnel = r.encap.as_ref().map(|e| {
-            let t = Tunnel::new(e);
+            let mut t = Tunnel::new(e);
+            if let Tunnel::Local(l) = &mut t {
+                l.oif = l
+                    .spec
+                    .oif
+                    .as_deref()
+                    .and_then(|n| self.by_name.get(n).copied());
+                l.dev = Some(d);
+                l.policy = self.add_policy(&l.spec, d);
+            }
             let tid = self.tunnels.len();
             let src = t
                 .fixed_destination()
                 .and_then(|a| self.source_for(Some(d), &a));
             self.tun_src.push((Some(d), src));
-            if let Some(dst) = t.routed_destination() {
+            if main && let Some(dst) = t.routed_destination() {
                 self.tunnel_dsts
                     .entry(u128::from(dst))
                     .or_default()
@@ -294,7 +317,7 @@ impl Snapshot {
             self.tunnels.push(t);
             tid
         });
-        let id = self.fib.insert(RouteEntry {
+        let entry = RouteEntry {
             prefix: r.prefix,
             via: r.via,
             dev: Some(d),
@@ -304,12 +327,66 @@ impl Snapshot {
             origin: Origin::Static,
             line: r.line,
             plan: None,
-        });
+        };
+        if !main {
+            // Routes of other tables have no plan and no tunnel bookkeeping: nothing is replanned through them.
+            self.tables.entry(r.table).or_default().insert(entry);
+            if let Some(t) = tunnel {
+                self.tunnel_route.push(NO_ROUTE);
+                debug_assert_eq!(self.tunnel_route.len(), t + 1);
+            }
+            return Ok(NO_ROUTE);
+        }
+        let id = self.fib.insert(entry);
         if let Some(t) = tunnel {
             self.tunnel_route.push(id);
             debug_assert_eq!(self.tunnel_route.len(), t + 1);
         }
         Ok(id)
+    }
+
+    /// Installs the SRH of an End.B6 / End.B6.Encaps(.Red) route as a seg6 tunnel of its own (inline for End.B6,
+    /// encap or encap.red otherwise), whose outer source is selected on the route's device `d`, as Linux does.
+    fn add_policy(&mut self, l: &crate::spec::Seg6LocalSpec, d: DevId) -> Option<TunnelId> {
+        let srh = l.srh.as_ref()?;
+        let mode = match l.action {
+            Seg6LocalAction::EndB6 => Seg6Mode::Inline,
+            Seg6LocalAction::EndB6Encaps => Seg6Mode::Encap,
+            Seg6LocalAction::EndB6EncapsRed => Seg6Mode::EncapRed,
+            _ => return None,
+        };
+        let t = Tunnel::new(&Encap::Seg6(Seg6Encap {
+            mode,
+            segs: srh.segs.clone(),
+            hmac: srh.hmac,
+            tunsrc: None,
+        }));
+        let src = t
+            .fixed_destination()
+            .and_then(|a| self.source_for(Some(d), &a));
+        self.tun_src.push((Some(d), src));
+        let need = (t.overhead() + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
+        self.rx_headroom = self.rx_headroom.max(need);
+        self.tunnels.push(t);
+        self.tunnel_route.push(NO_ROUTE);
+        Some(self.tunnels.len() - 1)
+    }
+
+    /// The routing table `id`: main, or one a route was added to with `table N`.
+    pub fn table(&self, id: u32) -> Option<&Fib> {
+        if id == MAIN_TABLE {
+            Some(&self.fib)
+        } else {
+            self.tables.get(&id)
+        }
+    }
+
+    /// Every routing table with its id, in id order (as `ip route show table all` lists them).
+    pub fn tables(&self) -> Vec<(u32, &Fib)> {
+        let mut v: Vec<(u32, &Fib)> = self.tables.iter().map(|(k, f)| (*k, f)).collect();
+        let at = v.partition_point(|(k, _)| *k < MAIN_TABLE);
+        v.insert(at, (MAIN_TABLE, &self.fib));
+        v
     }
 
     /// The device of a route: named, or the one of the connected network its gateway is on.
@@ -475,7 +552,10 @@ impl Snapshot {
         match change {
             Change::AddRoute(r) => {
                 self.route_dev(r)?;
-                if self.fib.contains(r.prefix, r.metric) {
+                if self
+                    .table(r.table)
+                    .is_some_and(|f| f.contains(r.prefix, r.metric))
+                {
                     return Err(cfg_err(
                         r.line,
                         &r.prefix.to_string(),
@@ -494,16 +574,47 @@ impl Snapshot {
                         ),
                     ));
                 }
+                if let Some(Encap::Seg6Local(l)) = &r.encap
+                    && let Some(k) = l.srh.as_ref().and_then(|s| s.hmac)
+                    && !self.hmac.contains_key(&k)
+                {
+                    return Err(cfg_err(
+                        r.line,
+                        &k.to_string(),
+                        format!(
+                            "HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"
+                        ),
+                    ));
+                }
                 let id = self.add_route(r)?;
-                self.plan_route(id);
-                self.replan_within(r.prefix);
+                if r.table == MAIN_TABLE {
+                    self.plan_route(id);
+                    self.replan_within(r.prefix);
+                }
                 Ok(())
             }
             Change::DelRoute {
                 prefix,
                 metric,
+                table,
                 line,
             } => {
+                if *table != MAIN_TABLE {
+                    return match self
+                        .tables
+                        .get_mut(table)
+                        .and_then(|f| f.remove(*prefix, *metric))
+                    {
+                        Some(_) => Ok(()),
+                        None => Err(cfg_err(
+                            *line,
+                            &prefix.to_string(),
+                            format!(
+                                "no such route (prefix {prefix} with metric {metric} in table {table})"
+                            ),
+                        )),
+                    };
+                }
                 if self.fib.remove(*prefix, *metric).is_none() {
                     return Err(cfg_err(
                         *line,
@@ -622,6 +733,8 @@ impl Snapshot {
                     }
                 }
             }
+            // Local SIDs take the general path.
+            Tunnel::Local(_) => None,
         }
     }
 
@@ -659,6 +772,7 @@ impl Snapshot {
             .mtu
             .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
         match r.tunnel.map(|t| &self.tunnels[t]) {
+            Some(Tunnel::Local(_)) | None => (base, base),
             Some(t) => {
                 let linux = t.linux_mtu_headroom() as u32;
                 let ours = match t {
@@ -667,7 +781,6 @@ impl Snapshot {
                 };
                 (base.saturating_sub(linux), base.saturating_sub(ours))
             }
-            None => (base, base),
         }
     }
 
@@ -813,6 +926,7 @@ mod tests {
                 metric: 1024,
                 mtu: None,
                 encap: None,
+                table: MAIN_TABLE,
                 line: 2,
             });
         }

@@ -5,7 +5,7 @@ use crate::wire::ethernet::Mac;
 use crate::wire::srh::HmacAlgo;
 use ipnet::IpNet;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A whole parsed configuration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,9 +84,15 @@ pub struct Route {
     pub mtu: Option<u32>,
     /// Tunnel state (`encap ...`).
     pub encap: Option<Encap>,
+    /// Routing table (`table N`; [`MAIN_TABLE`] when omitted, as `ip route` does).
+    pub table: u32,
     /// Line the route was declared on.
     pub line: usize,
 }
+
+/// The main routing table (`RT_TABLE_MAIN`): where `ip route` puts routes without `table`, and the one received
+/// packets are looked up in.
+pub const MAIN_TABLE: u32 = 254;
 
 /// A lightweight tunnel attached to a route.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +103,104 @@ pub enum Encap {
     Ioam6(Ioam6Encap),
     /// `encap rpl segs A,B,..`.
     Rpl(RplEncap),
+    /// `encap seg6local action ACTION [attributes]`: an SRv6 endpoint behaviour bound to the route's prefix.
+    Seg6Local(Seg6LocalSpec),
+}
+
+/// The SRv6 endpoint behaviours (`SEG6_LOCAL_ACTION_*`, RFC 8986 §4), with their Linux action ids. What each takes
+/// and does is in the behaviour table, `node::seg6local::BEHAVIOURS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Seg6LocalAction {
+    /// End (1).
+    End,
+    /// End.X (2).
+    EndX,
+    /// End.T (3).
+    EndT,
+    /// End.DX2 (4).
+    EndDx2,
+    /// End.DX6 (5).
+    EndDx6,
+    /// End.DX4 (6).
+    EndDx4,
+    /// End.DT6 (7).
+    EndDt6,
+    /// End.DT4 (8).
+    EndDt4,
+    /// End.B6 (9).
+    EndB6,
+    /// End.B6.Encaps (10).
+    EndB6Encaps,
+    /// End.DT46 (16).
+    EndDt46,
+    /// End.B6.Encaps.Red (RFC 8986 §4.15; no Linux id).
+    EndB6EncapsRed,
+}
+
+/// The SRH of End.B6 / End.B6.Encaps (`srh [hmac KEYID] segs A,B,..`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seg6LocalSrh {
+    /// Segments in configuration order (the first is the first to visit).
+    pub segs: Vec<Ipv6Addr>,
+    /// HMAC key id.
+    pub hmac: Option<u32>,
+}
+
+/// Flavour operations (`SEG6_LOCAL_FLV_OP_*`, as bits `1 << op`).
+pub mod flavor {
+    /// PSP, Penultimate Segment Pop (RFC 8986 §4.16.1).
+    pub const PSP: u32 = 1 << 1;
+    /// USP, Ultimate Segment Pop (RFC 8986 §4.16.2).
+    pub const USP: u32 = 1 << 2;
+    /// USD, Ultimate Segment Decapsulation (RFC 8986 §4.16.3).
+    pub const USD: u32 = 1 << 3;
+    /// NEXT-C-SID (RFC 9800 §4.1).
+    pub const NEXT_CSID: u32 = 1 << 4;
+    /// Every flavour with its iproute2 name, in the order iproute2 prints them.
+    pub const NAMES: [(u32, &str); 4] = [
+        (PSP, "psp"),
+        (USP, "usp"),
+        (USD, "usd"),
+        (NEXT_CSID, "next-csid"),
+    ];
+    /// Default locator-block length in bits (`SEG6_LOCAL_LCBLOCK_DBITS`).
+    pub const DEFAULT_LBLEN: u8 = 32;
+    /// Default locator-node function length in bits (`SEG6_LOCAL_LCNODE_FN_DBITS`).
+    pub const DEFAULT_NFLEN: u8 = 16;
+}
+
+/// `flavors OP[,OP...] [lblen N] [nflen N]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seg6LocalFlavors {
+    /// Bit mask of [`flavor`] operations.
+    pub ops: u32,
+    /// Locator-block length in bits (NEXT-C-SID).
+    pub lblen: u8,
+    /// Locator-node function length in bits (NEXT-C-SID).
+    pub nflen: u8,
+}
+
+/// A seg6local route's behaviour and attributes (iproute2 `encap seg6local`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seg6LocalSpec {
+    /// The behaviour.
+    pub action: Seg6LocalAction,
+    /// `nh4 A`: IPv4 next hop (End.DX4).
+    pub nh4: Option<Ipv4Addr>,
+    /// `nh6 A`: IPv6 next hop (End.X, End.DX6).
+    pub nh6: Option<Ipv6Addr>,
+    /// `table T`: lookup table (End.T, End.DT6).
+    pub table: Option<u32>,
+    /// `vrftable T`: the VRF's table (End.DT4, End.DT6, End.DT46).
+    pub vrftable: Option<u32>,
+    /// `oif DEV`: output interface (End.DX2; End.X).
+    pub oif: Option<String>,
+    /// `srh [hmac K] segs ...` (End.B6, End.B6.Encaps, End.B6.Encaps.Red).
+    pub srh: Option<Seg6LocalSrh>,
+    /// `count`: per-route packets / bytes / errors counters.
+    pub count: bool,
+    /// `flavors ...`.
+    pub flavors: Option<Seg6LocalFlavors>,
 }
 
 /// seg6 modes (`SEG6_IPTUN_MODE_*`).

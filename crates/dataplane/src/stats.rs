@@ -95,6 +95,21 @@ drop_reasons! {
     SrhMalformed => "srh_malformed",
     /// SRH HMAC missing (when required), with an unknown key, or not matching.
     HmacInvalid => "seg6_hmac_invalid",
+    /// seg6local: no SRH where the behaviour needs one (or the first routing header is not an SRH), as Linux's
+    /// `seg6_get_srh` finds it.
+    Seg6LocalNoSrh => "seg6local_no_srh",
+    /// seg6local: Segments Left 0 where the behaviour advances the SRH, or not 0 where it decapsulates.
+    Seg6LocalSegmentsLeft => "seg6local_segments_left",
+    /// seg6local: the inner packet is not the protocol the behaviour decapsulates (End.DX6: 41, End.DX4: 4,
+    /// End.DX2: 143, End.DT46: 41 or 4).
+    Seg6LocalNextHeader => "seg6local_next_header",
+    /// seg6local PSP / USP: the SRH cannot be removed (a Fragment or Authentication header precedes it).
+    Seg6LocalPopRefused => "seg6local_pop_refused",
+    /// seg6local End.DX2: the inner frame's EtherType is below 0x600, or it does not fit the oif's MTU.
+    Seg6LocalL2Frame => "seg6local_l2_frame",
+    /// seg6local: the next destination is one of this router's addresses where the behaviour does not deliver
+    /// locally (Linux swaps the local route for a blackhole).
+    Seg6LocalLocalDst => "seg6local_local_destination",
     /// Routing header of a type lwt6 does not process, addressed to this node.
     UnknownRoutingType => "unknown_routing_type",
     /// The buffer was asked to grow twice for one packet (planning bug; never expected).
@@ -217,6 +232,8 @@ pub struct Stats {
     pub ioam_transit_filled: u64,
     /// Frames forwarded by a precomputed plan (the fast path); included in `tx`.
     pub fast_path: u64,
+    /// Counters of seg6local routes with `count`, indexed by the route's tunnel id (others stay zero).
+    pub seg6local: Vec<crate::node::seg6local::LocalCounters>,
 }
 
 impl Stats {
@@ -250,6 +267,15 @@ impl Stats {
         }
         self.ioam_transit_filled += other.ioam_transit_filled;
         self.fast_path += other.fast_path;
+        if self.seg6local.len() < other.seg6local.len() {
+            self.seg6local
+                .resize(other.seg6local.len(), Default::default());
+        }
+        for (a, b) in self.seg6local.iter_mut().zip(&other.seg6local) {
+            a.packets += b.packets;
+            a.bytes += b.bytes;
+            a.errors += b.errors;
+        }
     }
 
     /// JSON form used by `--stats -j`.

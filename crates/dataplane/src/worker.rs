@@ -68,9 +68,11 @@ pub struct Worker {
     fast_sent: u64,
 }
 
+pub(crate) mod seg6local;
+
 /// What every stage of one packet's processing needs to know: the snapshot, where and when the packet arrived,
 /// and where frames go.
-struct Cx<'s, 'o> {
+pub(crate) struct Cx<'s, 'o> {
     snap: &'s Snapshot,
     in_dev: DevId,
     ts: u64,
@@ -88,7 +90,17 @@ impl Cx<'_, '_> {
 type RouteHint<'f> = (Ipv6Addr, Option<&'f RouteEntry>);
 
 /// Why a packet left the normal path.
-type Verdict = Result<(), DropReason>;
+pub(crate) type Verdict = Result<(), DropReason>;
+
+/// A seg6local behaviour's handler (a row of [`crate::node::seg6local::BEHAVIOURS`]): the packet in `buf` starts
+/// at its IPv6 header; `pass` counts the decapsulations and local passes so far.
+pub(crate) type LocalHandler = fn(
+    &mut Worker,
+    &mut Cx<'_, '_>,
+    &mut PacketBuf,
+    &crate::node::seg6local::Seg6Local,
+    usize,
+) -> Verdict;
 
 /// What a tunnel stage will do to a packet, decided before anything is written. `T` is the tunnel applied:
 /// an [`InputTunnel`] before forwarding, an [`Ioam6Tunnel`] after it.
@@ -502,6 +514,13 @@ impl Worker {
             let chain = exthdr::chain(buf.data()).map_err(|_| DropReason::ExtHeaderMalformed)?;
             return self.local_in(cx, buf, chain, pass);
         }
+        // A local SID: the route's behaviour takes the packet (Linux: the seg6local tunnel's input, before
+        // ip6_forward and its checks).
+        if let Some(tid) = route.and_then(|r| r.tunnel)
+            && let Tunnel::Local(_) = &snap.tunnels[tid]
+        {
+            return self.seg6local_in(cx, buf, tid, pass);
+        }
         if is_link_local(&src) || is_link_local(&dst) {
             return Err(DropReason::ScopeViolation);
         }
@@ -632,6 +651,11 @@ impl Worker {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
+        if let Some(tid) = route.tunnel
+            && let Tunnel::Local(_) = &snap.tunnels[tid]
+        {
+            return self.seg6local_in(cx, buf, tid, pass + 1);
+        }
         self.forward(cx, buf, route, L3::V6)
     }
 

@@ -6,8 +6,9 @@ use super::{
     Cur, Fam, ParsedEncap, Parser, Result, num, num_u32, num_u64, once, parse_ip, parse_segs,
     parse_v6,
 };
-use crate::{DevSysctls, IoamMode, Seg6Mode, Sysctls};
-use std::net::{IpAddr, Ipv6Addr};
+use crate::{DevSysctls, IoamMode, Seg6LocalFlavors, Seg6LocalSrh, Seg6Mode, Sysctls, flavor};
+use lwt6_dataplane::node::seg6local::{BEHAVIOURS, Behaviour, UNSUPPORTED, attr, by_name};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One keyword of an argument list: its spellings (the first is the one error messages list) and its handler,
 /// which reads the keyword's values from the cursor into the argument state `S`.
@@ -48,10 +49,11 @@ pub(super) struct RouteArgs<'t> {
     pub metric: Option<u32>,
     pub mtu: Option<(u32, &'t str)>,
     pub encap: Option<ParsedEncap<'t>>,
+    pub table: Option<(u32, &'t str)>,
 }
 
 /// `route add PREFIX ...` arguments.
-pub(super) fn route<'t>() -> [Keyword<'t, RouteArgs<'t>>; 5] {
+pub(super) fn route<'t>() -> [Keyword<'t, RouteArgs<'t>>; 6] {
     [
         Keyword {
             names: &["via"],
@@ -109,6 +111,240 @@ pub(super) fn route<'t>() -> [Keyword<'t, RouteArgs<'t>>; 5] {
             handle: |p, c, a, kw| {
                 once(c, &a.encap, kw)?;
                 a.encap = Some(p.encap(c)?);
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["table"],
+            handle: |_, c, a, kw| {
+                once(c, &a.table, kw)?;
+                let t = c.value(kw)?;
+                a.table = Some((parse_table(c, t)?, t));
+                Ok(())
+            },
+        },
+    ]
+}
+
+/// A routing table: `main`, `local`, `default` or a number (1..=2^32-1), as iproute2 names them.
+pub(super) fn parse_table(c: &Cur<'_>, t: &str) -> Result<u32> {
+    match t {
+        "main" => Ok(254),
+        "local" => Ok(255),
+        "default" => Ok(253),
+        _ => num_u32(c, t, 1, u32::MAX)
+            .map_err(|e| c.err(t, format!("{} (or main, local, default)", e.reason))),
+    }
+}
+
+// ---- encap seg6local ----
+
+/// What `encap seg6local ...` says, each attribute with the token that gave it.
+#[derive(Default)]
+pub(super) struct Seg6LocalArgs<'t> {
+    pub action: Option<(&'static Behaviour, &'t str)>,
+    pub nh4: Option<(Ipv4Addr, &'t str)>,
+    pub nh6: Option<(Ipv6Addr, &'t str)>,
+    pub table: Option<(u32, &'t str)>,
+    pub vrftable: Option<(u32, &'t str)>,
+    pub oif: Option<&'t str>,
+    pub srh: Option<(Seg6LocalSrh, &'t str)>,
+    pub count: Option<&'t str>,
+    pub flavors: Option<(Seg6LocalFlavors, &'t str)>,
+    /// Attribute bits given, with their keyword tokens, in line order.
+    pub given: Vec<(u16, &'t str)>,
+}
+
+/// The action names, as error messages list them (the behaviour table's order).
+pub(super) fn seg6local_actions() -> String {
+    names(BEHAVIOURS.iter().map(|b| b.name))
+}
+
+/// `encap seg6local` arguments (iproute2's, `bpf` aside).
+pub(super) fn seg6local<'t>() -> [Keyword<'t, Seg6LocalArgs<'t>>; 9] {
+    [
+        Keyword {
+            names: &["action"],
+            handle: |_, c, a, kw| {
+                once(c, &a.action, kw)?;
+                let t = c.value(kw)?;
+                if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == t) {
+                    return Err(c.err(t, format!("action {why}")));
+                }
+                let Some(b) = by_name(t) else {
+                    return Err(c.err(
+                        t,
+                        format!("unknown action (expected one of: {})", seg6local_actions()),
+                    ));
+                };
+                a.action = Some((b, t));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["nh4"],
+            handle: |_, c, a, kw| {
+                once(c, &a.nh4, kw)?;
+                let t = c.value(kw)?;
+                match parse_ip(c, t)? {
+                    IpAddr::V4(v) => a.nh4 = Some((v, t)),
+                    IpAddr::V6(_) => return Err(c.err(t, "expected an IPv4 address, got IPv6")),
+                }
+                a.given.push((attr::NH4, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["nh6"],
+            handle: |_, c, a, kw| {
+                once(c, &a.nh6, kw)?;
+                let t = c.value(kw)?;
+                a.nh6 = Some((parse_v6(c, t)?, t));
+                a.given.push((attr::NH6, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["table"],
+            handle: |_, c, a, kw| {
+                once(c, &a.table, kw)?;
+                let t = c.value(kw)?;
+                a.table = Some((parse_table(c, t)?, t));
+                a.given.push((attr::TABLE, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["vrftable"],
+            handle: |_, c, a, kw| {
+                once(c, &a.vrftable, kw)?;
+                let t = c.value(kw)?;
+                a.vrftable = Some((parse_table(c, t)?, t));
+                a.given.push((attr::VRFTABLE, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["oif"],
+            handle: |p, c, a, kw| {
+                once(c, &a.oif, kw)?;
+                let t = c.value(kw)?;
+                p.link_ref(c, t)?;
+                a.oif = Some(t);
+                a.given.push((attr::OIF, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["srh"],
+            handle: |_, c, a, kw| {
+                once(c, &a.srh, kw)?;
+                // `srh segs LIST [hmac K]` (iproute2's order) or `srh hmac K segs LIST`.
+                let mut segs = None;
+                let mut hmac = None;
+                while let Some(w) = c.peek() {
+                    match w {
+                        "segs" => {
+                            c.next();
+                            once(c, &segs, w)?;
+                            let t = c.value(w)?;
+                            segs = Some(parse_segs(c, t)?);
+                        }
+                        "hmac" => {
+                            c.next();
+                            once(c, &hmac, w)?;
+                            let t = c.value(w)?;
+                            let id = num_u32(c, t, 0, u32::MAX)?;
+                            if id == 0 {
+                                return Err(c.err(t, "HMAC key id must be non-zero"));
+                            }
+                            hmac = Some(id);
+                        }
+                        _ => break,
+                    }
+                }
+                let Some(segs) = segs else {
+                    return Err(c.err(
+                        kw,
+                        "missing 'segs A[,B...]' (srh [hmac KEYID] segs A[,B...])",
+                    ));
+                };
+                a.srh = Some((Seg6LocalSrh { segs, hmac }, kw));
+                a.given.push((attr::SRH, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["count"],
+            handle: |_, c, a, kw| {
+                once(c, &a.count, kw)?;
+                a.count = Some(kw);
+                a.given.push((attr::COUNT, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["flavors"],
+            handle: |_, c, a, kw| {
+                once(c, &a.flavors, kw)?;
+                let t = c.value(kw)?;
+                let mut ops = 0;
+                for name in t.split(',') {
+                    let Some((bit, _)) = flavor::NAMES.iter().find(|(_, n)| *n == name) else {
+                        return Err(c.err(
+                            name,
+                            "unknown flavor (expected a comma separated list of: psp, usp, usd, next-csid)",
+                        ));
+                    };
+                    if ops & bit != 0 {
+                        return Err(c.err(name, "flavor given more than once"));
+                    }
+                    ops |= bit;
+                }
+                let (mut lblen, mut nflen) = (None, None);
+                while let Some(w) = c.peek() {
+                    let slot = match w {
+                        "lblen" => &mut lblen,
+                        "nflen" => &mut nflen,
+                        _ => break,
+                    };
+                    c.next();
+                    if slot.is_some() {
+                        return Err(c.err(w, "given more than once"));
+                    }
+                    if ops & flavor::NEXT_CSID == 0 {
+                        return Err(c.err(w, "only with the next-csid flavor"));
+                    }
+                    let v = c.value(w)?;
+                    let n = num_u32(c, v, 1, 128)?;
+                    if n % 8 != 0 {
+                        return Err(c.err(v, "must be a multiple of 8 (bits)"));
+                    }
+                    *slot = Some((n as u8, v));
+                }
+                let lb = lblen.map_or(flavor::DEFAULT_LBLEN, |x| x.0);
+                let nf = nflen.map_or(flavor::DEFAULT_NFLEN, |x| x.0);
+                if lb > 120 {
+                    return Err(c.err(
+                        lblen.map_or(t, |x| x.1),
+                        "locator block too long (at most 120 bits)",
+                    ));
+                }
+                if u32::from(lb) + u32::from(nf) > 128 {
+                    return Err(c.err(
+                        nflen.or(lblen).map_or(t, |x| x.1),
+                        "locator block and node function longer than 128 bits together",
+                    ));
+                }
+                a.flavors = Some((
+                    Seg6LocalFlavors {
+                        ops,
+                        lblen: lb,
+                        nflen: nf,
+                    },
+                    kw,
+                ));
+                a.given.push((attr::FLAVORS, kw));
                 Ok(())
             },
         },
@@ -460,7 +696,11 @@ mod tests {
     /// The lists errors show come from the tables: every keyword, once, in table order.
     #[test]
     fn lists_come_from_the_tables() {
-        assert_eq!(expected(&route()), "via, dev, metric, mtu, encap");
+        assert_eq!(expected(&route()), "via, dev, metric, mtu, encap, table");
+        assert_eq!(
+            expected(&seg6local()),
+            "action, nh4, nh6, table, vrftable, oif, srh, count, flavors"
+        );
         assert_eq!(expected(&seg6()), "mode, segs, hmac, tunsrc");
         assert_eq!(expected(&ioam6()), "mode, tunsrc, tundst, freq, trace");
         assert_eq!(expected(&rpl()), "segs");
@@ -475,7 +715,7 @@ mod tests {
         );
         assert!(sysctl_keys().ends_with("hop_limit, forwarding}"));
         let all: Vec<&str> = spellings(&route()).collect();
-        assert_eq!(all.len(), 8);
+        assert_eq!(all.len(), 9);
         assert!(find(&route(), "oif").is_some() && find(&route(), "bogus").is_none());
     }
 }

@@ -9,9 +9,11 @@
 
 use super::{
     Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamMode, IoamNamespace,
-    IoamSchema, Link, Neigh, Route, RplEncap, Seg6Encap, Seg6Mode, Sysctls,
+    IoamSchema, Link, MAIN_TABLE, Neigh, Route, RplEncap, Seg6Encap, Seg6LocalSpec, Seg6Mode,
+    Sysctls,
 };
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use lwt6_dataplane::node::seg6local::attr;
 use lwt6_wire::ethernet::Mac;
 use lwt6_wire::ioam::{LWT_FORBIDDEN_BITS, TRACE_DATA_MAX};
 use lwt6_wire::rpl::MAX_ADDRESSES;
@@ -97,6 +99,7 @@ impl<'s> Builder<'s> {
                 stdin_secret: None,
                 stdin_used_by: None,
                 hmac_refs: Vec::new(),
+                table_refs: Vec::new(),
             },
         }
     }
@@ -123,7 +126,7 @@ impl<'s> Builder<'s> {
             p.neighs.insert((n.addr, n.dev.clone()), n.line);
         }
         for r in &cfg.routes {
-            p.routes.insert((r.prefix, r.metric), r.line);
+            p.routes.insert((r.table, r.prefix, r.metric), r.line);
         }
         p.cfg = cfg;
         b
@@ -166,6 +169,7 @@ impl<'s> Builder<'s> {
 struct Mark {
     lens: [usize; 7],
     hmac_refs: usize,
+    table_refs: usize,
     stdin_used_by: Option<usize>,
     sysctl: Sysctls,
     sr_tunsrc: Option<std::net::Ipv6Addr>,
@@ -545,12 +549,15 @@ struct Parser<'s> {
     addrs: HashMap<(IpAddr, String), usize>,
     /// (address, dev) -> line.
     neighs: HashMap<(IpAddr, String), usize>,
-    /// (prefix, metric) -> line.
-    routes: HashMap<(IpNet, u32), usize>,
+    /// (table, prefix, metric) -> line.
+    routes: HashMap<(u32, IpNet, u32), usize>,
     stdin_secret: Option<&'s str>,
     stdin_used_by: Option<usize>,
     /// `hmac KEYID` on routes: (line, token, key id), checked at the end.
     hmac_refs: Vec<(usize, String, u32)>,
+    /// `table T` / `vrftable T` of seg6local routes: (line, token, table), checked at the end (the table must have
+    /// a route, or be main).
+    table_refs: Vec<(usize, String, u32)>,
 }
 
 impl Parser<'_> {
@@ -570,6 +577,7 @@ impl Parser<'_> {
                 c.hmac_keys.len(),
             ],
             hmac_refs: self.hmac_refs.len(),
+            table_refs: self.table_refs.len(),
             stdin_used_by: self.stdin_used_by,
             sysctl: c.sysctl.clone(),
             sr_tunsrc: c.sr_tunsrc,
@@ -590,6 +598,7 @@ impl Parser<'_> {
         c.sysctl = m.sysctl;
         c.sr_tunsrc = m.sr_tunsrc;
         self.hmac_refs.truncate(m.hmac_refs);
+        self.table_refs.truncate(m.table_refs);
         self.stdin_used_by = m.stdin_used_by;
     }
 
@@ -602,6 +611,15 @@ impl Parser<'_> {
                     format!(
                         "HMAC key {id} is not defined (add 'sr hmac set {id} sha256 secret S')"
                     ),
+                ));
+            }
+        }
+        for (line, tok, t) in &self.table_refs {
+            if *t != MAIN_TABLE && !self.cfg.routes.iter().any(|r| r.table == *t) {
+                return Err(err(
+                    *line,
+                    tok,
+                    format!("table {t} does not exist (no route has 'table {t}')"),
                 ));
             }
         }
@@ -867,9 +885,20 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `route add [to] PREFIX|default [via [inet|inet6] ADDR] [dev NAME] [metric N] [mtu [lock] N] [encap ...]`.
+    /// `route add|replace|change|del [to] PREFIX|default [table T] [via [inet|inet6] ADDR] [dev NAME] [metric N]
+    /// [mtu [lock] N] [encap ...]`.
     fn route(&mut self, c: &mut Cur<'_>, flag: Option<Fam>) -> Result<()> {
-        let verb = Self::verb(c, "route", &["add"])?;
+        let verb = Self::verb(c, "route", &["add", "replace", "change", "del", "delete"])?;
+        // iproute2 takes keywords before the prefix too (`route add table 100 PREFIX ...`).
+        let table = keywords::route();
+        let mut args = keywords::RouteArgs::default();
+        while let Some(kw) = c.peek() {
+            let Some(k) = keywords::find(&table, kw) else {
+                break;
+            };
+            c.next();
+            (k.handle)(self, c, &mut args, kw)?;
+        }
         let mut ptok = c.positional(verb, "a prefix or 'default'")?;
         if ptok == "to" {
             ptok = c.value("to")?;
@@ -889,8 +918,6 @@ impl Parser<'_> {
             Some(p)
         };
 
-        let table = keywords::route();
-        let mut args = keywords::RouteArgs::default();
         while let Some(kw) = c.next() {
             let Some(k) = keywords::find(&table, kw) else {
                 let extra = match args.encap.as_ref().map(|e| &e.encap) {
@@ -902,6 +929,12 @@ impl Parser<'_> {
                     }
                     Some(Encap::Rpl(_)) => {
                         format!("; rpl: {}", keywords::expected(&keywords::rpl()))
+                    }
+                    Some(Encap::Seg6Local(_)) => {
+                        format!(
+                            "; seg6local: {}",
+                            keywords::expected(&keywords::seg6local())
+                        )
                     }
                     None => String::new(),
                 };
@@ -921,7 +954,9 @@ impl Parser<'_> {
             metric,
             mtu,
             encap,
+            table: table_arg,
         } = args;
+        let table = table_arg.map_or(MAIN_TABLE, |t| t.0);
 
         // Family: -4/-6, else the prefix, else the gateway, else IPv4 (as iproute2 does for `default`).
         let fam = flag
@@ -962,6 +997,9 @@ impl Parser<'_> {
                     }
                 }
             }
+        }
+        if verb == "del" || verb == "delete" {
+            return self.route_del(c, ptok, prefix, table, metric, via.map(|v| v.0), dev);
         }
         if via.is_none() && dev.is_none() {
             return Err(c.err(ptok, "route needs 'dev' or 'via'"));
@@ -1006,7 +1044,7 @@ impl Parser<'_> {
                                 "seg6 inline mode is only valid on IPv6 routes (use -6 or an IPv6 prefix)",
                             ));
                         }
-                        Encap::Ioam6(_) | Encap::Rpl(_) => {
+                        Encap::Ioam6(_) | Encap::Rpl(_) | Encap::Seg6Local(_) => {
                             return Err(c.err(
                                 pe.type_tok,
                                 format!(
@@ -1022,24 +1060,96 @@ impl Parser<'_> {
             }
         };
 
-        if let Some(prev) = self.routes.get(&(prefix, metric)) {
-            return Err(c.err(
-                ptok,
-                format!(
-                    "route already exists (line {prev} has the same prefix and metric {metric})"
-                ),
-            ));
-        }
-        self.routes.insert((prefix, metric), c.line);
-        self.cfg.routes.push(Route {
+        let route = Route {
             prefix,
             via: via.map(|v| v.0),
             dev: dev.map(str::to_string),
             metric,
             mtu,
             encap,
+            table,
             line: c.line,
+        };
+        let key = (table, prefix, metric);
+        let existing = self.routes.contains_key(&key).then(|| {
+            self.cfg
+                .routes
+                .iter()
+                .position(|r| (r.table, r.prefix, r.metric) == key)
         });
+        match (verb, existing.flatten()) {
+            ("add", Some(_)) => {
+                let prev = self.routes.get(&key).copied().unwrap_or(0);
+                let in_table = if table == MAIN_TABLE {
+                    String::new()
+                } else {
+                    format!(" in table {table}")
+                };
+                Err(c.err(
+                    ptok,
+                    format!(
+                        "route already exists (line {prev} has the same prefix and metric {metric}{in_table}; use 'route replace' to change it)"
+                    ),
+                ))
+            }
+            ("change", None) => Err(c.err(
+                ptok,
+                format!(
+                    "no such route to change (prefix {prefix} with metric {metric} in table {table}; 'route replace' adds it)"
+                ),
+            )),
+            ("replace" | "change", Some(i)) => {
+                self.routes.insert(key, c.line);
+                self.cfg.routes[i] = route;
+                Ok(())
+            }
+            _ => {
+                self.routes.insert(key, c.line);
+                self.cfg.routes.push(route);
+                Ok(())
+            }
+        }
+    }
+
+    /// `route del PREFIX [table T] [metric N] [via A] [dev D]`: removes the matching route of the lowest metric
+    /// (any metric when none is given, as the kernel matches), or fails naming the prefix.
+    #[allow(clippy::too_many_arguments)]
+    fn route_del(
+        &mut self,
+        c: &Cur<'_>,
+        ptok: &str,
+        prefix: IpNet,
+        table: u32,
+        metric: Option<u32>,
+        via: Option<IpAddr>,
+        dev: Option<&str>,
+    ) -> Result<()> {
+        // An IPv6 metric 0 means "any", as the kernel treats it.
+        let metric = metric.filter(|m| *m != 0 || !prefix.addr().is_ipv6());
+        let found = self
+            .cfg
+            .routes
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                r.table == table
+                    && r.prefix == prefix
+                    && metric.is_none_or(|m| r.metric == m)
+                    && via.is_none_or(|v| r.via == Some(v))
+                    && dev.is_none_or(|d| r.dev.as_deref() == Some(d))
+            })
+            .min_by_key(|(_, r)| r.metric)
+            .map(|(i, _)| i);
+        let Some(i) = found else {
+            let in_table = if table == MAIN_TABLE {
+                String::new()
+            } else {
+                format!(" in table {table}")
+            };
+            return Err(c.err(ptok, format!("no such route to delete{in_table}")));
+        };
+        let r = self.cfg.routes.remove(i);
+        self.routes.remove(&(r.table, r.prefix, r.metric));
         Ok(())
     }
 
@@ -1050,9 +1160,10 @@ impl Parser<'_> {
             "seg6" => self.seg6(c, t),
             "ioam6" => self.ioam6(c, t),
             "rpl" => self.rpl(c, t),
+            "seg6local" => self.seg6local(c, t),
             _ => Err(c.err(
                 t,
-                "unsupported encap type (expected one of: seg6, ioam6, rpl)",
+                "unsupported encap type (expected one of: seg6, seg6local, ioam6, rpl)",
             )),
         }
     }
@@ -1244,6 +1355,143 @@ impl Parser<'_> {
             (_, None, _) => Err(c.err(prealloc, "missing 'ns N'")),
             (_, _, None) => Err(c.err(prealloc, "missing 'size S'")),
         }
+    }
+
+    /// `seg6local action ACTION [nh4 A] [nh6 A] [table T] [vrftable T] [oif DEV] [srh [hmac K] segs A,B]
+    /// [count] [flavors OPS [lblen N] [nflen N]]`, checked against the behaviour's row
+    /// (`node::seg6local::BEHAVIOURS`): every attribute it requires, none it does not take.
+    fn seg6local<'t>(&mut self, c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
+        let table = keywords::seg6local();
+        let mut a = keywords::Seg6LocalArgs::default();
+        while let Some(kw) = c.peek() {
+            let Some(k) = keywords::find(&table, kw) else {
+                break;
+            };
+            c.next();
+            (k.handle)(self, c, &mut a, kw)?;
+        }
+        if a.action.is_none()
+            && let Some(e) = stray(c, "seg6local", &keywords::expected(&table))
+        {
+            return Err(e);
+        }
+        let Some((b, atok)) = a.action else {
+            return Err(c.err(
+                type_tok,
+                format!(
+                    "missing 'action ACTION' (expected one of: {})",
+                    keywords::seg6local_actions()
+                ),
+            ));
+        };
+        let takes = b.required | b.one_of | b.optional;
+        for (bit, tok) in &a.given {
+            if takes & bit == 0 {
+                let hint = if *bit == attr::TABLE {
+                    "; a route's own 'table N' goes before 'encap'"
+                } else {
+                    ""
+                };
+                return Err(c.err(
+                    tok,
+                    format!(
+                        "action {} does not take this attribute ({} takes: {}{hint})",
+                        b.name,
+                        b.name,
+                        attr::names(takes)
+                    ),
+                ));
+            }
+        }
+        let given: u16 = a.given.iter().fold(0, |acc, (bit, _)| acc | bit);
+        let missing = b.required & !given;
+        if missing != 0 {
+            return Err(c.err(
+                atok,
+                format!("action {} requires: {}", b.name, attr::names(missing)),
+            ));
+        }
+        if b.one_of != 0 {
+            let n = (b.one_of & given).count_ones();
+            if n != 1 {
+                let tok = if n == 0 {
+                    atok
+                } else {
+                    a.given
+                        .iter()
+                        .rev()
+                        .find(|(bit, _)| b.one_of & bit != 0)
+                        .map_or(atok, |x| x.1)
+                };
+                return Err(c.err(
+                    tok,
+                    format!(
+                        "action {} takes exactly one of: {}",
+                        b.name,
+                        attr::names(b.one_of)
+                    ),
+                ));
+            }
+        }
+        if let Some((f, tok)) = a.flavors {
+            let bad = f.ops & !b.flavours;
+            if bad != 0 {
+                let names = |bits: u32| {
+                    lwt6_dataplane::spec::flavor::NAMES
+                        .iter()
+                        .filter(|(x, _)| bits & x != 0)
+                        .map(|(_, n)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(c.err(
+                    tok,
+                    format!(
+                        "action {} does not support flavor {} (supported: {})",
+                        b.name,
+                        names(bad),
+                        names(b.flavours)
+                    ),
+                ));
+            }
+        }
+        for (t, tok) in [a.table, a.vrftable].into_iter().flatten() {
+            self.table_refs.push((c.line, tok.to_string(), t));
+        }
+        if let Some(k) = a.srh.as_ref().and_then(|s| s.0.hmac) {
+            self.hmac_refs.push((c.line, "hmac".to_string(), k));
+        }
+        if let Some((srh, tok)) = &a.srh {
+            // The SRH's hdrlen (2 per segment, +1 slot for End.B6, +5 with HMAC) must fit a u8.
+            let extra = if srh.hmac.is_some() {
+                HMAC_TLV_UNITS
+            } else {
+                0
+            };
+            let slot = usize::from(b.action == crate::Seg6LocalAction::EndB6);
+            let max = (MAX_SRH_HDRLEN - extra) / 2 - slot;
+            if srh.segs.len() > max {
+                return Err(c.err(
+                    tok,
+                    format!("too many segments: {} (at most {max})", srh.segs.len()),
+                ));
+            }
+        }
+        Ok(ParsedEncap {
+            encap: Encap::Seg6Local(Seg6LocalSpec {
+                action: b.action,
+                nh4: a.nh4.map(|x| x.0),
+                nh6: a.nh6.map(|x| x.0),
+                table: a.table.map(|x| x.0),
+                vrftable: a.vrftable.map(|x| x.0),
+                oif: a.oif.map(str::to_string),
+                srh: a.srh.map(|x| x.0),
+                count: a.count.is_some(),
+                flavors: a.flavors.map(|x| x.0),
+            }),
+            type_tok,
+            mode_tok: Some(atok),
+        })
     }
 
     /// `rpl segs A[,B...]` (§3.3).

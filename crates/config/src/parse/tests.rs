@@ -1,7 +1,7 @@
 //! The parser's tests: every command, every error (line, token, reason), quoting, and the per-line API.
 
 use super::*;
-use crate::Sysctls;
+use crate::{Seg6LocalAction, Sysctls, flavor};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -122,9 +122,12 @@ fn unknown_and_missing_commands() {
     );
     let e = fail("route\n");
     assert_eq!(e.token, "route");
-    assert!(e.reason.contains("missing command (expected one of: add)"));
-    let e = fail("link add eth0\nroute replace ::/0 dev eth0\n");
-    assert_eq!((e.line, e.token.as_str()), (2, "replace"));
+    assert!(
+        e.reason
+            .contains("missing command (expected one of: add, replace, change, del, delete)")
+    );
+    let e = fail("link add eth0\nroute flush ::/0 dev eth0\n");
+    assert_eq!((e.line, e.token.as_str()), (2, "flush"));
     assert!(e.reason.contains("unsupported command"));
     let e = fail("link del eth0\n");
     assert_eq!(e.token, "del");
@@ -135,7 +138,7 @@ fn error_display() {
     let e = fail3("route add 2001:db8::/32 dev eth0 encapp seg6", "encapp");
     assert_eq!(
         e.to_string(),
-        "line 3: 'encapp': unknown keyword (expected one of: via, dev, metric, mtu, encap)"
+        "line 3: 'encapp': unknown keyword (expected one of: via, dev, metric, mtu, encap, table)"
     );
 }
 
@@ -501,10 +504,10 @@ fn route_keyword_errors() {
     assert_eq!(e.reason, "missing value");
     let e = fail3("route add 2001:db8::/32 dev eth0 dev eth1", "dev");
     assert_eq!(e.reason, "given more than once");
-    let e = fail3("route add 2001:db8::/32 dev eth0 table 5", "table");
+    let e = fail3("route add 2001:db8::/32 dev eth0 proto static", "proto");
     assert_eq!(
         e.reason,
-        "unknown keyword (expected one of: via, dev, metric, mtu, encap)"
+        "unknown keyword (expected one of: via, dev, metric, mtu, encap, table)"
     );
     fail3("route add 2001:db8::/32 dev eth0 metric ten", "ten");
     // Route MTU: 1280..=65535 for IPv6, 68..=65535 for IPv4.
@@ -647,14 +650,14 @@ fn seg6_required_and_bad_values() {
         "mode",
     );
     let e = fail3("route add 2001:db8::/32 dev eth0 encap mpls 100", "mpls");
-    assert!(e.reason.contains("seg6, ioam6, rpl"));
+    assert!(e.reason.contains("seg6, seg6local, ioam6, rpl"));
     let e = fail3(
         "route add 2001:db8::/32 dev eth0 encap seg6 mode encap segz fc00::1",
         "segz",
     );
     assert_eq!(
         e.reason,
-        "unknown keyword (expected one of: via, dev, metric, mtu, encap; seg6: mode, segs, hmac, tunsrc)"
+        "unknown keyword (expected one of: via, dev, metric, mtu, encap, table; seg6: mode, segs, hmac, tunsrc)"
     );
     let e = fail3(
         "route add 2001:db8::/32 dev eth0 encap seg6 mode encap segs fc00::1 encap seg6 mode encap segs fc00::2",
@@ -1630,4 +1633,180 @@ fn control_characters_in_names_and_a_byte_order_mark() {
     // Only at the very start: elsewhere it is an unknown command, named.
     let e = fail("link add r0\n\u{feff}link add r1\n");
     assert_eq!(e.line, 2);
+}
+
+// ---- seg6local, tables, route del / replace / change -------------------------------------------
+
+fn local3(line: &str) -> Seg6LocalSpec {
+    match route3(line).encap {
+        Some(Encap::Seg6Local(s)) => s,
+        other => panic!("not seg6local: {other:?}"),
+    }
+}
+
+#[test]
+fn seg6local_every_action_with_its_attributes() {
+    let l = local3("-6 route add fc00::e/128 encap seg6local action End count dev eth0");
+    assert_eq!(
+        (l.action, l.count, l.flavors),
+        (Seg6LocalAction::End, true, None)
+    );
+    let l = local3(
+        "-6 route add fc00::10/128 encap seg6local action End.X nh6 fd00::2 oif eth1 dev eth0",
+    );
+    assert_eq!(
+        (l.nh6, l.oif.as_deref()),
+        (Some(v6("fd00::2")), Some("eth1"))
+    );
+    let l =
+        local3("-6 route add fc00::d4/128 encap seg6local action End.DX4 nh4 10.0.0.2 dev eth0");
+    assert_eq!(l.nh4, Some(Ipv4Addr::new(10, 0, 0, 2)));
+    let l = local3("-6 route add fc00::7/128 encap seg6local action End.DT6 table main dev eth0");
+    assert_eq!((l.table, l.vrftable), (Some(254), None));
+    // iproute2's order (`srh segs LIST hmac K`) and the (`srh hmac K segs LIST`).
+    let text = format!(
+        "{PRE}sr hmac set 7 sha256 secret s\n-6 route add fc00::b6/128 encap seg6local action End.B6 srh segs fc00::b,fc00::c hmac 7 dev eth0\n-6 route add fc00::b7/128 encap seg6local action End.B6.Encaps srh hmac 7 segs fc00::b dev eth0\n"
+    );
+    let c = ok(&text);
+    let srh = |i: usize| match &c.routes[i].encap {
+        Some(Encap::Seg6Local(l)) => l.srh.clone().unwrap(),
+        _ => panic!(),
+    };
+    assert_eq!(srh(0).segs, vec![v6("fc00::b"), v6("fc00::c")]);
+    assert_eq!((srh(0).hmac, srh(1).hmac), (Some(7), Some(7)));
+    let l = local3(
+        "-6 route add fc00:1:e0::/48 encap seg6local action End flavors psp,next-csid nflen 24 lblen 40 dev eth0",
+    );
+    let f = l.flavors.unwrap();
+    assert_eq!(
+        (f.ops, f.lblen, f.nflen),
+        (flavor::PSP | flavor::NEXT_CSID, 40, 24)
+    );
+    // Defaults, as Linux: block 32, function 16.
+    let f = local3("-6 route add fc00::/48 encap seg6local action End.X nh6 fd00::2 flavors next-csid dev eth0")
+        .flavors
+        .unwrap();
+    assert_eq!((f.lblen, f.nflen), (32, 16));
+}
+
+#[test]
+fn seg6local_bad_input_names_the_token() {
+    let r = "-6 route add fc00::9/128 encap seg6local";
+    fail3(&format!("{r} dev eth0"), "seg6local");
+    fail3(&format!("{r} action End.Y dev eth0"), "End.Y");
+    fail3(&format!("{r} action End.BPF dev eth0"), "End.BPF");
+    let e = fail3(&format!("{r} action End.X dev eth0"), "End.X");
+    assert!(e.reason.contains("requires: nh6"), "{e}");
+    let e = fail3(&format!("{r} action End nh6 fd00::1 dev eth0"), "nh6");
+    assert!(e.reason.contains("does not take"), "{e}");
+    fail3(
+        &format!("{r} action End.X nh6 fd00::1 nh6 fd00::2 dev eth0"),
+        "nh6",
+    );
+    fail3(
+        &format!("{r} action End.DX4 nh4 fd00::1 dev eth0"),
+        "fd00::1",
+    );
+    fail3(&format!("{r} action End.DT6 dev eth0"), "End.DT6");
+    fail3(
+        &format!("{r} action End.DT6 table 254 vrftable 254 dev eth0"),
+        "vrftable",
+    );
+    fail3(&format!("{r} action End.DX2 oif eth9 dev eth0"), "eth9");
+    fail3(&format!("{r} action End.T table 0 dev eth0"), "0");
+    fail3(
+        &format!("{r} action End.X nh6 fd00::1 flavors psp,foo dev eth0"),
+        "foo",
+    );
+    fail3(
+        &format!("{r} action End.DX6 nh6 :: flavors psp dev eth0"),
+        "flavors",
+    );
+    fail3(
+        &format!("{r} action End flavors psp lblen 32 dev eth0"),
+        "lblen",
+    );
+    fail3(
+        &format!("{r} action End flavors next-csid lblen 12 dev eth0"),
+        "12",
+    );
+    fail3(
+        &format!("{r} action End flavors next-csid lblen 128 dev eth0"),
+        "128",
+    );
+    fail3(
+        &format!("{r} action End flavors next-csid lblen 120 nflen 16 dev eth0"),
+        "16",
+    );
+    fail3(&format!("{r} action End.B6 srh hmac 3 dev eth0"), "srh");
+    // A table nobody has is an error, named where it is used (checked once the whole file is read).
+    let e = fail3(&format!("{r} action End.T table 100 dev eth0"), "100");
+    assert!(e.reason.contains("does not exist"), "{e}");
+    ok3(
+        "-6 route add table 100 fc99::/16 dev eth0 \n-6 route add fc00::11/128 encap seg6local action End.T table 100 dev eth0",
+    );
+    // seg6local is an IPv6 route's.
+    fail3(
+        "-4 route add 10.0.0.0/8 encap seg6local action End dev eth0",
+        "seg6local",
+    );
+}
+
+#[test]
+fn route_tables_del_replace_change() {
+    let c = ok3("-6 route add table 100 2001:db8::/32 dev eth0");
+    assert_eq!(c.routes[0].table, 100);
+    // The same prefix in two tables is two routes.
+    let c = ok(&format!(
+        "{PRE}-6 route add 2001:db8::/32 dev eth0\n-6 route add 2001:db8::/32 dev eth1 table 7\n"
+    ));
+    assert_eq!(c.routes.len(), 2);
+    // del: the lowest metric unless a metric is given; table-aware.
+    let c = ok(&format!(
+        "{PRE}-6 route add 2001:db8::/32 dev eth0\n-6 route add 2001:db8::/32 dev eth0 metric 5\n-6 route add 2001:db8::/32 dev eth0 table 7\n-6 route del 2001:db8::/32\n"
+    ));
+    assert_eq!(
+        c.routes
+            .iter()
+            .map(|r| (r.table, r.metric))
+            .collect::<Vec<_>>(),
+        vec![(254, 1024), (7, 1024)]
+    );
+    let c = ok(&format!(
+        "{PRE}-6 route add 2001:db8::/32 dev eth0 table 7\n-6 route delete 2001:db8::/32 table 7\n"
+    ));
+    assert!(c.routes.is_empty());
+    let e = fail(&format!(
+        "{PRE}-6 route add 2001:db8::/32 dev eth0\n-6 route del 2001:db8::/32 table 7\n"
+    ));
+    assert_eq!((e.line, e.token.as_str()), (4, "2001:db8::/32"));
+    // replace adds or replaces in place; change only replaces.
+    let c = ok(&format!(
+        "{PRE}-6 route add 2001:db8::/32 dev eth0\n-6 route replace 2001:db8::/32 dev eth1\n-6 route replace 2001:db9::/32 dev eth1\n"
+    ));
+    assert_eq!(c.routes.len(), 2);
+    assert_eq!(
+        (c.routes[0].dev.as_deref(), c.routes[0].line),
+        (Some("eth1"), 4)
+    );
+    let c = ok(&format!(
+        "{PRE}-6 route add 2001:db8::/32 dev eth0\n-6 route change 2001:db8::/32 encap seg6local action End dev eth0\n"
+    ));
+    assert!(matches!(c.routes[0].encap, Some(Encap::Seg6Local(_))));
+    fail3("-6 route change 2001:db8::/32 dev eth0", "2001:db8::/32");
+    // A failing line leaves the configuration as it was.
+    let mut b = Builder::new();
+    for (i, l) in ["link add eth0", "-6 route add 2001:db8::/32 dev eth0"]
+        .iter()
+        .enumerate()
+    {
+        b.line(i + 1, l).unwrap();
+    }
+    let before = b.config().clone();
+    assert!(
+        b.line(3, "-6 route replace 2001:db8::/32 dev eth0 metric x")
+            .is_err()
+    );
+    assert!(b.line(4, "-6 route del 2001:db9::/32").is_err());
+    assert_eq!(b.config(), &before);
 }

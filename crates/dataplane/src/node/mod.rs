@@ -1,8 +1,9 @@
 //! What a router does with packets passing through it or addressed to it, beyond plain forwarding:
 //! IOAM transit fill ([`ioam`]), RPL source-route processing ([`rpl`]), SRH endpoint processing ([`srh`]),
-//! and source address selection ([`saddr`]).
+//! SRv6 endpoint behaviours of local SIDs ([`seg6local`]) and source address selection ([`saddr`]).
 
 pub mod ioam;
 pub mod rpl;
 pub mod saddr;
+pub mod seg6local;
 pub mod srh;

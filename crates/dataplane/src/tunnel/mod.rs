@@ -1,4 +1,4 @@
-//! Lightweight tunnels attached to routes: `seg6`, `ioam6`, `rpl`.
+//! Lightweight tunnels attached to routes: `seg6`, `ioam6`, `rpl`, and the `seg6local` endpoint behaviours.
 //!
 //! Every tunnel knows its overhead when it is installed ([`Tunnel::overhead`]), so the router reserves the
 //! headroom once, before anything is written, and the encapsulation then only writes into that room.
@@ -11,6 +11,7 @@ pub use ioam6::Ioam6Tunnel;
 pub use rpl::RplTunnel;
 pub use seg6::Seg6Tunnel;
 
+use crate::node::seg6local::{self, Seg6Local};
 use crate::spec::Encap;
 use std::net::Ipv6Addr;
 
@@ -22,6 +23,9 @@ pub enum Tunnel {
     Input(InputTunnel),
     /// Applied on the output path, after forwarding has decremented the hop limit (ioam6).
     Output(OutputTunnel),
+    /// An SRv6 endpoint behaviour (seg6local): the route's prefix is a local SID, the packet is processed by it
+    /// instead of being forwarded.
+    Local(Box<Seg6Local>),
 }
 
 /// A tunnel applied on the input path.
@@ -47,6 +51,13 @@ impl Tunnel {
             Encap::Seg6(s) => Tunnel::Input(InputTunnel::Seg6(Seg6Tunnel::new(s))),
             Encap::Rpl(p) => Tunnel::Input(InputTunnel::Rpl(RplTunnel::new(p))),
             Encap::Ioam6(i) => Tunnel::Output(OutputTunnel::Ioam6(Ioam6Tunnel::new(i))),
+            Encap::Seg6Local(l) => Tunnel::Local(Box::new(Seg6Local {
+                spec: l.clone(),
+                behaviour: seg6local::behaviour(l.action),
+                oif: None,
+                dev: None,
+                policy: None,
+            })),
         }
     }
 
@@ -56,6 +67,8 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Seg6(t)) => t.overhead(),
             Tunnel::Input(InputTunnel::Rpl(t)) => t.max_overhead(),
             Tunnel::Output(OutputTunnel::Ioam6(t)) => t.max_overhead(),
+            // The End.B6 policies are tunnels of their own, which count.
+            Tunnel::Local(_) => 0,
         }
     }
 
@@ -73,6 +86,7 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Seg6(t)) => t.iproute2(),
             Tunnel::Input(InputTunnel::Rpl(t)) => t.iproute2(),
             Tunnel::Output(OutputTunnel::Ioam6(t)) => t.iproute2(),
+            Tunnel::Local(l) => l.iproute2(),
         }
     }
 
@@ -82,6 +96,7 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Seg6(_)) => "seg6",
             Tunnel::Input(InputTunnel::Rpl(_)) => "rpl",
             Tunnel::Output(OutputTunnel::Ioam6(_)) => "ioam6",
+            Tunnel::Local(_) => "seg6local",
         }
     }
 
@@ -92,6 +107,7 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Seg6(s)) => Some(s.first_sid),
             Tunnel::Input(InputTunnel::Rpl(r)) => r.segs.first().copied(),
             Tunnel::Output(OutputTunnel::Ioam6(i)) => i.tundst,
+            Tunnel::Local(_) => None,
         }
     }
 
@@ -102,6 +118,7 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Seg6(s)) => Some(s.first_sid),
             Tunnel::Input(InputTunnel::Rpl(_)) => None,
             Tunnel::Output(OutputTunnel::Ioam6(i)) => i.tundst,
+            Tunnel::Local(_) => None,
         }
     }
 }

@@ -1028,6 +1028,7 @@ mod tests {
                 metric: 1024,
                 mtu: None,
                 encap,
+                table: 254,
                 line,
             };
             c.routes

@@ -118,6 +118,7 @@ fn changes(snap: Snapshot, opts: &FibOptions) -> Result<ChangeReport, String> {
         metric: 1024,
         mtu: None,
         encap: None,
+        table: 254,
         line: 0,
     };
     let batch = opts.batch.max(1);
@@ -130,6 +131,7 @@ fn changes(snap: Snapshot, opts: &FibOptions) -> Result<ChangeReport, String> {
         log.push(Change::DelRoute {
             prefix: r.prefix,
             metric: r.metric,
+            table: r.table,
             line: 0,
         });
     }
@@ -200,6 +202,7 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
         metric: 1024,
         mtu: None,
         encap: None,
+        table: 254,
         line: 4,
     });
     for n in 1..=routes {
@@ -219,6 +222,7 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
                     tunsrc: None,
                 })
             }),
+            table: 254,
             line: 4 + n,
         });
     }
