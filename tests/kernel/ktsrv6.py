@@ -135,7 +135,7 @@ def pop_srh(ip6):
 
 
 def decap_inner(frame, decrement=True):
-    """RFC 8986 §4.4/§4.6 End.DX6/DX4 (S01-S09 of §4.4 upper-layer processing): remove the outer IPv6 header and
+    """RFC 8986 §4.4 End.DX6 / §4.5 End.DX4 (the upper-layer header processing): remove the outer IPv6 header and
     its extension headers; the inner packet is then forwarded (hop limit / TTL - 1, IPv4 checksum updated)."""
     p = frame[14:]
     nh, off = p[6], 40

@@ -98,6 +98,19 @@ def g_end_sl_last_entry_plus_one():
         F("3segs-sl3-sid-twice", f2, fwd(on_r1(end(f2, hops=2))), passes=2)]
 
 
+def g_transit_sl():
+    """An SRH addressed to a plain local address (no seg6local route, seg6_enabled; RFC 8754 §4.3.1.1): SL 1 is
+    advanced; SL = last entry + 1 is refused by Linux's SRH receive (SL >= hdr ext len / 2) with Parameter Problem
+    pointing at Segments Left (40 + 3), unlike seg6local End; SL beyond the list likewise."""
+    da = "fd00:1::2"
+    f = srv6(da, ["fc00::b", da], 1, tag=1)
+    st = ["sysctl net.ipv6.conf.all.seg6_enabled=1", "sysctl net.ipv6.conf.r0.seg6_enabled=1"]
+    return "transit-segments-left", st, [
+        F("sl1", f, fwd(on_r1(end(f)))),
+        F("sl-last-entry-plus-one", srv6(da, ["fc00::b", da], 2, tag=2), ("icmp6", 4, 0, 43)),
+        F("sl-beyond", srv6(da, ["fc00::b", da], 3, tag=3), ("icmp6", 4, 0, 43))]
+
+
 def g_end_psp():
     sid = "fc00:1::e"
     f1 = srv6(sid, ["fc00::b", sid], 1, tag=1)
@@ -245,7 +258,7 @@ def _b6_insert(frame, new_segs):
 
 
 def _b6_encaps(frame, new_segs, outer_src):
-    """RFC 8986 §4.14 End.B6.Encaps: End on the packet (SL--, DA := next SID, hop limit unchanged), then
+    """RFC 8986 §4.13 End.B6.Encaps: End on the packet (SL--, DA := next SID, hop limit unchanged), then
     H.Encaps (RFC 8986 §5.1): outer IPv6 (traffic class and flow label copied, Linux's seg6_flowlabel=0) + SRH
     (SL = n-1, DA = first segment), forwarded (outer hop limit 64 - 1)."""
     from ktsrv6 import ip6hdr, srh as mk_srh
@@ -321,7 +334,7 @@ def g_route_changes():
                                  F("deleted-plain-forward", f2, fwd(on_r1(p2)), passes=0)]
 
 
-GROUPS = [g_end(), g_end_sl_last_entry_plus_one(), g_end_psp(), g_end_next_csid(), g_end_x(), g_end_t(), g_end_dx6(), g_end_dt6(), g_end_dx4(),
+GROUPS = [g_end(), g_end_sl_last_entry_plus_one(), g_transit_sl(), g_end_psp(), g_end_next_csid(), g_end_x(), g_end_t(), g_end_dx6(), g_end_dt6(), g_end_dx4(),
           g_end_dx4_connected_nh4(), g_end_dx2(), g_end_b6(), g_end_b6_encaps(), *[g_hmac(p, w) for w in ("end", "transit") for p in (-1, 0, 1)],
            g_route_changes()]
 GROUP_IDS = [g[0] for g in GROUPS]

@@ -33,7 +33,7 @@ def b6_encaps_red(frame, new_segs, outer_src):
 
 
 def g_dt4():
-    """RFC 8986 §4.8 End.DT4: decapsulate (SL must be 0), look the inner IPv4 destination up in the table of the
+    """RFC 8986 §4.7 End.DT4: decapsulate (SL must be 0), look the inner IPv4 destination up in the table of the
     SID (table 100 here, no VRF device), forward (TTL - 1). No route in that table: dropped."""
     sid = "fc00:1::74"
     f1 = srv6(sid, [sid], 0, upper=inner4(dst="10.77.0.5", tag=1), nh=NH_IPV4)
@@ -49,7 +49,7 @@ def g_dt4():
 
 
 def g_dt46():
-    """RFC 8986 §4.9 End.DT46: as End.DT6 or End.DT4 by the inner protocol, in the SID's table (100)."""
+    """RFC 8986 §4.8 End.DT46: as End.DT6 or End.DT4 by the inner protocol, in the SID's table (100)."""
     sid = "fc00:1::46"
     f1 = srv6(sid, [sid], 0, upper=inner4(dst="10.77.0.5", tag=1), nh=NH_IPV4)
     f2 = srv6(sid, [sid], 0, upper=inner6(dst="fd00:77::5", tag=2), nh=NH_IPV6)
