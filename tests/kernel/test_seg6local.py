@@ -493,3 +493,20 @@ def test_lwt6_seg6local_counters(topo3, lwt6, gid):
     mine = {r["dst"].removesuffix("/128"): (r["stats64"]["packets"], r["stats64"]["bytes"], r["stats64"]["errors"])
             for r in res.stats.get("seg6local_routes", []) if r.get("stats64")}
     assert mine == counters, f"{gid}: lwt6 {mine}, kernel {counters}"
+
+
+# Inputs malformed on purpose (the kernel must drop them): tshark rightly flags them.
+MALFORMED_INPUTS = {("end", "hdrlen-odd"), ("end-dx2", "ethertype-below-0x600")}
+
+
+def test_input_frames_dissect_cleanly(tmp_path):
+    """Every frame these tests send (this module and test_seg6local_nolinux.py), but the malformed-on-purpose
+    ones, is dissected by tshark without an Error expert: the crafted SRHs, HMAC TLVs and inner packets are
+    well-formed. (lwt6's outputs are checked per module by the tshark fixture.)"""
+    import test_seg6local_nolinux as nolinux
+    from ktlwt6 import tshark_problems
+    from ktpcap import write_pcap
+    frames = [(g[0], f.name, f.frame) for grp in (GROUPS, nolinux.GROUPS) for g in grp for f in g[2]]
+    write_pcap(tmp_path / "inputs.pcap", [f for _, _, f in frames])
+    flagged = {frames[n - 1][:2]: msg for n, msg in tshark_problems(tmp_path / "inputs.pcap")}
+    assert set(flagged) == MALFORMED_INPUTS, flagged
