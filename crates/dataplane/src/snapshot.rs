@@ -62,6 +62,9 @@ type PlanKey = (
 pub enum Change {
     /// `route add ...`.
     AddRoute(Route),
+    /// `route replace ...` / `route change ...`: the route of the same table, prefix and metric is replaced (added
+    /// when there is none).
+    ReplaceRoute(Route),
     /// `route del PREFIX [table T] [metric N]`.
     DelRoute {
         /// The route's prefix.
@@ -550,6 +553,23 @@ impl Snapshot {
     /// table. (Tunnels of removed routes stay in the tunnel table, unused.)
     pub fn apply(&mut self, change: &Change) -> Result<(), ConfigError> {
         match change {
+            Change::ReplaceRoute(r) => {
+                // Checked as an addition first, so that a refused replacement leaves the old route.
+                self.route_dev(r)?;
+                let exists = self
+                    .table(r.table)
+                    .is_some_and(|f| f.contains(r.prefix, r.metric));
+                self.check_keys(r)?;
+                if exists {
+                    self.apply(&Change::DelRoute {
+                        prefix: r.prefix,
+                        metric: r.metric,
+                        table: r.table,
+                        line: r.line,
+                    })?;
+                }
+                self.apply(&Change::AddRoute(r.clone()))
+            }
             Change::AddRoute(r) => {
                 self.route_dev(r)?;
                 if self
@@ -562,30 +582,7 @@ impl Snapshot {
                         format!("route already exists (same prefix and metric {})", r.metric),
                     ));
                 }
-                if let Some(Encap::Seg6(s)) = &r.encap
-                    && let Some(k) = s.hmac
-                    && !self.hmac.contains_key(&k)
-                {
-                    return Err(cfg_err(
-                        r.line,
-                        &k.to_string(),
-                        format!(
-                            "HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"
-                        ),
-                    ));
-                }
-                if let Some(Encap::Seg6Local(l)) = &r.encap
-                    && let Some(k) = l.srh.as_ref().and_then(|s| s.hmac)
-                    && !self.hmac.contains_key(&k)
-                {
-                    return Err(cfg_err(
-                        r.line,
-                        &k.to_string(),
-                        format!(
-                            "HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"
-                        ),
-                    ));
-                }
+                self.check_keys(r)?;
                 let id = self.add_route(r)?;
                 if r.table == MAIN_TABLE {
                     self.plan_route(id);
@@ -626,6 +623,31 @@ impl Snapshot {
                 Ok(())
             }
         }
+    }
+
+    /// The HMAC keys a route names must be configured.
+    fn check_keys(&self, r: &Route) -> Result<(), ConfigError> {
+        if let Some(Encap::Seg6(s)) = &r.encap
+            && let Some(k) = s.hmac
+            && !self.hmac.contains_key(&k)
+        {
+            return Err(cfg_err(
+                r.line,
+                &k.to_string(),
+                format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
+            ));
+        }
+        if let Some(Encap::Seg6Local(l)) = &r.encap
+            && let Some(k) = l.srh.as_ref().and_then(|s| s.hmac)
+            && !self.hmac.contains_key(&k)
+        {
+            return Err(cfg_err(
+                r.line,
+                &k.to_string(),
+                format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
+            ));
+        }
+        Ok(())
     }
 
     fn plan_for(

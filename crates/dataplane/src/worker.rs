@@ -66,6 +66,9 @@ pub struct Worker {
     encap_pending: [u64; 3],
     /// Packets the fast path sent since the last flush: each one received, sent and fast.
     fast_sent: u64,
+    /// Set when a seg6local behaviour's IPv6 lookup found no route and answered with an ICMPv6 Destination
+    /// Unreachable (which Linux counts as a packet processed, not an error).
+    unreachable_sent: bool,
 }
 
 pub(crate) mod seg6local;
@@ -155,6 +158,7 @@ impl Worker {
             nh_gen: 0,
             encap_pending: [0; 3],
             fast_sent: 0,
+            unreachable_sent: false,
         }
     }
 

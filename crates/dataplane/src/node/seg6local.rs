@@ -367,7 +367,8 @@ pub struct LocalCounters {
 // ---- what the handlers do to the bytes ----
 
 /// Finds the packet's SRH as Linux's `seg6_get_srh` does: the first Routing header (with `skip_sl0`, the first
-/// whose Segments Left is not 0), which must be of type 4 and well formed ([`srh::validate`]). Returns its offset
+/// whose Segments Left is not 0), which must be of type 4 and well formed ([`srh::validate`], Segments Left up to
+/// Last Entry + 1). Returns its offset
 /// and length.
 pub fn find_srh(pkt: &[u8], skip_sl0: bool) -> Result<(usize, usize), DropReason> {
     for h in exthdr::Walker::new(pkt) {
@@ -381,7 +382,9 @@ pub fn find_srh(pkt: &[u8], skip_sl0: bool) -> Result<(usize, usize), DropReason
         if pkt[h.offset + 2] != srh::ROUTING_TYPE {
             return Err(DropReason::Seg6LocalNoSrh);
         }
-        srh::validate(&pkt[h.offset..h.offset + h.len], false)
+        // Linux validates with `reduced` set here: Segments Left may be Last Entry + 1 (RFC 8754 §4.3.1.1 allows
+        // it too; the segment then read is Segment List[Last Entry]).
+        srh::validate(&pkt[h.offset..h.offset + h.len], true)
             .map_err(|_| DropReason::SrhMalformed)?;
         return Ok((h.offset, h.len));
     }

@@ -25,7 +25,8 @@ enum Next {
     Nh6(Ipv6Addr),
 }
 
-/// A route towards a fixed next hop, with no tunnel: the way End.X, End.DX6 and End.DX4 forward.
+/// A route towards a fixed IPv6 next hop, with no tunnel: the way End.X and End.DX6 forward (Linux looks `nh` up
+/// with `FLOWI_FLAG_KNOWN_NH`, so `nh` is the neighbour even on a connected route).
 fn towards(base: &RouteEntry, nh: IpAddr) -> RouteEntry {
     RouteEntry {
         via: Some(base.via.unwrap_or(nh)),
@@ -54,7 +55,11 @@ impl Worker {
             return Err(DropReason::NoRoute);
         };
         let len = buf.len() as u64;
+        self.unreachable_sent = false;
         let verdict = (l.behaviour.handler)(self, cx, buf, l, pass);
+        // An IPv6 lookup that found no route answered with an ICMPv6 Destination Unreachable: Linux's behaviour
+        // succeeded (the null route's input discards), and counts a packet.
+        let processed = verdict.is_ok() || std::mem::take(&mut self.unreachable_sent);
         if l.spec.count {
             if self.stats.seg6local.len() <= tid {
                 self.stats
@@ -62,12 +67,11 @@ impl Worker {
                     .resize(snap.tunnels.len().max(tid + 1), Default::default());
             }
             let c = &mut self.stats.seg6local[tid];
-            match verdict {
-                Ok(()) => {
-                    c.packets += 1;
-                    c.bytes += len;
-                }
-                Err(_) => c.errors += 1,
+            if processed {
+                c.packets += 1;
+                c.bytes += len;
+            } else {
+                c.errors += 1;
             }
         }
         verdict
@@ -150,6 +154,7 @@ impl Worker {
         }
         let Some(route) = snap.table(table).and_then(|f| f.lookup_v6(dst)) else {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
+            self.unreachable_sent = true;
             return Err(DropReason::NoRoute);
         };
         if let Some(t) = route.tunnel
@@ -205,6 +210,7 @@ impl Worker {
                 Some(r) => towards(r, IpAddr::V6(nh)),
                 None => {
                     self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
+                    self.unreachable_sent = true;
                     return Err(DropReason::NoRoute);
                 }
             },
@@ -416,11 +422,17 @@ pub(crate) fn end_dx4(
     if nh.is_unspecified() {
         return w.lookup_v4_in(cx, buf, MAIN_TABLE);
     }
+    // Linux routes the packet as if its destination were nh4 (`ip_route_input`), then forwards it to that
+    // route's gateway, or, on a connected route, to the packet's own destination.
     let route = cx
         .snap
         .fib()
         .lookup_v4(nh)
-        .map(|r| towards(r, IpAddr::V4(nh)))
+        .map(|r| RouteEntry {
+            tunnel: None,
+            plan: None,
+            ..r.clone()
+        })
         .ok_or(DropReason::NoRoute)?;
     w.forward(cx, buf, &route, L3::V4)
 }
