@@ -223,3 +223,245 @@ fn seg6_flowlabel_one_is_a_stable_per_flow_hash() {
         lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()])
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// RPL (RFC 6554): loop detection and a header that shrinks when recompressed
+
+const RPL_ON: &str = "sysctl net.ipv6.conf.all.rpl_seg_enabled=1\nsysctl net.ipv6.conf.r0.rpl_seg_enabled=1\n\
+                      neigh add fd00:2::5 lladdr 02:00:00:00:02:02 dev r1\n";
+
+/// A type-3 routing header with every address compressed to its last byte (CmprI = CmprE = 15, RFC 6554 §3): the
+/// addresses below all share their first 15 bytes with the destination fd00:2::1.
+fn rpl_last_bytes(last: &[u8], sl: u8) -> Vec<u8> {
+    let pad = (8 - last.len() % 8) % 8;
+    let mut rh = vec![
+        17,
+        ((last.len() + pad) / 8) as u8,
+        3,
+        sl,
+        0xff,
+        (pad as u8) << 4,
+        0,
+        0,
+    ];
+    rh.extend(last);
+    rh.extend(std::iter::repeat_n(0, pad));
+    rh
+}
+
+#[test]
+fn rpl_loop_local_after_two_locals_preceded_by_a_foreign_address() {
+    // Addresses (last bytes, prefix fd00:2::): 5, 1, 1, 6, 1 — the router owns fd00:2::1. The third own address
+    // follows two own ones and a foreign one (fd00:2::6): a loop (docs/references.md §3.4 step 6), answered with
+    // Parameter Problem code 0 pointer 0 and counted rpl_loop.
+    let mut r = router(RPL_ON);
+    let out = run(
+        &mut r,
+        &[frame(
+            "fd00:2::1",
+            43,
+            &rpl_last_bytes(&[5, 1, 1, 6, 1], 5),
+            64,
+        )],
+    );
+    assert_eq!(r.worker.stats.drops.get(&DropReason::RplLoop), Some(&1));
+    assert_eq!(out.len(), 1, "one ICMPv6 error back to the sender");
+    assert_eq!(out[0].0, 0, "sent on r0");
+    let p = &out[0].1[14..];
+    // RFC 4443 §2.2 (a): sent to our fd00:2::1, answered from it.
+    assert_eq!(&p[8..24], &a("fd00:2::1"));
+    assert_eq!(&p[24..40], &a("fd00:1::1"));
+    let icmp = &p[40..];
+    assert_eq!((icmp[0], icmp[1]), (4, 0));
+    assert_eq!(u32::from_be_bytes([icmp[4], icmp[5], icmp[6], icmp[7]]), 0);
+    // The quote carries Segments Left already decremented (5 -> 4), as Linux quotes it (tests/kernel/test_rpl.py).
+    assert_eq!(icmp[8 + 40 + 3], 4);
+}
+
+#[test]
+fn rpl_no_loop_when_the_third_local_follows_a_local() {
+    // 5, 1, 6, 1, 1: the third own address is preceded by an own address — no loop: forwarded to fd00:2::5.
+    let mut r = router(RPL_ON);
+    let out = run(
+        &mut r,
+        &[frame(
+            "fd00:2::1",
+            43,
+            &rpl_last_bytes(&[5, 1, 6, 1, 1], 5),
+            64,
+        )],
+    );
+    assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
+    assert_eq!(out[0].0, 1);
+    let p = &out[0].1[14..];
+    assert_eq!(&p[24..40], &a("fd00:2::5"));
+    // The old destination (fd00:2::1) took the place of the address consumed; SL 4; same size (RFC 6554 §4.2).
+    assert_eq!(&p[40..48], &[17, 1, 3, 4, 0xff, 3 << 4, 0, 0]);
+    assert_eq!(&p[48..53], &[1, 1, 6, 1, 1]);
+}
+
+#[test]
+fn rpl_header_shrinks_when_the_new_destination_shares_more() {
+    // Received: DA fd00:2::1 (ours), addresses [fd00:2::5, fd00:2::2], SL 2, CmprI = CmprE = 8: each address is
+    // carried as its last 8 bytes, RH 8 + 8 + 8 = 24 bytes (hdr ext len 2, no pad).
+    // RFC 6554 §4.2: SL 1, i = 0: DA := fd00:2::5, address[0] := fd00:2::1. Against the new DA both addresses share
+    // 15 bytes: CmprI = CmprE = 15, 1 + 1 bytes, 6 pad bytes, RH 16 bytes (hdr ext len 1, Pad 6). The packet is
+    // 8 bytes shorter (payload length 32 -> 24), the rest is unchanged; hop limit 64 -> 63.
+    // (Linux 6.18 corrupts the IPv6 header here: docs/references.md §3.4; these bytes follow the RFC.)
+    let mut rh = vec![17, 2, 3, 2, 0x88, 0, 0, 0];
+    rh.extend(&a("fd00:2::5")[8..]);
+    rh.extend(&a("fd00:2::2")[8..]);
+    let f = frame("fd00:2::1", 43, &rh, 64);
+    let mut r = router(RPL_ON);
+    let out = run(&mut r, std::slice::from_ref(&f));
+    assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
+    let mut want = vec![2, 0, 0, 0, 2, 2, 2, 0, 0, 0, 2, 1, 0x86, 0xdd];
+    want.extend([0x60, 0, 0, 0, 0, 24, 43, 63]);
+    want.extend(a("fd00:1::1"));
+    want.extend(a("fd00:2::5"));
+    want.extend([17, 1, 3, 1, 0xff, 0x60, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0, 0]);
+    want.extend(&f[f.len() - 8..]);
+    assert_eq!(out[0].1, want);
+}
+
+#[test]
+fn rpl_header_shrinks_from_uncompressed() {
+    // CmprI = CmprE = 0 (two full addresses, 40-byte RH) -> 16 bytes as above: 24 bytes shorter.
+    let mut rh = vec![17, 4, 3, 2, 0x00, 0, 0, 0];
+    rh.extend(a("fd00:2::5"));
+    rh.extend(a("fd00:2::2"));
+    let f = frame("fd00:2::1", 43, &rh, 64);
+    let mut r = router(RPL_ON);
+    let out = run(&mut r, std::slice::from_ref(&f));
+    assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
+    let p = &out[0].1[14..];
+    assert_eq!(p.len(), f.len() - 14 - 24);
+    assert_eq!(&p[4..6], &[0, 24]);
+    assert_eq!(&p[24..40], &a("fd00:2::5"));
+    assert_eq!(
+        &p[40..56],
+        &[17, 1, 3, 1, 0xff, 0x60, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0, 0]
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// SRH HMAC on receive (RFC 8754 §2.1.2.1), per seg6_require_hmac of the ingress interface
+
+/// HMAC-SHA256 over source | last entry | flags | key id | segments (RFC 8754 §2.1.2.1), computed here.
+fn rfc8754_hmac(secret: &[u8], src: &str, srh: &[u8], key_id: u32) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let le = srh[4] as usize;
+    let mut m = Hmac::<sha2::Sha256>::new_from_slice(secret).unwrap();
+    m.update(&a(src));
+    m.update(&[srh[4], srh[5]]);
+    m.update(&key_id.to_be_bytes());
+    m.update(&srh[8..8 + 16 * (le + 1)]);
+    m.finalize().into_bytes().into()
+}
+
+/// SRH [fd00:2::2, fd00:1::2] SL 1 with an HMAC TLV (type 5, length 38, key id, digest) computed with `secret`.
+fn srh_hmac_tlv(key_id: u32, secret: &[u8], tamper: bool) -> Vec<u8> {
+    let mut s = srh(&["fd00:2::2", "fd00:1::2"], 1, 17);
+    s[1] += 5;
+    s[5] = 0x08;
+    s.extend([5, 38, 0, 0]);
+    s.extend(key_id.to_be_bytes());
+    s.extend([0; 32]);
+    let mut d = rfc8754_hmac(secret, "fd00:1::1", &s, key_id);
+    if tamper {
+        d[3] ^= 1;
+    }
+    let n = s.len();
+    s[n - 32..].copy_from_slice(&d);
+    s
+}
+
+#[test]
+fn srh_hmac_on_receive_under_each_policy() {
+    let variants: [(&str, Vec<u8>); 5] = [
+        ("absent", srh(&["fd00:2::2", "fd00:1::2"], 1, 17)),
+        ("valid", srh_hmac_tlv(7, b"mysecret", false)),
+        ("tampered", srh_hmac_tlv(7, b"mysecret", true)),
+        ("wrong secret", srh_hmac_tlv(8, b"mysecret", false)),
+        ("unknown key", srh_hmac_tlv(9, b"mysecret", false)),
+    ];
+    for policy in [-1, 0, 1] {
+        let mut r = router(&format!(
+            "sysctl net.ipv6.conf.all.seg6_enabled=1\nsysctl net.ipv6.conf.r0.seg6_enabled=1\n\
+             sysctl net.ipv6.conf.r0.seg6_require_hmac={policy}\n\
+             sr hmac set 7 sha256 secret mysecret\nsr hmac set 8 sha256 secret othersecret\n"
+        ));
+        for (name, ext) in &variants {
+            let before = r
+                .worker
+                .stats
+                .drops
+                .get(&DropReason::HmacInvalid)
+                .copied()
+                .unwrap_or(0);
+            let out = run(&mut r, &[frame("fd00:1::2", 43, ext, 64)]);
+            let accept = policy < 0 || *name == "valid" || (policy == 0 && *name == "absent");
+            let after = r
+                .worker
+                .stats
+                .drops
+                .get(&DropReason::HmacInvalid)
+                .copied()
+                .unwrap_or(0);
+            if accept {
+                assert_eq!(
+                    out.len(),
+                    1,
+                    "policy {policy}, {name}: {:?}",
+                    r.worker.stats.drops
+                );
+                assert_eq!(&out[0].1[14 + 24..14 + 40], &a("fd00:2::2"));
+            } else {
+                assert!(out.is_empty(), "policy {policy}, {name}: forwarded");
+                assert_eq!(
+                    after,
+                    before + 1,
+                    "policy {policy}, {name}: counted seg6_hmac_invalid"
+                );
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Per-route tunsrc over `sr tunsrc`
+
+#[test]
+fn per_route_tunsrc_wins_over_sr_tunsrc_and_is_covered_by_the_hmac() {
+    // Linux (docs/references.md §1.2): the outer source is the route's tunsrc when it has one, else `sr tunsrc`,
+    // else an address of the egress interface. The HMAC text starts with that source (RFC 8754 §2.1.2.1).
+    let mut r = router(
+        "-6 route add fc00::/16 via fd00:2::2 dev r1\n\
+         sr tunsrc set fc00:ffff::1\n\
+         sr hmac set 7 sha256 secret mysecret\n\
+         -6 route add fd00:91::/64 encap seg6 mode encap segs fc00::a,fc00::b hmac 7 tunsrc fc00:eeee::2 dev r1\n\
+         -6 route add fd00:92::/64 encap seg6 mode encap segs fc00::a,fc00::b hmac 7 dev r1\n",
+    );
+    let out = run(
+        &mut r,
+        &[
+            frame("fd00:91::1", 17, &[], 64),
+            frame("fd00:92::1", 17, &[], 64),
+        ],
+    );
+    assert_eq!(out.len(), 2, "{:?}", r.worker.stats.drops);
+    for ((_, f), src) in out.iter().zip(["fc00:eeee::2", "fc00:ffff::1"]) {
+        let p = &f[14..];
+        assert_eq!(&p[8..24], &a(src), "outer source");
+        assert_eq!(&p[24..40], &a("fc00::a"));
+        // SRH [fc00::b, fc00::a] + HMAC TLV: hdr ext len 4 + 5, flags 0x08
+        let s = &p[40..40 + 80];
+        assert_eq!(&s[..8], &[41, 9, 4, 1, 1, 0x08, 0, 0]);
+        assert_eq!(&s[40..48], &[5, 38, 0, 0, 0, 0, 0, 7]);
+        assert_eq!(
+            s[48..80],
+            rfc8754_hmac(b"mysecret", src, s, 7),
+            "HMAC over {src}"
+        );
+    }
+}

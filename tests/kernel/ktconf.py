@@ -31,7 +31,9 @@ def render(statements):
       link add N [address M] [mtu K]       -> ip link set dev N [address M] [mtu K] up   (the veth exists)
       addr add A dev D                      -> ip addr replace A dev D [nodad for IPv6]
       neigh add A lladdr M dev D            -> ip neigh replace A lladdr M dev D nud permanent
-      [-6|-4] route add ...                 -> ip [-6|-4] route replace ...   (undo: route del PREFIX)
+      [-6|-4] route add ...                 -> ip [-6|-4] route replace ...   (undo: route del PREFIX [table N])
+      [-6|-4] route replace|change ...      -> same                           (undo: route del PREFIX [table N])
+      [-6|-4] route del PREFIX [table N]    -> same                           (no undo)
       sr tunsrc set A                       -> same                           (undo: sr tunsrc set ::)
       sr hmac set K ALGO secret S           -> ip sr hmac set K ALGO, S on stdin (undo: empty secret = delete)
       ioam namespace add N ... / schema add S ... / namespace set ...  -> same (undo: del N / del S)
@@ -60,10 +62,16 @@ def render(statements):
             cmds.append(KernelCmd("ip", argv, text=text))
         elif head == ["neigh", "add"]:
             cmds.append(KernelCmd("ip", ["neigh", "replace"] + t[2:] + ["nud", "permanent"], text=text))
-        elif head == ["route", "add"]:
+        elif head in (["route", "add"], ["route", "replace"], ["route", "change"]):
             f = [fam] if fam else []
-            cmds.append(KernelCmd("ip", f + ["route", "replace"] + t[2:], text=text,
-                                  undo=[KernelCmd("ip", f + ["route", "del", t[2]])]))
+            # `table N` stays where it is (before or after the encap, as iproute2 accepts); the undo names it
+            table = ["table", _opt(t, "table")] if _opt(t, "table") and "encap" not in t[:t.index("table")] else []
+            verb = "change" if t[1] == "change" else "replace"
+            cmds.append(KernelCmd("ip", f + ["route", verb] + t[2:], text=text,
+                                  undo=[KernelCmd("ip", f + ["route", "del", t[2]] + table)]))
+        elif head == ["route", "del"]:
+            f = [fam] if fam else []
+            cmds.append(KernelCmd("ip", f + t, text=text))
         elif t[:3] == ["sr", "tunsrc", "set"]:
             cmds.append(KernelCmd("ip", t, text=text, undo=[KernelCmd("ip", ["sr", "tunsrc", "set", "::"])]))
         elif t[:3] == ["sr", "hmac", "set"]:

@@ -33,3 +33,17 @@ def test_render_kernel_and_lwt6_from_one_description():
     assert cmds[4].argv == ["-6", "route", "replace", "fd00:99::/64", "encap", "seg6", "mode", "encap", "segs",
                             "fc00::a", "hmac", "42", "dev", "r1"]
     assert cmds[4].undo[0].argv == ["-6", "route", "del", "fd00:99::/64"]
+
+
+def test_render_seg6local_tables_and_route_changes():
+    st = ["-6 route add fc00:1::11/128 encap seg6local action End.T table 100 count dev r0",
+          "-6 route add fc99::/16 table 100 via fd00:2::2 dev r1",
+          "-6 route replace fc00:1::e/128 encap seg6local action End dev r0",
+          "-6 route del fc00:1::e/128"]
+    cmds, _ = render(st)
+    # End.T's `table` is an argument of the action, not the route's table: the route lives in main
+    assert cmds[0].undo[0].argv == ["-6", "route", "del", "fc00:1::11/128"]
+    assert cmds[1].argv[:3] == ["-6", "route", "replace"]
+    assert cmds[1].undo[0].argv == ["-6", "route", "del", "fc99::/16", "table", "100"]
+    assert cmds[2].argv[:4] == ["-6", "route", "replace", "fc00:1::e/128"]
+    assert cmds[3].argv == ["-6", "route", "del", "fc00:1::e/128"] and cmds[3].undo == []

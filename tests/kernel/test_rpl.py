@@ -6,7 +6,8 @@ import pytest
 from kttopo import RTR_BASE, chain_addrs
 from ktconf import render
 from ktnet import xfer
-from ktpkt import (MAC_D0, compare_frames, parse_rpl, rpl_srh, udp6, udp_over_rh, udp_checksum_ok, with_marker)
+from ktpkt import (MAC_D0, compare_frames, ip6str, parse_rpl, rpl_srh, udp6, udp_over_rh, udp_checksum_ok,
+                   with_marker)
 
 # ------------------------------------------------------------------------------------------------
 # (a) lwt6 inserts, three kernel RPL nodes forward
@@ -146,3 +147,60 @@ def test_lwt6_rpl_intermediate(topo3, lwt6, case):
     conf = render(RTR_BASE + case.statements())[1]
     res = lwt6.pcap(conf, case.frames(), in_dev="r0", label=f"rpl-{case.id}")
     compare_frames(kern, res.on("r1"), f"RPL intermediate {case.id}")
+
+
+# ------------------------------------------------------------------------------------------------
+# (c) loop detection (docs/references.md §3.4 step 6): kernel vs lwt6, ICMPv6 errors included
+
+# (id, addresses, segments left, expected: "loop" = Parameter Problem code 0 pointer 0 back to the sender)
+LOOP_CASES = [
+    ("local-after-two-locals-and-a-foreign", ["fd00:2::5", "fd00:2::1", "fd00:2::1", "fd00:2::6", "fd00:2::1"], 5,
+     "loop"),
+    ("local-x-local-y-local-z", ["fd00:2::1", "fd00:2::5", "fd00:2::1", "fd00:2::6", "fd00:2::1", "fd00:2::7"], 6,
+     "loop"),
+    ("third-local-after-a-local", ["fd00:2::5", "fd00:2::1", "fd00:2::6", "fd00:2::1", "fd00:2::1"], 5, "fwd"),
+    ("two-separated-locals", ["fd00:2::5", "fd00:2::1", "fd00:2::6", "fd00:2::1"], 4, "fwd"),
+]
+_loop_cache = {}
+
+
+def loop_frames(case):
+    _, addrs, sl, _ = case
+    return [udp_over_rh("fd00:2::1", rpl_srh(addrs, sl, "fd00:2::1"), addrs[-1], hlim=64, size=8, tag=40)]
+
+
+def kernel_loop(topo3, case):
+    if case[0] not in _loop_cache:
+        try:
+            topo3.rtr.apply(RPL_ON)
+            got = xfer(topo3.s0, loop_frames(case), [topo3.s0, topo3.d0], expect=1, timeout=0.6, keep=with_marker)
+        finally:
+            topo3.rtr.undo()
+        _loop_cache[case[0]] = (got[topo3.s0.label], got[topo3.d0.label])
+    return _loop_cache[case[0]]
+
+
+@pytest.mark.parametrize("case", LOOP_CASES, ids=lambda c: c[0])
+def test_kernel_rpl_loop(topo3, case):
+    back, out = kernel_loop(topo3, case)
+    if case[3] == "loop":
+        assert out == [] and len(back) == 1, (back, out)
+        ip6 = back[0][14:]
+        assert ip6[6] == 58 and ip6str(ip6[24:40]) == "fd00:1::1"
+        assert (ip6[40], ip6[41], int.from_bytes(ip6[44:48], "big")) == (4, 0, 0), "Parameter Problem, pointer 0"
+    else:
+        assert back == [] and len(out) == 1, (back, out)
+        assert parse_rpl(out[0][14:])["da"] == case[1][len(case[1]) - case[2]]
+
+
+@pytest.mark.parametrize("case", LOOP_CASES, ids=lambda c: c[0])
+def test_lwt6_rpl_loop(topo3, lwt6, case):
+    from test_forbidden import no_icmp_flow_label
+    back, out = kernel_loop(topo3, case)
+    res = lwt6.pcap(render(RTR_BASE + RPL_ON)[1], loop_frames(case), in_dev="r0", label=f"rpl-loop-{case[0]}")
+    compare_frames(out, res.on("r1"), f"RPL loop {case[0]} (r1)")
+    compare_frames([no_icmp_flow_label(b) for b in back], [no_icmp_flow_label(b) for b in res.on("r0")],
+                   f"RPL loop {case[0]} (ICMPv6 on r0)")
+    assert res.drops() == (1 if case[3] == "loop" else 0), res.stats
+    if case[3] == "loop":
+        assert res.stats.get("drops", {}).get("rpl_loop") == 1, res.stats

@@ -138,3 +138,29 @@ def test_lwt6_seg6(topo3, lwt6, case):
     if res.stats:
         assert res.stats.get("rx") == len(frames), res.stats
         assert res.stats.get("tx") == len(kern), res.stats
+
+
+# Per-route tunsrc (iproute2 6.1 has no keyword for it, so the kernel cannot take it): lwt6 with the route's
+# `tunsrc T` (over a different `sr tunsrc`, or alone) must emit exactly the kernel's frames for `sr tunsrc set T`:
+# the route's address wins (docs/references.md §1.2) and the HMAC covers it.
+PER_ROUTE = [c for c in EXTRA if c.tunsrc and c.mode != "inline"]
+
+
+def per_route_statements(case, global_src):
+    st = [s for s in case.statements() if not s.startswith("sr tunsrc")]
+    if global_src:
+        st.append(f"sr tunsrc set {global_src}")
+    assert st[-2 if global_src else -1].endswith(" dev r1")
+    i = -2 if global_src else -1
+    st[i] = st[i][:-len(" dev r1")] + f" tunsrc {case.tunsrc} dev r1"
+    return st
+
+
+@pytest.mark.parametrize("global_src", ["fc00:eeee::9", None], ids=["over-sr-tunsrc", "alone"])
+@pytest.mark.parametrize("case", PER_ROUTE, ids=lambda c: c.id)
+def test_lwt6_seg6_per_route_tunsrc(topo3, lwt6, case, global_src):
+    kern = kernel_output(topo3, case)
+    assert kern and ip6str(kern[0][14 + 8:14 + 24]) == case.tunsrc
+    res = lwt6.pcap(render(RTR_BASE + per_route_statements(case, global_src))[1], case.frames(), in_dev="r0",
+                    label=f"seg6-route-tunsrc-{case.id}")
+    compare_frames(kern, res.on("r1"), f"seg6 per-route tunsrc {case.id} ({global_src or 'no sr tunsrc'})")

@@ -1057,10 +1057,18 @@ impl Worker {
             return;
         };
         let Some(dev) = route.dev else { return };
-        // Linux selects the error's source as if it left by the interface the invoking packet came in on (it
-        // usually does): tests/kernel/test_forbidden.py has a case where the two differ.
-        let Some(src) = snap.source_for(Some(cx.in_dev), &to) else {
-            return;
+        // A packet sent to one of our addresses is answered from that address (RFC 4443 §2.2 (a), as Linux does:
+        // tests/kernel/test_rpl.py, loop cases); otherwise Linux selects the error's source as if it left by the
+        // interface the invoking packet came in on (it usually does): tests/kernel/test_forbidden.py has a case
+        // where the two differ.
+        let dst = p.dst_addr();
+        let src = if snap.local6.contains(&dst) {
+            dst
+        } else {
+            let Some(src) = snap.source_for(Some(cx.in_dev), &to) else {
+                return;
+            };
+            src
         };
         let nh = match route.via {
             Some(IpAddr::V6(gw)) => gw,

@@ -74,6 +74,8 @@ pub fn process(
     for j in 0..count {
         if is_local(&addrs[j]) {
             if locals >= 2 && j > 0 && !is_local(&addrs[j - 1]) {
+                // Linux has already written the decremented Segments Left: the error quotes it.
+                buf.data_mut()[rh_offset + 3] = sl as u8;
                 return Ok(RplAction::ParamProblem {
                     pointer: 0,
                     reason: DropReason::RplLoop,
