@@ -10,6 +10,8 @@ command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # Installed here, before the tests run in parallel: lwt6 audit would otherwise install it from two tests at once.
 command -v bpftrace >/dev/null 2>&1 || need_apt+=(bpftrace)
+# scripts/fuzz.sh: libfuzzer-sys compiles libFuzzer's C++ sources with the system C++ compiler.
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
