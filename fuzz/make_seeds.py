@@ -120,7 +120,7 @@ def main():
     # A few multi-frame pipeline inputs: every example's frames in one input, from r0 and from r1.
     for dev in (0, 1):
         put("pipeline", bytes([dev]) + (sep + bytes([dev])).join(frames[:15]))
-    for c in sorted(glob.glob("examples/*/router.conf")) + ["fuzz/src/router.conf"]:
+    for c in sorted(glob.glob("examples/*/router.conf")) + ["crates/lab/src/bench/soak.conf"]:
         text = open(c, "rb").read()
         put("config", text)
         for line in text.splitlines():

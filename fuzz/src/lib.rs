@@ -4,7 +4,7 @@
 use lwt6_wire::{ethernet, ipv4, ipv6};
 
 /// The fuzzing router (every tunnel kind, local SRH / RPL processing, IOAM transit, HMAC keys).
-pub const ROUTER_CONF: &str = include_str!("router.conf");
+pub const ROUTER_CONF: &str = include_str!("../../crates/lab/src/bench/soak.conf");
 
 /// A running configuration for the control-line target: the same router.
 pub fn router_config() -> lwt6_config::Config {
