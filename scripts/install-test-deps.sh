@@ -13,6 +13,8 @@ command -v bpftrace >/dev/null 2>&1 || need_apt+=(bpftrace)
 # tests/install.rs renders the man pages and verifies the systemd unit with the tools that consume them.
 command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
+# scripts/fuzz.sh: libfuzzer-sys compiles libFuzzer's C++ sources with the system C++ compiler.
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections

@@ -31,6 +31,10 @@ say "cargo test (unit, property, golden vectors)"
 cargo test --workspace --quiet 2>&1 | tee target/cargo-test.log
 grep -q "test result: ok" target/cargo-test.log
 
+say "coverage-guided fuzzing, briefly (scripts/fuzz.sh: every target from its seeds; docs/fuzzing.md)"
+(cd fuzz && cargo fmt --check && cargo clippy --locked --quiet --bins --lib -- -D warnings)
+LWT6_FUZZ_JOBS=2 scripts/fuzz.sh "${LWT6_FUZZ_SECONDS:-8}"
+
 say "cargo build --release"
 cargo build --release --quiet
 

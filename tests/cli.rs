@@ -25,12 +25,17 @@ fn truncated_capture_is_an_error_and_writes_nothing() {
     let cut = d.join("cut.pcap");
     std::fs::write(&cut, &full[..full.len() - 5]).unwrap();
     let out = d.join("out.pcapng");
+    // The frames before the cut are processed and written (streaming) before the reader reaches it: none of it
+    // may become visible.
+    let dir = d.join("per-dev");
     let o = lwt6()
         .args(["pcap", "-c"])
         .arg(root().join("examples/seg6/router.conf"))
         .args(["--in-dev", "r0"])
         .arg(&cut)
         .arg(&out)
+        .arg("--out-dir")
+        .arg(&dir)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -41,8 +46,13 @@ fn truncated_capture_is_an_error_and_writes_nothing() {
     );
     assert!(!out.exists(), "no partial output");
     assert_eq!(
+        std::fs::read_dir(&dir).map_or(0, |r| r.count()),
+        0,
+        "no per-device output, no temporary files left"
+    );
+    assert_eq!(
         std::fs::read_dir(&d).unwrap().count(),
-        1,
+        2,
         "no temporary files left"
     );
 }

@@ -24,6 +24,33 @@ pub enum BenchWhat {
     Floor(FloorArgs),
     /// The routing table at scale: build time, memory per route and lookups per second on one core.
     Fib(FibArgs),
+    /// A long run: packets of every kind through a worker while routes change at a target rate; checks that
+    /// counters balance and reports resident memory as it goes.
+    Soak(SoakArgs),
+}
+
+/// `lwt6 bench soak`.
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// Packets to offer (rounded up to whole batches of 256).
+    #[arg(long, default_value_t = 10_000_000, value_parser = crate::cli::within::<u64>(1, 1_000_000_000_000))]
+    pub packets: u64,
+    /// Target route changes per second (0: none).
+    #[arg(long = "change-rate", default_value_t = 10_000, value_parser = crate::cli::within::<u64>(0, 100_000_000))]
+    pub change_rate: u64,
+    /// Changes per published batch.
+    #[arg(long = "change-batch", default_value_t = 10, value_parser = crate::cli::within::<usize>(1, 1_000_000))]
+    pub change_batch: usize,
+    /// Offered packets per second; batches that find the input queue full are counted as overload (default:
+    /// offer as fast as the worker takes them, nothing refused).
+    #[arg(long = "offered-rate", value_parser = crate::cli::within::<u64>(1, 1_000_000_000_000))]
+    pub offered_rate: Option<u64>,
+    /// Input queue capacity in batches of 256.
+    #[arg(long, default_value_t = 64, value_parser = crate::cli::within::<usize>(1, 1_000_000))]
+    pub queue: usize,
+    /// JSON output.
+    #[arg(short = 'j', long)]
+    pub json: bool,
 }
 
 /// `lwt6 bench fib`.
@@ -251,11 +278,33 @@ fn fib(a: FibArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+fn soak(a: SoakArgs) -> Result<(), Failure> {
+    let report = bench::soak::run(bench::soak::SoakOptions {
+        packets: a.packets,
+        change_rate: a.change_rate,
+        change_batch: a.change_batch,
+        offered_rate: a.offered_rate,
+        queue: a.queue,
+        ..Default::default()
+    })
+    .map_err(|e| super::fail(format!("bench soak: {e}")))?;
+    if a.json {
+        out!("{}", report.json());
+    } else {
+        out!("{}", report.text().trim_end());
+    }
+    if !report.balanced() {
+        return Err(super::fail("bench soak: counters do not balance"));
+    }
+    Ok(())
+}
+
 pub fn run(args: BenchArgs) -> Result<(), Failure> {
     match args.what {
         BenchWhat::Sweep(a) => sweep(a),
         BenchWhat::Floor(a) => floor(a),
         BenchWhat::Fib(a) => fib(a),
+        BenchWhat::Soak(a) => soak(a),
     }
 }
 

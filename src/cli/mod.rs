@@ -259,53 +259,104 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     if let Some(h) = a.rx_headroom {
         router.worker.rx_headroom = h;
     }
-    let mut frames =
-        pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
-    as_ethernet(&mut frames, snap.links[in_dev].mac, &a.input)?;
-    let mut sent: Vec<(usize, u64, Vec<u8>)> = Vec::new();
-    router.process_batch(
-        frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
-        &mut |dev, ts, bytes| sent.push((dev, ts, bytes.to_vec())),
-    );
+    // Streaming: frames are read, processed and written a batch at a time, so memory stays flat in the
+    // capture's length. Output files are temporary until the whole capture has been read without error.
+    let mut reader = pcap::CaptureReader::open(&a.input)
+        .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
-    if let Some(out) = &a.output {
-        let of: Vec<OutFrame> = sent
-            .iter()
-            .map(|(d, ts, b)| OutFrame {
-                iface: *d,
-                ts_ns: *ts,
-                data: b,
-            })
-            .collect();
-        pcap::write_atomic(out, &pcap::pcapng_bytes(&names, &of))
-            .map_err(|e| fail(format!("{}: {e}", out.display())))?;
-    }
+    let mut ng = match &a.output {
+        Some(out) => {
+            let f = pcap::AtomicFile::create(out)
+                .map_err(|e| fail(format!("{}: {e}", out.display())))?;
+            Some(
+                pcap::PcapngWriter::new(f, &names)
+                    .map_err(|e| fail(format!("{}: {e}", out.display())))?,
+            )
+        }
+        None => None,
+    };
     if let Some(dir) = &a.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-        for (i, name) in names.iter().enumerate() {
-            let frames: Vec<(u64, &[u8])> = sent
-                .iter()
-                .filter(|s| s.0 == i)
-                .map(|s| (s.1, s.2.as_slice()))
-                .collect();
-            if frames.is_empty() {
-                continue;
-            }
-            let path = dir.join(format!("{name}.pcap"));
-            pcap::write_atomic(&path, &pcap::pcap_bytes(&frames))
-                .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    }
+    let mut per_dev: Vec<Option<pcap::PcapWriter<pcap::AtomicFile>>> =
+        names.iter().map(|_| None).collect();
+    let mut sent_by_dev = vec![0u64; names.len()];
+    let mut sent_total = 0usize;
+    let mut write_err: Option<Failure> = None;
+    let mut batch: Vec<pcap::CapturedFrame> = Vec::with_capacity(STREAM_BATCH);
+    let mut frame_no = 0usize;
+    loop {
+        batch.clear();
+        for f in reader.by_ref().take(STREAM_BATCH) {
+            let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+            frame_no += 1;
+            batch.push(as_ethernet(f, snap.links[in_dev].mac, &a.input, frame_no)?);
+        }
+        if batch.is_empty() {
+            break;
+        }
+        router.process_batch(
+            batch.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
+            &mut |dev, ts, bytes| {
+                sent_by_dev[dev] += 1;
+                sent_total += 1;
+                if write_err.is_some() {
+                    return;
+                }
+                if let Some(w) = ng.as_mut()
+                    && let Err(e) = w.write(&OutFrame {
+                        iface: dev,
+                        ts_ns: ts,
+                        data: bytes,
+                    })
+                {
+                    let out = a.output.as_deref().unwrap_or(Path::new(""));
+                    write_err = Some(fail(format!("{}: writing: {e}", out.display())));
+                    return;
+                }
+                if let Some(dir) = &a.out_dir {
+                    let path = dir.join(format!("{}.pcap", names[dev]));
+                    if per_dev[dev].is_none() {
+                        match pcap::AtomicFile::create(&path).and_then(|f| {
+                            pcap::PcapWriter::new(f).map_err(|e| pcap::PcapError::Io(e.to_string()))
+                        }) {
+                            Ok(w) => per_dev[dev] = Some(w),
+                            Err(e) => {
+                                write_err = Some(fail(format!("{}: {e}", path.display())));
+                                return;
+                            }
+                        }
+                    }
+                    if let Some(w) = per_dev[dev].as_mut()
+                        && let Err(e) = w.write(ts, bytes)
+                    {
+                        write_err = Some(fail(format!("{}: writing: {e}", path.display())));
+                        return;
+                    }
+                }
+                if a.verbose && !a.json {
+                    out!(
+                        "out {:>4} {:<6} {:>5}B  {}",
+                        sent_total,
+                        names[dev],
+                        bytes.len(),
+                        decode::summary(&decode::frame(bytes))
+                    );
+                }
+            },
+        );
+        if let Some(e) = write_err.take() {
+            return Err(e);
         }
     }
-    if a.verbose && !a.json {
-        for (i, (d, _, b)) in sent.iter().enumerate() {
-            out!(
-                "out {:>4} {:<6} {:>5}B  {}",
-                i + 1,
-                names[*d],
-                b.len(),
-                decode::summary(&decode::frame(b))
-            );
-        }
+    // The whole capture was read: make the output files visible.
+    if let (Some(w), Some(out)) = (ng, &a.output) {
+        w.into_inner()
+            .commit()
+            .map_err(|e| fail(format!("{}: {e}", out.display())))?;
+    }
+    for w in per_dev.into_iter().flatten() {
+        w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
     }
     let st = &router.worker.stats;
     if a.stats {
@@ -313,10 +364,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             let mut v = st.to_json();
             let mut per_dev = serde_json::Map::new();
             for (i, n) in names.iter().enumerate() {
-                per_dev.insert(
-                    n.to_string(),
-                    json!(sent.iter().filter(|s| s.0 == i).count()),
-                );
+                per_dev.insert(n.to_string(), json!(sent_by_dev[i]));
             }
             v["frames_out_by_dev"] = json!(per_dev);
             let counted: Vec<_> = counted_routes(&snap)
@@ -348,7 +396,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 out!("  drop {:<28} {n}", r.name());
             }
             for (i, n) in names.iter().enumerate() {
-                let c = sent.iter().filter(|s| s.0 == i).count();
+                let c = sent_by_dev[i];
                 if c > 0 {
                     out!("  out {n:<8} {c}");
                 }
@@ -494,57 +542,64 @@ fn route_line(
     }
 }
 
-/// Turns frames of other link types (raw IP, Linux cooked captures) into the Ethernet frames the interface with
-/// MAC `dst` would have received; fails naming the first frame that cannot be.
+/// Frames read and processed together by `lwt6 pcap` (one snapshot load per batch; memory for this many frames).
+const STREAM_BATCH: usize = 256;
+
+/// Turns a frame of another link type (raw IP, Linux cooked captures) into the Ethernet frame the interface with
+/// MAC `dst` would have received; fails naming the frame (`frame_no`, 1-based) if it cannot be.
 fn as_ethernet(
-    frames: &mut [pcap::CapturedFrame],
+    mut f: pcap::CapturedFrame,
     dst: [u8; 6],
     path: &Path,
-) -> Result<(), Failure> {
-    for (i, f) in frames.iter_mut().enumerate() {
-        if f.linktype != linktype::ETHERNET {
-            f.data = linktype::to_ethernet(f.linktype, &f.data, dst)
-                .map_err(|e| fail(format!("{}: frame {}: {e}", path.display(), i + 1)))?;
-            f.linktype = linktype::ETHERNET;
-        }
+    frame_no: usize,
+) -> Result<pcap::CapturedFrame, Failure> {
+    if f.linktype != linktype::ETHERNET {
+        f.data = linktype::to_ethernet(f.linktype, &f.data, dst)
+            .map_err(|e| fail(format!("{}: frame {frame_no}: {e}", path.display())))?;
+        f.linktype = linktype::ETHERNET;
     }
-    Ok(())
+    Ok(f)
 }
 
 fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
-    let mut frames =
-        pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
-    // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
-    as_ethernet(&mut frames, [0; 6], &a.input)?;
+    // Streaming: one frame in memory at a time. A damaged capture fails where the damage is, after the frames
+    // before it have been shown.
+    let frames = pcap::CaptureReader::open(&a.input)
+        .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut put = |s: &str| {
+        if w.write_all(s.as_bytes()).is_err() {
+            std::process::exit(0)
+        }
+    };
     if a.json {
         // One JSON array, written frame by frame: the output is never built whole in memory.
-        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-        let mut put = |s: &str| {
-            if w.write_all(s.as_bytes()).is_err() {
-                std::process::exit(0)
-            }
-        };
         put("[");
-        for (i, f) in frames.iter().enumerate() {
+    }
+    for (i, f) in frames.enumerate() {
+        let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+        // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
+        let f = as_ethernet(f, [0; 6], &a.input, i + 1)?;
+        if a.json {
             if i > 0 {
                 put(",");
             }
             let v = json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)});
             put(&v.to_string());
-        }
-        put("]\n");
-        if w.flush().is_err() {
-            std::process::exit(0)
-        }
-    } else {
-        for (i, f) in frames.iter().enumerate() {
-            out!(
-                "{:>4} {:>5}B  {}",
+        } else {
+            put(&format!(
+                "{:>4} {:>5}B  {}\n",
                 i + 1,
                 f.data.len(),
                 decode::summary(&decode::frame(&f.data))
-            );
+            ));
         }
+    }
+    if a.json {
+        put("]\n");
+    }
+    if w.flush().is_err() {
+        std::process::exit(0)
     }
     Ok(())
 }

@@ -31,7 +31,8 @@
 //! Obsolete Packet Blocks (type 2) and all other block types are skipped (only their framing is checked).
 //! Simple Packet Blocks carry no timestamp: their frames get `ts_ns == 0`.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Link type Ethernet (LINKTYPE_ETHERNET).
@@ -163,59 +164,185 @@ fn at<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
     take(b, off).unwrap_or([0; N])
 }
 
-/// Parses a whole capture held in memory.
+/// Parses a whole capture held in memory: [`CaptureReader`] over the bytes, collected.
 ///
 /// The format is chosen from the first 4 bytes: a pcap magic in either byte order, or the pcapng SHB block
 /// type 0x0A0D0D0A; anything else is [`PcapError::BadMagic`] (the 4 bytes read big-endian). Fewer than 4 bytes
 /// is `Truncated { what: "file magic", offset: 0 }`.
 pub fn read_capture(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
-    let magic = take::<4>(bytes, 0).ok_or_else(|| truncated("file magic".into(), 0))?;
-    let le = u32::from_le_bytes(magic);
-    let be = u32::from_be_bytes(magic);
-    match (le, be) {
-        (PCAP_MAGIC_US, _) => read_pcap(bytes, Endian::Little, false),
-        (PCAP_MAGIC_NS, _) => read_pcap(bytes, Endian::Little, true),
-        (_, PCAP_MAGIC_US) => read_pcap(bytes, Endian::Big, false),
-        (_, PCAP_MAGIC_NS) => read_pcap(bytes, Endian::Big, true),
-        (BT_SHB, _) => read_pcapng(bytes),
-        _ => Err(PcapError::BadMagic(be)),
+    CaptureReader::new(bytes)?.collect()
+}
+
+/// A capture read frame by frame from any [`Read`] (a [`BufReader`] over a file: [`CaptureReader::open`]),
+/// holding one record or block at a time, so memory stays flat in the capture's length.
+///
+/// The checks and errors are those of [`read_capture`] (which is this reader, collected): the same frames,
+/// and the same error naming the same frame or block and byte offset, as soon as the reader reaches it. The
+/// frames before a damaged one have then already been returned; a caller that must not act on a partial
+/// capture (an atomic output file) discards what it made of them. After an error the iterator ends.
+#[derive(Debug)]
+pub struct CaptureReader<R: Read> {
+    src: R,
+    /// What names the source in I/O errors ("reading PATH").
+    name: String,
+    /// The current record or block, from its first byte.
+    buf: Vec<u8>,
+    /// Byte offset of `buf[0]` in the capture.
+    off: usize,
+    /// Frames returned so far.
+    frames: usize,
+    format: Format,
+}
+
+/// The capture format and what the reader keeps of its headers.
+#[derive(Debug)]
+enum Format {
+    /// Classic pcap: the file header's byte order, snaplen, link type, timestamp fraction limit and multiplier.
+    Pcap {
+        e: Endian,
+        snaplen: u32,
+        linktype: u16,
+        frac_limit: u32,
+        frac_mul: u64,
+    },
+    /// pcapng: the current section's byte order and interfaces, the 1-based number of the next block.
+    Pcapng {
+        e: Endian,
+        ifaces: Vec<Iface>,
+        block_no: usize,
+    },
+    /// After the end or an error.
+    Done,
+}
+
+impl CaptureReader<BufReader<File>> {
+    /// Opens a capture file for reading frame by frame. I/O failures become [`PcapError::Io`] with the path
+    /// in the message.
+    pub fn open(path: &Path) -> Result<Self, PcapError> {
+        let name = format!("reading {}", path.display());
+        let f = File::open(path).map_err(|err| PcapError::Io(format!("{name}: {err}")))?;
+        CaptureReader::with_name(BufReader::with_capacity(1 << 16, f), name)
     }
 }
 
-/// Classic pcap (draft-ietf-opsawg-pcap).
-///
-/// File header (§4), 24 bytes, in the byte order given by the magic:
-/// ```text
-///  0 magic  4 major(u16) 6 minor(u16)  8 reserved1/thiszone  12 reserved2/sigfigs  16 snaplen  20 linktype
-/// ```
-/// Packet record (§5): `0 ts_sec  4 ts_frac (µs or ns)  8 captured length  12 original length  16 data`.
-fn read_pcap(bytes: &[u8], e: Endian, nanos: bool) -> Result<Vec<CapturedFrame>, PcapError> {
-    let hdr = bytes
-        .get(..PCAP_FILE_HDR_LEN)
-        .ok_or_else(|| truncated("file header".into(), 0))?;
-    let major = e.u16(at(hdr, 4));
-    let minor = e.u16(at(hdr, 6));
-    if major != 2 {
-        return Err(corrupt(
-            format!("file header: unsupported pcap version {major}.{minor}"),
-            4,
-        ));
+impl<R: Read> CaptureReader<R> {
+    /// Reads the file header (pcap) or checks the first block type (pcapng); the frames follow by iteration.
+    pub fn new(src: R) -> Result<Self, PcapError> {
+        CaptureReader::with_name(src, "reading capture".into())
     }
-    let snaplen = e.u32(at(hdr, 16));
-    // §4: the low 16 bits are the link type; the upper bits carry FCS information, which we ignore.
-    let linktype = (e.u32(at(hdr, 20)) & 0xffff) as u16;
-    let (frac_limit, frac_mul) = if nanos {
-        (1_000_000_000, 1)
-    } else {
-        (1_000_000, 1_000)
-    };
 
-    let mut frames = Vec::new();
-    let mut off = PCAP_FILE_HDR_LEN;
-    let mut n = 1usize;
-    while off < bytes.len() {
-        let rec = take::<PCAP_REC_HDR_LEN>(bytes, off)
-            .ok_or_else(|| truncated(format!("frame {n} header"), off))?;
+    fn with_name(src: R, name: String) -> Result<Self, PcapError> {
+        let mut r = CaptureReader {
+            src,
+            name,
+            buf: Vec::with_capacity(2048),
+            off: 0,
+            frames: 0,
+            format: Format::Done,
+        };
+        if !r.fill(4)? {
+            return Err(truncated("file magic".into(), 0));
+        }
+        let magic: [u8; 4] = at(&r.buf, 0);
+        let le = u32::from_le_bytes(magic);
+        let be = u32::from_be_bytes(magic);
+        r.format = match (le, be) {
+            (PCAP_MAGIC_US, _) => r.pcap_header(Endian::Little, false)?,
+            (PCAP_MAGIC_NS, _) => r.pcap_header(Endian::Little, true)?,
+            (_, PCAP_MAGIC_US) => r.pcap_header(Endian::Big, false)?,
+            (_, PCAP_MAGIC_NS) => r.pcap_header(Endian::Big, true)?,
+            // The first block's type stays in `buf`: pcapng_next starts from it.
+            (BT_SHB, _) => Format::Pcapng {
+                e: Endian::Little,
+                ifaces: Vec::new(),
+                block_no: 1,
+            },
+            _ => return Err(PcapError::BadMagic(be)),
+        };
+        Ok(r)
+    }
+
+    /// Makes `buf` hold at least `len` bytes of the current unit, reading what is missing; `false` if the
+    /// capture ends first. (Reads through `take`, so a length field claiming gigabytes allocates only as much
+    /// as the file really holds.)
+    fn fill(&mut self, len: usize) -> Result<bool, PcapError> {
+        let have = self.buf.len();
+        if have >= len {
+            return Ok(true);
+        }
+        let want = (len - have) as u64;
+        let got = (&mut self.src)
+            .take(want)
+            .read_to_end(&mut self.buf)
+            .map_err(|err| PcapError::Io(format!("{}: {err}", self.name)))?;
+        Ok(got as u64 == want)
+    }
+
+    /// Starts the next unit at the end of the current one.
+    fn advance(&mut self) {
+        self.off += self.buf.len();
+        self.buf.clear();
+    }
+
+    /// Classic pcap (draft-ietf-opsawg-pcap).
+    ///
+    /// File header (§4), 24 bytes, in the byte order given by the magic:
+    /// ```text
+    ///  0 magic  4 major(u16) 6 minor(u16)  8 reserved1/thiszone  12 reserved2/sigfigs  16 snaplen  20 linktype
+    /// ```
+    fn pcap_header(&mut self, e: Endian, nanos: bool) -> Result<Format, PcapError> {
+        if !self.fill(PCAP_FILE_HDR_LEN)? {
+            return Err(truncated("file header".into(), 0));
+        }
+        let hdr = &self.buf;
+        let major = e.u16(at(hdr, 4));
+        let minor = e.u16(at(hdr, 6));
+        if major != 2 {
+            return Err(corrupt(
+                format!("file header: unsupported pcap version {major}.{minor}"),
+                4,
+            ));
+        }
+        let snaplen = e.u32(at(hdr, 16));
+        // §4: the low 16 bits are the link type; the upper bits carry FCS information, which we ignore.
+        let linktype = (e.u32(at(hdr, 20)) & 0xffff) as u16;
+        let (frac_limit, frac_mul) = if nanos {
+            (1_000_000_000, 1)
+        } else {
+            (1_000_000, 1_000)
+        };
+        self.advance();
+        Ok(Format::Pcap {
+            e,
+            snaplen,
+            linktype,
+            frac_limit,
+            frac_mul,
+        })
+    }
+
+    /// The next classic pcap record. Packet record (§5):
+    /// `0 ts_sec  4 ts_frac (µs or ns)  8 captured length  12 original length  16 data`.
+    fn pcap_next(&mut self) -> Result<Option<CapturedFrame>, PcapError> {
+        let Format::Pcap {
+            e,
+            snaplen,
+            linktype,
+            frac_limit,
+            frac_mul,
+        } = self.format
+        else {
+            return Ok(None);
+        };
+        let off = self.off;
+        let n = self.frames + 1;
+        if !self.fill(PCAP_REC_HDR_LEN)? {
+            if self.buf.is_empty() {
+                return Ok(None);
+            }
+            return Err(truncated(format!("frame {n} header"), off));
+        }
+        let rec: [u8; PCAP_REC_HDR_LEN] = at(&self.buf, 0);
         let ts_sec = e.u32(at(&rec, 0));
         let ts_frac = e.u32(at(&rec, 4));
         let incl = e.u32(at(&rec, 8));
@@ -249,113 +376,111 @@ fn read_pcap(bytes: &[u8], e: Endian, nanos: bool) -> Result<Vec<CapturedFrame>,
             ));
         }
         let data_off = off + PCAP_REC_HDR_LEN;
-        let data = data_off
-            .checked_add(incl as usize)
-            .and_then(|end| bytes.get(data_off..end))
-            .ok_or_else(|| truncated(format!("frame {n} data"), data_off))?;
-        frames.push(CapturedFrame {
+        // incl <= PCAP_MAX_SNAPLEN: the sum cannot overflow.
+        if !self.fill(PCAP_REC_HDR_LEN + incl as usize)? {
+            return Err(truncated(format!("frame {n} data"), data_off));
+        }
+        let frame = CapturedFrame {
             // u32::MAX * 10^9 + (10^9 - 1) < 2^64: cannot overflow.
             ts_ns: u64::from(ts_sec) * NS_PER_SEC + u64::from(ts_frac) * frac_mul,
-            data: data.to_vec(),
+            data: self.buf[PCAP_REC_HDR_LEN..].to_vec(),
             orig_len: orig,
             linktype,
-        });
-        off = data_off + data.len();
-        n += 1;
-    }
-    Ok(frames)
-}
-
-/// `if_tsresol` (draft-ietf-opsawg-pcapng §4.2): MSB clear = 10^-v seconds, MSB set = 2^-v seconds.
-#[derive(Debug, Clone, Copy)]
-enum TsResol {
-    Pow10(u8),
-    Pow2(u8),
-}
-
-impl TsResol {
-    fn from_byte(b: u8) -> Self {
-        if b & 0x80 == 0 {
-            TsResol::Pow10(b)
-        } else {
-            TsResol::Pow2(b & 0x7f)
-        }
-    }
-
-    /// Converts a timestamp in interface units plus `if_tsoffset` seconds to nanoseconds (rounding down);
-    /// `None` if the result is not in `0..=u64::MAX`.
-    fn to_ns(self, units: u64, offset_s: i64) -> Option<u64> {
-        let u = u128::from(units);
-        let ns: u128 = match self {
-            TsResol::Pow10(v) if v <= 9 => u * 10u128.pow(u32::from(9 - v)),
-            // 10^(v-9) beyond u128 means every representable timestamp is below 1 ns.
-            TsResol::Pow10(v) => 10u128.checked_pow(u32::from(v - 9)).map_or(0, |d| u / d),
-            // u < 2^64 and 10^9 < 2^30, so the product fits; v <= 127.
-            TsResol::Pow2(v) => (u * u128::from(NS_PER_SEC)) >> v,
         };
-        let total = i128::try_from(ns).ok()? + i128::from(offset_s) * i128::from(NS_PER_SEC);
-        u64::try_from(total).ok()
+        self.advance();
+        Ok(Some(frame))
     }
-}
 
-/// What an Interface Description Block tells us.
-#[derive(Debug, Clone, Copy)]
-struct Iface {
-    linktype: u16,
-    snaplen: u32,
-    tsresol: TsResol,
-    tsoffset_s: i64,
-}
-
-/// pcapng (draft-ietf-opsawg-pcapng). General block layout (§3.1), in the section's byte order:
-/// ```text
-///  0 block type  4 block total length  8 body ...  total-4 block total length (copy)
-/// ```
-fn read_pcapng(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
-    let mut frames = Vec::new();
-    let mut ifaces: Vec<Iface> = Vec::new();
-    let mut e = Endian::Little;
-    let mut off = 0usize;
-    let mut block_no = 1usize;
-    while off < bytes.len() {
-        let hdr_err = || truncated(format!("block {block_no} header"), off);
-        let ty_raw = take::<4>(bytes, off).ok_or_else(hdr_err)?;
-        // The SHB type is a byte palindrome, so it can be recognised before the byte order is known.
-        if u32::from_le_bytes(ty_raw) == BT_SHB {
-            // §4.1: the byte-order magic follows the block total length.
-            let bom = take::<4>(bytes, off + 8).ok_or_else(hdr_err)?;
-            e = if u32::from_le_bytes(bom) == PCAPNG_BOM {
-                Endian::Little
-            } else if u32::from_be_bytes(bom) == PCAPNG_BOM {
-                Endian::Big
-            } else {
+    /// The next frame of a pcapng file (draft-ietf-opsawg-pcapng), skipping blocks that carry none. General
+    /// block layout (§3.1), in the section's byte order:
+    /// ```text
+    ///  0 block type  4 block total length  8 body ...  total-4 block total length (copy)
+    /// ```
+    fn pcapng_next(&mut self) -> Result<Option<CapturedFrame>, PcapError> {
+        loop {
+            let (block_no, mut e) = match self.format {
+                Format::Pcapng { e, block_no, .. } => (block_no, e),
+                _ => return Ok(None),
+            };
+            let off = self.off;
+            let hdr_err = || truncated(format!("block {block_no} header"), off);
+            // (Block 1's type was read as the file magic and is still in `buf`.)
+            let have_type = self.fill(4)?;
+            if !have_type {
+                if self.buf.is_empty() {
+                    return Ok(None);
+                }
+                return Err(hdr_err());
+            }
+            let ty_raw: [u8; 4] = at(&self.buf, 0);
+            // The SHB type is a byte palindrome, so it can be recognised before the byte order is known.
+            if u32::from_le_bytes(ty_raw) == BT_SHB {
+                // §4.1: the byte-order magic follows the block total length.
+                if !self.fill(12)? {
+                    return Err(hdr_err());
+                }
+                let bom: [u8; 4] = at(&self.buf, 8);
+                e = if u32::from_le_bytes(bom) == PCAPNG_BOM {
+                    Endian::Little
+                } else if u32::from_be_bytes(bom) == PCAPNG_BOM {
+                    Endian::Big
+                } else {
+                    return Err(corrupt(
+                        format!(
+                            "block {block_no} (section header): byte-order magic {:#010x}",
+                            u32::from_be_bytes(bom)
+                        ),
+                        off + 8,
+                    ));
+                };
+                if let Format::Pcapng { e: se, ifaces, .. } = &mut self.format {
+                    *se = e;
+                    // A new section: interface ids restart at 0.
+                    ifaces.clear();
+                }
+            } else if block_no == 1 {
+                return Err(corrupt("block 1: not a section header block".into(), off));
+            }
+            let ty = e.u32(ty_raw);
+            if !self.fill(8)? {
+                return Err(hdr_err());
+            }
+            let total = e.u32(at(&self.buf, 4)) as usize;
+            if total < MIN_BLOCK_LEN || !total.is_multiple_of(4) {
                 return Err(corrupt(
                     format!(
-                        "block {block_no} (section header): byte-order magic {:#010x}",
-                        u32::from_be_bytes(bom)
+                        "block {block_no}: total length {total} is not a multiple of 4 of at least 12"
                     ),
-                    off + 8,
+                    off + 4,
                 ));
-            };
-            // A new section: interface ids restart at 0.
-            ifaces.clear();
-        } else if block_no == 1 {
-            return Err(corrupt("block 1: not a section header block".into(), off));
+            }
+            if !self.fill(total)? {
+                return Err(truncated(format!("block {block_no} body"), off + 8));
+            }
+            let frame = self.pcapng_block(ty, e, block_no, off, total)?;
+            if let Format::Pcapng { block_no, .. } = &mut self.format {
+                *block_no += 1;
+            }
+            self.advance();
+            if frame.is_some() {
+                return Ok(frame);
+            }
         }
-        let ty = e.u32(ty_raw);
-        let total = e.u32(take::<4>(bytes, off + 4).ok_or_else(hdr_err)?) as usize;
-        if total < MIN_BLOCK_LEN || !total.is_multiple_of(4) {
-            return Err(corrupt(
-                format!(
-                    "block {block_no}: total length {total} is not a multiple of 4 of at least 12"
-                ),
-                off + 4,
-            ));
-        }
-        let block = off
-            .checked_add(total)
-            .and_then(|end| bytes.get(off..end))
-            .ok_or_else(|| truncated(format!("block {block_no} body"), off + 8))?;
+    }
+
+    /// Checks one whole block (in `buf`, `total` bytes at offset `off`) and returns its frame, if it has one.
+    fn pcapng_block(
+        &mut self,
+        ty: u32,
+        e: Endian,
+        block_no: usize,
+        off: usize,
+        total: usize,
+    ) -> Result<Option<CapturedFrame>, PcapError> {
+        let Format::Pcapng { ifaces, .. } = &mut self.format else {
+            return Ok(None);
+        };
+        let block = &self.buf[..total];
         let trailer = e.u32(at(block, total - 4)) as usize;
         if trailer != total {
             return Err(corrupt(
@@ -373,6 +498,7 @@ fn read_pcapng(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
                 off + 4,
             )
         };
+        let n = self.frames + 1;
         match ty {
             BT_SHB => {
                 // §4.1: 8 magic(4) major(2) minor(2) section length(8) options
@@ -389,6 +515,7 @@ fn read_pcapng(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
                         body_off + 4,
                     ));
                 }
+                Ok(None)
             }
             BT_IDB => {
                 // §4.2: 8 linktype(2) reserved(2) snaplen(4) options
@@ -403,10 +530,10 @@ fn read_pcapng(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
                     tsresol,
                     tsoffset_s,
                 });
+                Ok(None)
             }
             BT_EPB => {
                 // §4.3: 8 interface id  12 ts high  16 ts low  20 captured len  24 original len  28 data, options
-                let n = frames.len() + 1;
                 let name = format!("block {block_no} (enhanced packet, frame {n})");
                 if total < MIN_EPB_LEN {
                     return Err(too_short(
@@ -456,16 +583,15 @@ fn read_pcapng(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
                 let ts_ns = iface.tsresol.to_ns(ts, iface.tsoffset_s).ok_or_else(|| {
                     corrupt(format!("{name}: timestamp out of range"), body_off + 4)
                 })?;
-                frames.push(CapturedFrame {
+                Ok(Some(CapturedFrame {
                     ts_ns,
                     data: body[20..20 + caplen as usize].to_vec(),
                     orig_len: orig,
                     linktype: iface.linktype,
-                });
+                }))
             }
             BT_SPB => {
                 // §4.4: 8 original len  12 data (captured length = min(original length, snaplen of interface 0))
-                let n = frames.len() + 1;
                 let name = format!("block {block_no} (simple packet, frame {n})");
                 if total < MIN_SPB_LEN {
                     return Err(too_short(&format!("simple packet, frame {n}"), MIN_SPB_LEN));
@@ -488,19 +614,83 @@ fn read_pcapng(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
                         body_off,
                     ));
                 }
-                frames.push(CapturedFrame {
+                Ok(Some(CapturedFrame {
                     ts_ns: 0,
                     data: body[4..4 + caplen as usize].to_vec(),
                     orig_len: orig,
                     linktype: iface.linktype,
-                });
+                }))
             }
-            _ => {}
+            _ => Ok(None),
         }
-        off += total;
-        block_no += 1;
     }
-    Ok(frames)
+}
+
+impl<R: Read> Iterator for CaptureReader<R> {
+    type Item = Result<CapturedFrame, PcapError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = match self.format {
+            Format::Pcap { .. } => self.pcap_next(),
+            Format::Pcapng { .. } => self.pcapng_next(),
+            Format::Done => return None,
+        };
+        match r {
+            Ok(Some(f)) => {
+                self.frames += 1;
+                Some(Ok(f))
+            }
+            Ok(None) => {
+                self.format = Format::Done;
+                None
+            }
+            Err(err) => {
+                self.format = Format::Done;
+                Some(Err(err))
+            }
+        }
+    }
+}
+
+/// `if_tsresol` (draft-ietf-opsawg-pcapng §4.2): MSB clear = 10^-v seconds, MSB set = 2^-v seconds.
+#[derive(Debug, Clone, Copy)]
+enum TsResol {
+    Pow10(u8),
+    Pow2(u8),
+}
+
+impl TsResol {
+    fn from_byte(b: u8) -> Self {
+        if b & 0x80 == 0 {
+            TsResol::Pow10(b)
+        } else {
+            TsResol::Pow2(b & 0x7f)
+        }
+    }
+
+    /// Converts a timestamp in interface units plus `if_tsoffset` seconds to nanoseconds (rounding down);
+    /// `None` if the result is not in `0..=u64::MAX`.
+    fn to_ns(self, units: u64, offset_s: i64) -> Option<u64> {
+        let u = u128::from(units);
+        let ns: u128 = match self {
+            TsResol::Pow10(v) if v <= 9 => u * 10u128.pow(u32::from(9 - v)),
+            // 10^(v-9) beyond u128 means every representable timestamp is below 1 ns.
+            TsResol::Pow10(v) => 10u128.checked_pow(u32::from(v - 9)).map_or(0, |d| u / d),
+            // u < 2^64 and 10^9 < 2^30, so the product fits; v <= 127.
+            TsResol::Pow2(v) => (u * u128::from(NS_PER_SEC)) >> v,
+        };
+        let total = i128::try_from(ns).ok()? + i128::from(offset_s) * i128::from(NS_PER_SEC);
+        u64::try_from(total).ok()
+    }
+}
+
+/// What an Interface Description Block tells us.
+#[derive(Debug, Clone, Copy)]
+struct Iface {
+    linktype: u16,
+    snaplen: u32,
+    tsresol: TsResol,
+    tsoffset_s: i64,
 }
 
 /// Walks IDB options (§3.5: code(2) length(2) value padded to 4), returning `if_tsresol` (default 10^-6) and
@@ -556,13 +746,12 @@ fn parse_idb_options(
     Ok((tsresol, tsoffset))
 }
 
-/// Reads and parses a capture file.
+/// Reads and parses a capture file, every frame in memory ([`CaptureReader::open`] collected; tools that go
+/// through a capture once iterate the reader instead).
 ///
 /// I/O failures become [`PcapError::Io`] with the path in the message.
 pub fn read_file(path: &Path) -> Result<Vec<CapturedFrame>, PcapError> {
-    let bytes = std::fs::read(path)
-        .map_err(|err| PcapError::Io(format!("reading {}: {err}", path.display())))?;
-    read_capture(&bytes)
+    CaptureReader::open(path)?.collect()
 }
 
 /// One frame to write: which interface (index into the device list), timestamp, bytes.
@@ -602,59 +791,79 @@ fn put_block(out: &mut Vec<u8>, ty: u32, body: impl FnOnce(&mut Vec<u8>)) {
     out[start + 4..start + 8].copy_from_slice(&total.to_le_bytes());
 }
 
-/// Serialises a pcapng file: an SHB, one IDB per device (LINKTYPE_ETHERNET, snaplen 0, `if_name` option =
-/// device name, `if_tsresol` = 9 (nanoseconds)), then one EPB per frame.
+/// A pcapng file written frame by frame: an SHB, one IDB per device (LINKTYPE_ETHERNET, snaplen 0, `if_name`
+/// option = device name, `if_tsresol` = 9 (nanoseconds)), then one EPB per [`write`](Self::write).
 ///
 /// The file is little-endian; the SHB has version 1.0 and section length -1 (unknown). An empty device name gets
 /// no `if_name` option; a name longer than 65535 bytes is cut at a character boundary. Frames are stored whole
 /// (`orig_len == data.len()`) unless longer than about 4 GiB, where the captured part is cut to fit the block.
-///
-/// # Panics
-///
-/// If a frame's `iface` is not an index into `devices` (such a file could not be read back).
-pub fn pcapng_bytes(devices: &[&str], frames: &[OutFrame]) -> Vec<u8> {
-    let mut out = Vec::new();
-    // §4.1 Section Header Block.
-    put_block(&mut out, BT_SHB, |o| {
-        put_u32(o, PCAPNG_BOM);
-        put_u16(o, 1);
-        put_u16(o, 0);
-        o.extend_from_slice(&(-1i64).to_le_bytes());
-    });
-    // §4.2 Interface Description Blocks.
-    for dev in devices {
-        put_block(&mut out, BT_IDB, |o| {
-            put_u16(o, LINKTYPE_ETHERNET);
-            put_u16(o, 0);
-            put_u32(o, 0);
-            let mut name_len = dev.len().min(usize::from(u16::MAX));
-            while !dev.is_char_boundary(name_len) {
-                name_len -= 1;
-            }
-            if name_len > 0 {
-                put_u16(o, OPT_IF_NAME);
-                put_u16(o, name_len as u16);
-                o.extend_from_slice(&dev.as_bytes()[..name_len]);
-                pad4(o);
-            }
-            put_u16(o, OPT_IF_TSRESOL);
+#[derive(Debug)]
+pub struct PcapngWriter<W: Write> {
+    w: W,
+    devices: usize,
+    /// One block, built here before it is written (reused: no allocation per frame).
+    block: Vec<u8>,
+}
+
+impl<W: Write> PcapngWriter<W> {
+    /// Writes the section header and the interface blocks of `devices`.
+    pub fn new(mut w: W, devices: &[&str]) -> std::io::Result<Self> {
+        let mut out = Vec::new();
+        // §4.1 Section Header Block.
+        put_block(&mut out, BT_SHB, |o| {
+            put_u32(o, PCAPNG_BOM);
             put_u16(o, 1);
-            o.push(9);
-            pad4(o);
-            put_u16(o, OPT_ENDOFOPT);
             put_u16(o, 0);
+            o.extend_from_slice(&(-1i64).to_le_bytes());
         });
+        // §4.2 Interface Description Blocks.
+        for dev in devices {
+            put_block(&mut out, BT_IDB, |o| {
+                put_u16(o, LINKTYPE_ETHERNET);
+                put_u16(o, 0);
+                put_u32(o, 0);
+                let mut name_len = dev.len().min(usize::from(u16::MAX));
+                while !dev.is_char_boundary(name_len) {
+                    name_len -= 1;
+                }
+                if name_len > 0 {
+                    put_u16(o, OPT_IF_NAME);
+                    put_u16(o, name_len as u16);
+                    o.extend_from_slice(&dev.as_bytes()[..name_len]);
+                    pad4(o);
+                }
+                put_u16(o, OPT_IF_TSRESOL);
+                put_u16(o, 1);
+                o.push(9);
+                pad4(o);
+                put_u16(o, OPT_ENDOFOPT);
+                put_u16(o, 0);
+            });
+        }
+        w.write_all(&out)?;
+        Ok(PcapngWriter {
+            w,
+            devices: devices.len(),
+            block: out,
+        })
     }
-    // §4.3 Enhanced Packet Blocks.
-    for f in frames {
-        assert!(
-            f.iface < devices.len(),
-            "pcapng_bytes: frame interface {} but only {} devices",
-            f.iface,
-            devices.len()
-        );
+
+    /// Writes one frame as an Enhanced Packet Block (§4.3). A frame whose `iface` is not an index into the
+    /// devices is an [`InvalidInput`](std::io::ErrorKind::InvalidInput) error (such a file could not be read
+    /// back).
+    pub fn write(&mut self, f: &OutFrame) -> std::io::Result<()> {
+        if f.iface >= self.devices {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "pcapng: frame interface {} but only {} devices",
+                    f.iface, self.devices
+                ),
+            ));
+        }
         let cap = &f.data[..f.data.len().min(PCAPNG_MAX_WRITE_CAPLEN)];
-        put_block(&mut out, BT_EPB, |o| {
+        self.block.clear();
+        put_block(&mut self.block, BT_EPB, |o| {
             put_u32(o, f.iface as u32);
             put_u32(o, (f.ts_ns >> 32) as u32);
             put_u32(o, f.ts_ns as u32);
@@ -662,77 +871,197 @@ pub fn pcapng_bytes(devices: &[&str], frames: &[OutFrame]) -> Vec<u8> {
             put_u32(o, u32::try_from(f.data.len()).unwrap_or(u32::MAX));
             o.extend_from_slice(cap);
         });
+        self.w.write_all(&self.block)
     }
-    out
+
+    /// The underlying writer (not flushed).
+    pub fn into_inner(self) -> W {
+        self.w
+    }
 }
 
-/// Serialises a classic nanosecond pcap (magic 0xa1b23c4d, LINKTYPE_ETHERNET, snaplen 262144).
+/// Serialises a pcapng file in memory ([`PcapngWriter`] over a `Vec`).
+///
+/// # Panics
+///
+/// If a frame's `iface` is not an index into `devices` (such a file could not be read back).
+pub fn pcapng_bytes(devices: &[&str], frames: &[OutFrame]) -> Vec<u8> {
+    let mut w = PcapngWriter::new(Vec::new(), devices).expect("writing to a Vec cannot fail");
+    for f in frames {
+        assert!(
+            f.iface < devices.len(),
+            "pcapng_bytes: frame interface {} but only {} devices",
+            f.iface,
+            devices.len()
+        );
+        w.write(f).expect("writing to a Vec cannot fail");
+    }
+    w.into_inner()
+}
+
+/// A classic nanosecond pcap written frame by frame (magic 0xa1b23c4d, LINKTYPE_ETHERNET, snaplen 262144).
 ///
 /// Little-endian, version 2.4. A frame longer than 262144 bytes is stored cut to 262144 bytes with its full
 /// original length (as a capture tool would). Timestamps past the 32-bit seconds range (year 2106) are
 /// clamped to `u32::MAX` s + 999999999 ns.
-pub fn pcap_bytes(frames: &[(u64, &[u8])]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        PCAP_FILE_HDR_LEN
-            + frames
-                .iter()
-                .map(|(_, d)| PCAP_REC_HDR_LEN + d.len())
-                .sum::<usize>(),
-    );
-    // draft-ietf-opsawg-pcap §4 File Header.
-    put_u32(&mut out, PCAP_MAGIC_NS);
-    put_u16(&mut out, 2);
-    put_u16(&mut out, 4);
-    put_u32(&mut out, 0);
-    put_u32(&mut out, 0);
-    put_u32(&mut out, PCAP_MAX_SNAPLEN);
-    put_u32(&mut out, u32::from(LINKTYPE_ETHERNET));
-    // §5 Packet Records.
-    for &(ts_ns, data) in frames {
+#[derive(Debug)]
+pub struct PcapWriter<W: Write> {
+    w: W,
+}
+
+impl<W: Write> PcapWriter<W> {
+    /// Writes the file header.
+    pub fn new(mut w: W) -> std::io::Result<Self> {
+        let mut out = Vec::with_capacity(PCAP_FILE_HDR_LEN);
+        // draft-ietf-opsawg-pcap §4 File Header.
+        put_u32(&mut out, PCAP_MAGIC_NS);
+        put_u16(&mut out, 2);
+        put_u16(&mut out, 4);
+        put_u32(&mut out, 0);
+        put_u32(&mut out, 0);
+        put_u32(&mut out, PCAP_MAX_SNAPLEN);
+        put_u32(&mut out, u32::from(LINKTYPE_ETHERNET));
+        w.write_all(&out)?;
+        Ok(PcapWriter { w })
+    }
+
+    /// Writes one packet record (§5).
+    pub fn write(&mut self, ts_ns: u64, data: &[u8]) -> std::io::Result<()> {
         let (sec, frac) = match u32::try_from(ts_ns / NS_PER_SEC) {
             Ok(s) => (s, (ts_ns % NS_PER_SEC) as u32),
             Err(_) => (u32::MAX, (NS_PER_SEC - 1) as u32),
         };
         let cap = &data[..data.len().min(PCAP_MAX_SNAPLEN as usize)];
-        put_u32(&mut out, sec);
-        put_u32(&mut out, frac);
-        put_u32(&mut out, cap.len() as u32);
-        put_u32(&mut out, u32::try_from(data.len()).unwrap_or(u32::MAX));
-        out.extend_from_slice(cap);
+        let mut rec = [0u8; PCAP_REC_HDR_LEN];
+        rec[0..4].copy_from_slice(&sec.to_le_bytes());
+        rec[4..8].copy_from_slice(&frac.to_le_bytes());
+        rec[8..12].copy_from_slice(&(cap.len() as u32).to_le_bytes());
+        rec[12..16].copy_from_slice(&u32::try_from(data.len()).unwrap_or(u32::MAX).to_le_bytes());
+        self.w.write_all(&rec)?;
+        self.w.write_all(cap)
     }
-    out
+
+    /// The underlying writer (not flushed).
+    pub fn into_inner(self) -> W {
+        self.w
+    }
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
+/// Serialises a classic nanosecond pcap in memory ([`PcapWriter`] over a `Vec`).
+pub fn pcap_bytes(frames: &[(u64, &[u8])]) -> Vec<u8> {
+    let len = PCAP_FILE_HDR_LEN
+        + frames
+            .iter()
+            .map(|(_, d)| PCAP_REC_HDR_LEN + d.len())
+            .sum::<usize>();
+    let mut w = PcapWriter::new(Vec::with_capacity(len)).expect("writing to a Vec cannot fail");
+    for &(ts_ns, data) in frames {
+        w.write(ts_ns, data).expect("writing to a Vec cannot fail");
+    }
+    w.into_inner()
+}
+
+/// A file written through a temporary file in the same directory and renamed over `path` by
+/// [`commit`](Self::commit): readers of `path` see the old file or the whole new one, never a part. Dropped
+/// without a commit (an error on the way), the temporary file is removed and `path` is untouched.
+///
+/// The temporary file is `<path>.tmp-<pid>`; it is flushed to disk before the rename. Errors are
+/// [`PcapError::Io`] naming the file involved.
+#[derive(Debug)]
+pub struct AtomicFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    w: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `path`.
+    pub fn create(path: &Path) -> Result<AtomicFile, PcapError> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| PcapError::Io(format!("writing {}: not a file path", path.display())))?;
+        let mut tmp_name = name.to_os_string();
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp: PathBuf = path.with_file_name(tmp_name);
+        let f = File::create(&tmp)
+            .map_err(|err| PcapError::Io(format!("writing {}: {err}", tmp.display())))?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+            w: Some(BufWriter::with_capacity(1 << 16, f)),
+        })
+    }
+
+    /// The error for a failed write to the temporary file.
+    pub fn error(&self, err: std::io::Error) -> PcapError {
+        PcapError::Io(format!("writing {}: {err}", self.tmp.display()))
+    }
+
+    /// Flushes the temporary file to disk and renames it over the target.
+    pub fn commit(mut self) -> Result<(), PcapError> {
+        let w = self.w.take().expect("an uncommitted file has its writer");
+        let done = w
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all());
+        if let Err(err) = done {
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(PcapError::Io(format!(
+                "writing {}: {err}",
+                self.tmp.display()
+            )));
+        }
+        if let Err(err) = std::fs::rename(&self.tmp, &self.path) {
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(PcapError::Io(format!(
+                "renaming {} to {}: {err}",
+                self.tmp.display(),
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w
+            .as_mut()
+            .expect("writer present until commit")
+            .write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.w
+            .as_mut()
+            .expect("writer present until commit")
+            .write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w
+            .as_mut()
+            .expect("writer present until commit")
+            .flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.w.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically (an [`AtomicFile`]: temporary file in the same directory, then rename).
 ///
 /// The temporary file is `<path>.tmp-<pid>`; it is flushed to disk before the rename and removed if anything
 /// fails. Errors are [`PcapError::Io`] naming the file involved.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PcapError> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| PcapError::Io(format!("writing {}: not a file path", path.display())))?;
-    let mut tmp_name = name.to_os_string();
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp: PathBuf = path.with_file_name(tmp_name);
-
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()
-    };
-    if let Err(err) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(PcapError::Io(format!("writing {}: {err}", tmp.display())));
+    let mut f = AtomicFile::create(path)?;
+    if let Err(err) = f.write_all(bytes) {
+        return Err(f.error(err));
     }
-    if let Err(err) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(PcapError::Io(format!(
-            "renaming {} to {}: {err}",
-            tmp.display(),
-            path.display()
-        )));
-    }
-    Ok(())
+    f.commit()
 }
 
 #[cfg(test)]
@@ -1223,6 +1552,115 @@ mod tests {
         // Block data length disagreeing with the computed captured length.
         let b = cat(&[shb(), idb(1, 0, &[]), spb(9, &[1, 2])]);
         assert!(corrupt_at(&read_capture(&b)).is_some());
+    }
+
+    // ---------------------------------------------------------------- streaming
+
+    /// A reader that hands out one byte per `read` call: the shortest reads a `Read` may legally return.
+    struct Dribble<'a>(&'a [u8]);
+
+    impl Read for Dribble<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), out.first_mut()) {
+                (Some((&b, rest)), Some(o)) => {
+                    *o = b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn dribbled(bytes: &[u8]) -> Result<Vec<CapturedFrame>, PcapError> {
+        CaptureReader::new(Dribble(bytes))?.collect()
+    }
+
+    #[test]
+    fn short_reads_give_the_same_frames_and_errors() {
+        let ng = cat(&[
+            shb(),
+            idb(1, 0, &[]),
+            epb(0, 5, 3, 3, &[1, 2, 3]),
+            blk(BT_SPB, &[2, 0, 0, 0, 9, 9, 0, 0]),
+            epb(0, 6, 1, 1, &[7]),
+        ]);
+        for file in [SRH_KERNEL, &ng[..]] {
+            for cut in 0..=file.len() {
+                assert_eq!(
+                    dribbled(&file[..cut]),
+                    read_capture(&file[..cut]),
+                    "cut at {cut}"
+                );
+            }
+        }
+        assert_eq!(dribbled(&ng).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn frames_before_the_damage_then_the_error_then_nothing() {
+        let file = &SRH_KERNEL[..SRH_KERNEL.len() - 3];
+        let all = read_capture(SRH_KERNEL).unwrap();
+        let mut r = CaptureReader::new(file).unwrap();
+        for want in &all[..all.len() - 1] {
+            assert_eq!(r.next(), Some(Ok(want.clone())));
+        }
+        assert!(matches!(r.next(), Some(Err(PcapError::Truncated { .. }))));
+        assert_eq!(r.next(), None);
+    }
+
+    #[test]
+    fn a_huge_claimed_block_is_truncated_not_allocated() {
+        // A block claiming 4 GiB - 4 bytes in a 40-byte file: read through `take`, so only what exists is held.
+        let mut file = cat(&[shb()]);
+        let off = file.len();
+        file.extend_from_slice(&BT_EPB.to_le_bytes());
+        file.extend_from_slice(&0xffff_fffcu32.to_le_bytes());
+        file.extend_from_slice(&[0; 8]);
+        assert!(is_truncated(&read_capture(&file), "block 2 body", off + 8));
+    }
+
+    #[test]
+    fn streaming_writers_write_what_the_in_memory_ones_do() {
+        let frames = [(1u64, &[1u8, 2, 3][..]), (2_000_000_000, &[4u8; 70][..])];
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        for (ts, d) in frames {
+            w.write(ts, d).unwrap();
+        }
+        assert_eq!(w.into_inner(), pcap_bytes(&frames));
+        let of: Vec<OutFrame> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, &(ts_ns, data))| OutFrame {
+                iface: i,
+                ts_ns,
+                data,
+            })
+            .collect();
+        let mut w = PcapngWriter::new(Vec::new(), &["a", "b"]).unwrap();
+        for f in &of {
+            w.write(f).unwrap();
+        }
+        assert_eq!(w.into_inner(), pcapng_bytes(&["a", "b"], &of));
+        let mut w = PcapngWriter::new(Vec::new(), &["a"]).unwrap();
+        assert_eq!(
+            w.write(&of[1]).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::InvalidInput)
+        );
+    }
+
+    #[test]
+    fn atomic_file_dropped_without_commit_leaves_nothing() {
+        let d = scratch_dir("drop");
+        let p = d.join("x.pcap");
+        {
+            let mut f = AtomicFile::create(&p).unwrap();
+            f.write_all(b"partial").unwrap();
+            assert_eq!(leftovers(&d).len(), 1);
+        }
+        assert!(!p.exists());
+        assert!(leftovers(&d).is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     // ---------------------------------------------------------------- files

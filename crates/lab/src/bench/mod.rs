@@ -16,6 +16,7 @@
 
 pub mod fib;
 pub mod plot;
+pub mod soak;
 
 use crate::analysis::skb;
 use crate::analysis::skb::BufferStrategy;
