@@ -48,3 +48,6 @@ tail -n 3 target/demo.log
 
 say "differential tests against the Linux kernel (pytest tests/kernel)"
 LWT6_BIN="$PWD/target/release/lwt6" python3 -m pytest -q tests/kernel
+
+say "hostile packet catalogue: lwt6 and the Linux kernel (pytest tests/hostile)"
+LWT6_BIN="$PWD/target/release/lwt6" python3 -m pytest -q tests/hostile

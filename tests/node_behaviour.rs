@@ -279,8 +279,10 @@ fn rpl_loop_local_after_two_locals_preceded_by_a_foreign_address() {
 }
 
 #[test]
-fn rpl_no_loop_when_the_third_local_follows_a_local() {
-    // 5, 1, 6, 1, 1: the third own address is preceded by an own address — no loop: forwarded to fd00:2::5.
+fn rpl_loop_when_own_addresses_are_separated_at_all() {
+    // 5, 1, 6, 1, 1: Linux's third-occurrence check lets this through (its third own address follows an own one),
+    // but two own addresses separated by a foreign one are a loop by RFC 6554 §4.2, which lwt6 follows
+    // (docs/linux-compat.md, difference 24): Parameter Problem pointer 0, counted rpl_loop.
     let mut r = router(RPL_ON);
     let out = run(
         &mut r,
@@ -291,13 +293,34 @@ fn rpl_no_loop_when_the_third_local_follows_a_local() {
             64,
         )],
     );
+    assert_eq!(r.worker.stats.drops.get(&DropReason::RplLoop), Some(&1));
+    assert_eq!(out.len(), 1, "one ICMPv6 error back to the sender");
+    let icmp = &out[0].1[14 + 40..];
+    assert_eq!((icmp[0], icmp[1]), (4, 0));
+    assert_eq!(u32::from_be_bytes([icmp[4], icmp[5], icmp[6], icmp[7]]), 0);
+}
+
+#[test]
+fn rpl_no_loop_when_own_addresses_are_adjacent() {
+    // 5, 1, 1, 6, 5: the own addresses stand next to each other (no foreign address between them): no loop by
+    // either rule; forwarded to fd00:2::5.
+    let mut r = router(RPL_ON);
+    let out = run(
+        &mut r,
+        &[frame(
+            "fd00:2::1",
+            43,
+            &rpl_last_bytes(&[5, 1, 1, 6, 5], 5),
+            64,
+        )],
+    );
     assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
     assert_eq!(out[0].0, 1);
     let p = &out[0].1[14..];
     assert_eq!(&p[24..40], &a("fd00:2::5"));
     // The old destination (fd00:2::1) took the place of the address consumed; SL 4; same size (RFC 6554 §4.2).
     assert_eq!(&p[40..48], &[17, 1, 3, 4, 0xff, 3 << 4, 0, 0]);
-    assert_eq!(&p[48..53], &[1, 1, 6, 1, 1]);
+    assert_eq!(&p[48..53], &[1, 1, 1, 6, 5]);
 }
 
 #[test]

@@ -34,6 +34,12 @@ drop_reasons! {
     EthernetTruncated => "ethernet_truncated",
     /// Destination MAC is neither ours, broadcast nor multicast.
     NotForUs => "not_for_us",
+    /// Frame longer than the ingress link's MTU plus an Ethernet header and one VLAN tag: what a Linux NIC or veth
+    /// refuses to receive.
+    FrameTooLong => "frame_too_long",
+    /// A packet that would be forwarded or source-routed arrived in an Ethernet broadcast or multicast frame; Linux
+    /// forwards only frames addressed to the interface (`PACKET_HOST`).
+    GroupAddressedFrame => "l2_group_addressed",
     /// EtherType other than IPv6 / IPv4.
     UnsupportedEthertype => "unsupported_ethertype",
     /// IPv6 header invalid (length, version, payload length).
@@ -42,6 +48,11 @@ drop_reasons! {
     Ipv4Malformed => "ipv4_malformed",
     /// The extension-header chain is truncated or misordered.
     ExtHeaderMalformed => "exthdr_malformed",
+    /// Options header with more than 7 bytes of padding in a row or PadN data that is not zero (RFC 4942
+    /// §2.1.9.5; Linux drops these).
+    BadPadding => "exthdr_bad_padding",
+    /// Options header with more than 8 options that are not padding (Linux's default `max_hbh_opts_number`).
+    TooManyOptions => "exthdr_too_many_options",
     /// Loopback source or destination, or unspecified source (RFC 4291 §2.5.2, §2.5.3), dropped on receipt as
     /// Linux does.
     ForbiddenAddress => "forbidden_address",

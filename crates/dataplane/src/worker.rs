@@ -18,7 +18,7 @@ use crate::headroom::HeadroomPolicy;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
-use crate::node::{rpl as node_rpl, srh as node_srh};
+use crate::node::{options as node_options, rpl as node_rpl, srh as node_srh};
 use crate::plan::{FRONT, PlanKind, Received};
 use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, IoamMode, Seg6Mode};
@@ -80,6 +80,8 @@ pub(crate) struct Cx<'s, 'o> {
     in_dev: DevId,
     ts: u64,
     out: &'o mut dyn FnMut(DevId, u64, &[u8]),
+    /// The frame was sent to an Ethernet broadcast or multicast address: never forwarded.
+    group: bool,
 }
 
 impl Cx<'_, '_> {
@@ -271,6 +273,7 @@ impl Worker {
             in_dev,
             ts,
             out,
+            group: false,
         };
         self.process_slow(&mut cx, frame, hint);
     }
@@ -311,7 +314,10 @@ impl Worker {
             return Err(None);
         }
         let ip = &frame[E..];
-        if frame[12..14] != [0x86, 0xdd] || frame[..6] != snap.links[in_dev].mac || ip[0] >> 4 != 6
+        if frame[12..14] != [0x86, 0xdd]
+            || frame[..6] != snap.links[in_dev].mac
+            || ip[0] >> 4 != 6
+            || frame.len() > max_frame_len(&snap.links[in_dev])
         {
             return Err(None);
         }
@@ -467,6 +473,10 @@ impl Worker {
         if dst != snap.links[in_dev].mac && dst[0] & 1 == 0 {
             return Err(DropReason::NotForUs);
         }
+        if buf.data().len() > max_frame_len(&snap.links[in_dev]) {
+            return Err(DropReason::FrameTooLong);
+        }
+        cx.group = dst[0] & 1 != 0;
         let ethertype = eth.ethertype();
         buf.pull_front(ethernet::HEADER_LEN)
             .map_err(|_| DropReason::EthernetTruncated)?;
@@ -521,7 +531,7 @@ impl Worker {
             self.hop_by_hop_in(cx, buf, h, route, hlim)?;
         }
         if local {
-            let chain = exthdr::chain(buf.data()).map_err(|_| DropReason::ExtHeaderMalformed)?;
+            let chain = self.local_chain(cx, buf)?;
             return self.local_in(cx, buf, chain, pass);
         }
         // A local SID: the route's behaviour takes the packet (Linux: the seg6local tunnel's input, before
@@ -530,6 +540,9 @@ impl Worker {
             && let Tunnel::Local(_) = &snap.tunnels[tid]
         {
             return self.seg6local_in(cx, buf, tid, pass);
+        }
+        if cx.group {
+            return Err(DropReason::GroupAddressedFrame);
         }
         if is_link_local(&src) || is_link_local(&dst) {
             return Err(DropReason::ScopeViolation);
@@ -547,7 +560,7 @@ impl Worker {
     /// IOAM transit on a received Hop-by-Hop header.
     fn hop_by_hop_in(
         &mut self,
-        cx: &Cx<'_, '_>,
+        cx: &mut Cx<'_, '_>,
         buf: &mut PacketBuf,
         h: exthdr::ExtHeader,
         route: Option<&RouteEntry>,
@@ -565,10 +578,70 @@ impl Worker {
             ts_ns: ts,
         };
         let enabled = ingress.sysctl.ioam6_enabled;
+        self.check_options(cx, buf, h)?;
         let hbh = &mut buf.data_mut()[h.offset..h.offset + h.len];
         let filled = snap.ioam.transit(hbh, h.offset, enabled, &ctx)?;
         self.stats.ioam_transit_filled += filled as u64;
         Ok(())
+    }
+
+    /// The option checks of an options header `h` ([`node_options::check`]), with the ICMPv6 Parameter Problem
+    /// (code 2, pointing at the option) an unrecognised option's action asks for.
+    fn check_options(
+        &mut self,
+        cx: &mut Cx<'_, '_>,
+        buf: &PacketBuf,
+        h: exthdr::ExtHeader,
+    ) -> Verdict {
+        let Err(p) = node_options::check(&buf.data()[h.offset..h.offset + h.len]) else {
+            return Ok(());
+        };
+        if let Some(at) = p.param_problem
+            && !cx.group
+        {
+            let pointer = (h.offset + at) as u32;
+            let err = IcmpError::ParamProblem { code: 2, pointer };
+            self.icmp_error(cx, buf.data(), err);
+        }
+        Err(p.reason)
+    }
+
+    /// The extension headers of a packet addressed to us, as Linux reads them: up to the first routing header
+    /// (what follows it is for the next segment), Destination Options in front of it checked
+    /// ([`Self::check_options`]), a Hop-by-Hop header anywhere but first answered with Parameter Problem code 1
+    /// pointing at the Next Header field that names it (RFC 8200 §4.1).
+    fn local_chain(
+        &mut self,
+        cx: &mut Cx<'_, '_>,
+        buf: &PacketBuf,
+    ) -> Result<exthdr::Chain, DropReason> {
+        let mut chain = exthdr::Chain::default();
+        let mut next_header_at = 6;
+        let mut walk = exthdr::Walker::new(buf.data());
+        for h in walk.by_ref() {
+            let Ok(h) = h else {
+                if next_header_at != 6 && buf.data()[next_header_at] == proto::HOPOPTS {
+                    let pointer = next_header_at as u32;
+                    let err = IcmpError::ParamProblem { code: 1, pointer };
+                    self.icmp_error(cx, buf.data(), err);
+                }
+                return Err(DropReason::ExtHeaderMalformed);
+            };
+            next_header_at = h.offset;
+            match h.kind {
+                proto::HOPOPTS => chain.hop_by_hop = Some(h),
+                proto::DSTOPTS => self.check_options(cx, buf, h)?,
+                proto::FRAGMENT => chain.fragment = true,
+                proto::ROUTING => {
+                    chain.routing = Some(h);
+                    chain.routing_type = Some(buf.data()[h.offset + 2]);
+                    return Ok(chain);
+                }
+                _ => {}
+            }
+        }
+        (chain.upper_proto, chain.upper_offset) = walk.upper_layer();
+        Ok(chain)
     }
 
     /// A packet addressed to one of our addresses: routing headers are processed, the rest cannot be delivered.
@@ -583,6 +656,9 @@ impl Worker {
         let Some(rh) = chain.routing else {
             return Err(DropReason::LocalDelivery);
         };
+        if cx.group {
+            return Err(DropReason::GroupAddressedFrame);
+        }
         let dev = snap.links[in_dev].sysctl;
         match chain.routing_type {
             Some(rpl::ROUTING_TYPE) => {
@@ -638,7 +714,15 @@ impl Worker {
                     SrhAction::Forward => self.after_local_rh(cx, buf, pass),
                 }
             }
-            _ => Err(DropReason::UnknownRoutingType),
+            // RFC 8200 §4.4: an unrecognised Routing Type with Segments Left 0 is ignored (what follows is for
+            // us: no host stack); otherwise Parameter Problem code 0 pointing at the Routing Type, as Linux does.
+            _ if buf.data()[rh.offset + 3] == 0 => Err(DropReason::LocalDelivery),
+            _ => {
+                let pointer = (rh.offset + 2) as u32;
+                let err = IcmpError::ParamProblem { code: 0, pointer };
+                self.icmp_error(cx, buf.data(), err);
+                Err(DropReason::UnknownRoutingType)
+            }
         }
     }
 
@@ -654,8 +738,16 @@ impl Worker {
                 return Err(DropReason::HopLimitExceeded);
             }
             buf.data_mut()[7] -= 1;
-            let chain = exthdr::chain(buf.data()).map_err(|_| DropReason::ExtHeaderMalformed)?;
+            let chain = self.local_chain(cx, buf)?;
             return self.local_in(cx, buf, chain, pass + 1);
+        }
+        // Linux routes the new destination as a received packet: multicast is delivered to the (absent)
+        // listeners, a link-local one goes back out the link it came from; neither is forwarded.
+        if dst.is_multicast() {
+            return Err(DropReason::Multicast);
+        }
+        if is_link_local(&dst) {
+            return Err(DropReason::ScopeViolation);
         }
         let Some(route) = snap.fib().lookup_v6(dst) else {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
@@ -682,6 +774,9 @@ impl Worker {
         }
         if snap.local4.contains(&dst) {
             return Err(DropReason::LocalDelivery);
+        }
+        if cx.group {
+            return Err(DropReason::GroupAddressedFrame);
         }
         let route = snap.fib().lookup_v4(dst).ok_or(DropReason::NoRoute)?;
         self.forward(cx, buf, route, L3::V4)
@@ -1102,6 +1197,13 @@ impl Worker {
 enum L3 {
     V4,
     V6,
+}
+
+/// The longest frame `link` receives: its MTU, the Ethernet header and one VLAN tag (Linux's
+/// `is_skb_forwardable` rule for a veth, and what a NIC's receive buffers are sized for).
+#[inline(always)]
+fn max_frame_len(link: &crate::snapshot::Link) -> usize {
+    link.mtu as usize + ethernet::HEADER_LEN + 4
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {

@@ -1619,7 +1619,7 @@ impl Parser<'_> {
         let data = c.positional(itok, "schema DATA")?;
         if data.len() > MAX_SCHEMA_DATA {
             return Err(c.err(
-                "DATA",
+                data,
                 format!(
                     "schema data too long: {} bytes (at most {MAX_SCHEMA_DATA})",
                     data.len()
@@ -1781,6 +1781,8 @@ impl Parser<'_> {
         if dev.is_empty() {
             return Err(unknown());
         }
+        // Errors name the device as written in the line (before the '/' -> '.' swap).
+        let written = dev;
         let dev = match alt {
             Some((from, to)) => dev.replace(from, &to.to_string()),
             None => dev.to_string(),
@@ -1801,7 +1803,7 @@ impl Parser<'_> {
             name => {
                 if !self.links.contains_key(name) {
                     return Err(c.err(
-                        name,
+                        written,
                         "unknown link in sysctl key (declare it with 'link add NAME' on an earlier line)",
                     ));
                 }

@@ -1,8 +1,10 @@
 //! What a router does with packets passing through it or addressed to it, beyond plain forwarding:
-//! IOAM transit fill ([`ioam`]), RPL source-route processing ([`rpl`]), SRH endpoint processing ([`srh`]),
-//! SRv6 endpoint behaviours of local SIDs ([`seg6local`]) and source address selection ([`saddr`]).
+//! IOAM transit fill ([`ioam`]), the checks on options headers ([`options`]), RPL source-route processing
+//! ([`rpl`]), SRH endpoint processing ([`srh`]), SRv6 endpoint behaviours of local SIDs ([`seg6local`]) and
+//! source address selection ([`saddr`]).
 
 pub mod ioam;
+pub mod options;
 pub mod rpl;
 pub mod saddr;
 pub mod seg6local;

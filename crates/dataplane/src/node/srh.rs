@@ -39,8 +39,12 @@ pub fn check_hmac(
     if require < 0 {
         return Ok(());
     }
-    let h = srh::Header::new_checked(&packet[rh_offset..]).map_err(|_| DropReason::SrhMalformed)?;
-    let bytes = &packet[rh_offset..rh_offset + h.header_len()];
+    // The header as its Hdr Ext Len gives it (the chain walk checked that it is inside the packet). A header
+    // whose fields are inconsistent has no HMAC TLV (Linux `seg6_get_tlv_hmac`); its SL checks come later.
+    let len = (usize::from(*packet.get(rh_offset + 1).ok_or(DropReason::SrhMalformed)?) + 1) * 8;
+    let bytes = packet
+        .get(rh_offset..rh_offset + len)
+        .ok_or(DropReason::SrhMalformed)?;
     let Some(off) = srh::hmac_tlv_offset(bytes) else {
         return if require > 0 {
             Err(DropReason::HmacInvalid)
@@ -75,16 +79,17 @@ pub fn check_hmac(
 /// Processes the SRH at `rh_offset` of the packet in `buf` (addressed to this node).
 pub fn process(buf: &mut PacketBuf, rh_offset: usize) -> Result<SrhAction, DropReason> {
     let pkt = buf.data_mut();
-    let (sl, last, hdr_len, nh) = {
-        let h =
-            srh::Header::new_checked(&pkt[rh_offset..]).map_err(|_| DropReason::SrhMalformed)?;
-        (
-            h.segments_left() as usize,
-            h.last_entry() as usize,
-            h.hdr_len() as usize,
-            h.next_header(),
-        )
-    };
+    // The fixed part (RFC 8754 §2) read byte by byte: the checks below are Linux's and RFC 8754 §4.3.1.1's, and
+    // they must answer a header whose lengths disagree with a Parameter Problem, not a silent drop.
+    let fixed = pkt
+        .get(rh_offset..rh_offset + 8)
+        .ok_or(DropReason::SrhMalformed)?;
+    let (nh, hdr_len, sl, last) = (
+        fixed[0],
+        usize::from(fixed[1]),
+        usize::from(fixed[3]),
+        usize::from(fixed[4]),
+    );
     if sl == 0 {
         return Ok(match nh {
             proto::IPV6 | proto::IPV4 => SrhAction::Decap {
@@ -94,7 +99,10 @@ pub fn process(buf: &mut PacketBuf, rh_offset: usize) -> Result<SrhAction, DropR
             _ => SrhAction::Deliver,
         });
     }
-    if sl >= hdr_len / 2 || sl - 1 > last {
+    // Linux: SL must index a segment inside Hdr Ext Len. RFC 8754 §4.3.1.1 adds: Last Entry within Hdr Ext Len
+    // (max_LE = Hdr Ext Len / 2 - 1) and SL <= Last Entry + 1 (Linux does not check Last Entry:
+    // docs/linux-compat.md).
+    if sl >= hdr_len / 2 || last + 1 > hdr_len / 2 || sl > last + 1 {
         return Ok(SrhAction::ParamProblem {
             pointer: (rh_offset + 3) as u32,
         });

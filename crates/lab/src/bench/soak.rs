@@ -14,7 +14,7 @@
 
 use lwt6_config as config;
 use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
-use lwt6_dataplane::spec::{Encap, Route, Seg6Encap, Seg6Mode};
+use lwt6_dataplane::spec::{Encap, MAIN_TABLE, Route, Seg6Encap, Seg6Mode};
 use lwt6_dataplane::stats::Stats;
 use lwt6_dataplane::worker::Worker;
 use lwt6_wire::{ioam, ipv6::Ipv6Repr, proto, rpl, srh::SrhRepr};
@@ -325,6 +325,7 @@ impl Changes {
             via: (!seg6).then(|| IpAddr::V6(a6("fd00:2::2"))),
             dev: Some("r1".into()),
             metric: 1024,
+            table: MAIN_TABLE,
             mtu: None,
             encap: seg6.then(|| {
                 Encap::Seg6(Seg6Encap {
@@ -352,6 +353,7 @@ impl Changes {
                     via: Some(IpAddr::V6(a6("fd00:3::2"))),
                     dev: Some("r2".into()),
                     metric: 1024,
+                    table: MAIN_TABLE,
                     mtu: None,
                     encap: None,
                     line: 0,
@@ -360,6 +362,7 @@ impl Changes {
                 Change::DelRoute {
                     prefix,
                     metric: 1024,
+                    table: MAIN_TABLE,
                     line: 0,
                 }
             };
@@ -373,6 +376,7 @@ impl Changes {
             Change::DelRoute {
                 prefix: r.prefix,
                 metric: r.metric,
+                table: r.table,
                 line: 0,
             }
         }
