@@ -222,6 +222,9 @@ impl Snapshot {
             node_id: cfg.sysctl.ioam6_id,
             node_id_wide: cfg.sysctl.ioam6_id_wide,
             namespaces: HashMap::default(),
+            domains: crate::node::ioam_domain::Domains::build(cfg, links.len(), |n| {
+                by_name.get(n).copied()
+            })?,
         };
         for ns in &cfg.ioam_namespaces {
             let schema = ns

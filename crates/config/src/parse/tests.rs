@@ -1631,3 +1631,80 @@ fn control_characters_in_names_and_a_byte_order_mark() {
     let e = fail("link add r0\n\u{feff}link add r1\n");
     assert_eq!(e.line, 2);
 }
+
+#[test]
+fn ioam_domain_add() {
+    let c = ok(
+        "link add a\nlink add b\nioam namespace add 1\nioam namespace add 2\n\
+                ioam domain add core namespace 1,2 ingress a,b egress b foreign strip\n\
+                ioam namespace add 3\nioam domain add edge-2.x ns 3\n",
+    );
+    assert_eq!(
+        c.ioam_domains[0],
+        IoamDomain {
+            name: "core".into(),
+            namespaces: vec![1, 2],
+            ingress: vec!["a".into(), "b".into()],
+            egress: vec!["b".into()],
+            foreign: IoamForeign::Strip,
+            line: 5,
+        }
+    );
+    assert_eq!(c.ioam_domains[1].namespaces, [3]);
+    assert_eq!(c.ioam_domains[1].foreign, IoamForeign::Drop);
+    assert!(c.ioam_domains[1].ingress.is_empty());
+}
+
+#[test]
+fn ioam_domain_errors() {
+    let pre = "link add a\nioam namespace add 1\nioam namespace add 2\n";
+    let e = |line: &str| fail(&format!("{pre}{line}\n"));
+    let t = |line: &str, token: &str, why: &str| {
+        let x = e(line);
+        assert_eq!((x.line, x.token.as_str()), (4, token), "{line}: {x}");
+        assert!(x.reason.contains(why), "{line}: {x}");
+    };
+    t(
+        "ioam domain add d namespace 9",
+        "9",
+        "namespace does not exist",
+    );
+    t(
+        "ioam domain add d namespace 1 ingress a,zz",
+        "zz",
+        "no such device",
+    );
+    t(
+        "ioam domain add d namespace 1 foreign keep",
+        "keep",
+        "expected one of: drop, strip",
+    );
+    t(
+        "ioam domain add d namespace 1 colour red",
+        "colour",
+        "unknown keyword",
+    );
+    t("ioam domain add d ingress a", "d", "missing 'namespace");
+    t("ioam domain add d namespace 1,1", "1", "listed twice");
+    t(
+        "ioam domain add d namespace 1 namespace 2",
+        "namespace",
+        "more than once",
+    );
+    t(
+        "ioam domain add d namespace 1 egress a egress a",
+        "egress",
+        "more than once",
+    );
+    t("ioam domain add d/x namespace 1", "d/x", "domain names");
+    t("ioam domain del d", "del", "");
+    let x = fail(&format!(
+        "{pre}ioam domain add d namespace 1\nioam domain add d namespace 2\n"
+    ));
+    assert_eq!((x.line, x.token.as_str()), (5, "d"));
+    let x = fail(&format!(
+        "{pre}ioam domain add d namespace 1\nioam domain add e namespace 2,1\n"
+    ));
+    assert_eq!((x.line, x.token.as_str()), (5, "1"));
+    assert!(x.reason.contains("already belongs to domain d"));
+}

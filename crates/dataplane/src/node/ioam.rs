@@ -26,6 +26,8 @@ pub struct IoamNode {
     pub node_id_wide: u64,
     /// Namespaces by id.
     pub namespaces: HashMap<u16, Namespace, crate::fib::FastBuild>,
+    /// IOAM domains (interface roles; empty: Linux's behaviour).
+    pub domains: super::ioam_domain::Domains,
 }
 
 /// Interface identifiers (per-interface `ioam6_id`, `ioam6_id_wide`).
