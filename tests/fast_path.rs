@@ -29,8 +29,8 @@ sysctl net.ipv6.conf.r0.ioam6_id=7
 sysctl net.ipv6.conf.r0.ioam6_id_wide=0x70000007
 sysctl net.ipv6.conf.r1.ioam6_id=9
 ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
--6 route add fd00:a0::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 via fd00:2::2 dev r1
--6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 dev r1
+-6 route add fd00:a0::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 trace prealloc type 0xc00000 ns 123 size 12 via fd00:2::2 dev r1
+-6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x800000 ns 9 size 8 trace prealloc type 0x800000 ns 123 size 4 dev r1
 -6 route add fd00:a2::/64 encap ioam6 mode auto tundst fc00::2 trace prealloc type 0x800000 ns 9 size 8 dev r1
 -6 route add fd00:a3::/64 encap ioam6 mode inline freq 1/2 trace prealloc type 0x800000 ns 123 size 8 via fd00:2::2 dev r1
 ";

@@ -267,3 +267,35 @@ fn transit_export_reports_every_filled_trace() {
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0].event, ExportEvent::Transit);
 }
+
+#[test]
+fn a_route_inserts_several_traces_and_fills_those_it_knows() {
+    let mut r = router(
+        "-6 route add fd00:9::/64 encap ioam6 mode inline trace prealloc type 0x800000 ns 7 size 8 \
+         trace prealloc type 0x840000 ns 9 size 8 trace prealloc type 0x800000 ns 8 size 4 via fd00:2::2 dev r1\n",
+    );
+    for fast in [true, false] {
+        r.worker.fast_path = fast;
+        let out = run(&mut r, 0, &[eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP))]);
+        // RFC 9486 §3 / RFC 9197 §4.4.1, hand-derived: PadN(0); ns 7 (type bit 0, NodeLen 1, 8 free bytes:
+        // option length 18); ns 9 (bits 0 and 5, NodeLen 2, 8 bytes); ns 8 (bit 0, 4 bytes: option length 14).
+        // 4 + 20 + 20 + 16 = 60 bytes, so PadN(2) makes 64 (Hdr Ext Len 7). The inserting node writes its data
+        // (hop limit 63 after forwarding, node id) into the namespaces it knows (7, 8) at the end of their free
+        // space; 9 is not configured here and stays empty.
+        let mut hbh = vec![17, 7, 1, 0];
+        hbh.extend([
+            0x31, 18, 0, 0, 0, 7, 0x08, 1, 0x80, 0, 0, 0, 0, 0, 0, 0, 63, 0x12, 0x34, 0x56,
+        ]);
+        hbh.extend([
+            0x31, 18, 0, 0, 0, 9, 0x10, 2, 0x84, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ]);
+        hbh.extend([
+            0x31, 14, 0, 0, 0, 8, 0x08, 0, 0x80, 0, 0, 0, 63, 0x12, 0x34, 0x56,
+        ]);
+        hbh.extend([1, 2, 0, 0]);
+        let mut want = ipv6("fd00:9::1", 0, 63, &[hbh, UDP.to_vec()].concat());
+        want[6] = 0;
+        assert_eq!(out, [(1, eth(H2, R1, &want))], "fast path {fast}");
+    }
+    assert_eq!(r.worker.stats.fast_path, 1);
+}

@@ -78,6 +78,13 @@ pub struct PcapArgs {
     /// Print one line per output frame (decoded summary).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Export the IOAM traces the router removes at its domains' boundaries (docs/ioam.md): `json:FILE`,
+    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`).
+    #[arg(long = "ioam-export", value_name = "TARGET")]
+    pub ioam_export: Option<ioam_export::Target>,
+    /// Also export every IOAM trace this router fills in transit.
+    #[arg(long = "ioam-export-transit", requires = "ioam_export")]
+    pub ioam_export_transit: bool,
 }
 
 /// `lwt6 show`.
@@ -123,6 +130,7 @@ pub struct CheckArgs {
 pub mod audit;
 pub mod bench;
 pub mod headroom;
+pub mod ioam_export;
 
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
@@ -245,10 +253,37 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     as_ethernet(&mut frames, snap.links[in_dev].mac, &a.input)?;
     let mut sent: Vec<(usize, u64, Vec<u8>)> = Vec::new();
-    router.process_batch(
-        frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
-        &mut |dev, ts, bytes| sent.push((dev, ts, bytes.to_vec())),
-    );
+    let dev_names: Vec<String> = snap.links.iter().map(|l| l.name.clone()).collect();
+    let exporter = a
+        .ioam_export
+        .as_ref()
+        .map(|t| {
+            router.worker.ioam_export.capacity = ioam_export::QUEUE;
+            router.worker.ioam_export.transit = a.ioam_export_transit;
+            t.start(dev_names.clone())
+        })
+        .transpose()?;
+    // In batches, so that the worker's bounded export queue is handed over between them (offline, the hand-over
+    // may wait for the exporter: nothing is lost for want of time).
+    for chunk in frames.chunks(ioam_export::BATCH) {
+        router.process_batch(
+            chunk.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
+            &mut |dev, ts, bytes| sent.push((dev, ts, bytes.to_vec())),
+        );
+        if let Some(e) = &exporter {
+            e.submit_wait(router.worker.ioam_export.take());
+        }
+    }
+    let export_report = exporter.map(|e| e.finish());
+    if let Some(r) = &export_report {
+        // What the exporter lost had been counted as exported by the worker.
+        let io = &mut router.worker.stats.ioam;
+        io.exported -= r.lost.min(io.exported);
+        io.export_lost += r.lost;
+        if let Some(err) = &r.last_error {
+            eprintln!("lwt6: ioam export: {err} ({} traces lost)", r.lost);
+        }
+    }
     let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
     if let Some(out) = &a.output {
         let of: Vec<OutFrame> = sent
@@ -320,6 +355,17 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 out!(
                     "  ioam traces filled in transit: {}",
                     st.ioam_transit_filled
+                );
+            }
+            let io = &st.ioam;
+            if *io != Default::default() {
+                out!(
+                    "  ioam domains: foreign stripped {}, removed {}, decapsulated {}, exported {}, export lost {}",
+                    io.foreign_stripped,
+                    io.removed,
+                    io.decapsulated,
+                    io.exported,
+                    io.export_lost
                 );
             }
             for (r, n) in &st.drops {

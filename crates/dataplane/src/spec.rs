@@ -172,6 +172,20 @@ pub struct Ioam6Encap {
     pub namespace: u16,
     /// Pre-allocated data size in bytes (`size`): multiple of 4, 4..=244.
     pub size: u16,
+    /// Further traces (`trace prealloc ...` given again, an lwt6 extension: docs/ioam.md), inserted after the
+    /// first, in order.
+    pub more_traces: Vec<IoamTraceSpec>,
+}
+
+/// One more pre-allocated trace of an ioam6 route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoamTraceSpec {
+    /// 24-bit trace type.
+    pub trace_type: u32,
+    /// Namespace id.
+    pub namespace: u16,
+    /// Pre-allocated data size in bytes.
+    pub size: u16,
 }
 
 /// rpl tunnel parameters.

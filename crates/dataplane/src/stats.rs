@@ -232,7 +232,8 @@ pub struct IoamCounts {
     pub removed: u64,
     /// Packets decapsulated at the IOAM tunnel endpoint (encap mode).
     pub decapsulated: u64,
-    /// Traces queued for export.
+    /// Traces queued for export (a front end subtracts those its exporter then lost, and adds them to
+    /// `export_lost`).
     pub exported: u64,
     /// Traces not exported: the worker's queue or the exporter's was full, or the collector failed.
     pub export_lost: u64,

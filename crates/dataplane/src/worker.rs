@@ -407,9 +407,12 @@ impl Worker {
             PlanKind::IoamEncap => ioam_at = Some(Ioam6Tunnel::patch_encap(hdr, after, &rx, t)),
         }
         let hl = rx.hop_limit;
-        if let Some(at) = ioam_at {
-            // Everything about the option is read from the template, not from the packet's fresh copy of it.
-            let opt_len = 2 + template[at + 1] as usize;
+        if let Some(hbh_at) = ioam_at {
+            let Some(Tunnel::Output(OutputTunnel::Ioam6(it))) =
+                plan.tunnel.map(|t| &snap.tunnels[t])
+            else {
+                unreachable!("an IOAM plan belongs to an ioam6 tunnel")
+            };
             let ctx = FillContext {
                 hop_limit: hl,
                 ingress: if_ids(&snap.links[in_dev].sysctl),
@@ -418,15 +421,20 @@ impl Worker {
                     .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl)),
                 ts_ns: ts,
             };
-            if let Err(reason) = snap.ioam.fill_option_from(
-                &template[at..at + opt_len],
-                &mut data[at..at + opt_len],
-                &ctx,
-            ) {
-                // As on the general path: dropped, and not counted as an ioam6 insertion.
-                self.stats.rx += 1;
-                self.stats.count_drop(reason);
-                return Ok(());
+            for off in &it.opt_offsets {
+                // Everything about the option is read from the template, not from the packet's fresh copy of it.
+                let at = hbh_at + off;
+                let opt_len = 2 + template[at + 1] as usize;
+                if let Err(reason) = snap.ioam.fill_option_from(
+                    &template[at..at + opt_len],
+                    &mut data[at..at + opt_len],
+                    &ctx,
+                ) {
+                    // As on the general path: dropped, and not counted as an ioam6 insertion.
+                    self.stats.rx += 1;
+                    self.stats.count_drop(reason);
+                    return Ok(());
+                }
             }
             self.encap_pending[IOAM6] += 1;
         }
@@ -1143,10 +1151,9 @@ impl Worker {
                 Some(t.push_encap(buf, src)?)
             }
         };
-        if let Some(at) = opt_at {
+        if let Some(hbh_at) = opt_at {
             let hlim = buf.data()[7];
             let pkt = buf.data_mut();
-            let opt_len = 2 + pkt[at + 1] as usize;
             let egress = stage
                 .route_dev
                 .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl));
@@ -1158,7 +1165,11 @@ impl Worker {
                 egress,
                 ts_ns: cx.ts,
             };
-            snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
+            for off in &t.opt_offsets {
+                let at = hbh_at + off;
+                let opt_len = 2 + pkt[at + 1] as usize;
+                snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
+            }
         }
         Ok(())
     }

@@ -183,6 +183,62 @@ pub fn emit_lwt_hbh(out: &mut [u8], next_header: u8, hdr: &TraceHeader) -> usize
     len
 }
 
+/// Length of the Hop-by-Hop header [`emit_hbh_traces`] writes for traces of these RemainingLen values: the
+/// 2-byte header and PadN(0), each option (12 + 4·RemainingLen bytes), rounded up to 8 octets. For one trace,
+/// [`lwt_hbh_len`].
+pub fn hbh_traces_len(remaining_lens: impl IntoIterator<Item = u8>) -> usize {
+    let opts: usize = remaining_lens
+        .into_iter()
+        .map(|r| 4 + TRACE_HDR_LEN + 4 * usize::from(r & 0x7f))
+        .sum();
+    (4 + opts).next_multiple_of(8)
+}
+
+/// Writes a Hop-by-Hop header holding several pre-allocated traces, one after the other, into
+/// `out[..hbh_traces_len]`: next header, hdrlen, PadN(0), then each option as [`emit_lwt_hbh`] writes its one
+/// (every option is a multiple of 4 octets long, so each starts 4n from the header, RFC 9486 §3), then
+/// `01 02 00 00` when the total is 4 octets short of a multiple of 8 (RFC 8200 §4.3). With one trace the bytes
+/// are exactly [`emit_lwt_hbh`]'s. Returns the offsets of the options' type bytes from the header's start, in
+/// order, in `offsets` (which must have room for one per trace) and the length written.
+///
+/// # Panics
+/// If `out` is shorter than [`hbh_traces_len`] or `offsets` shorter than `hdrs`.
+pub fn emit_hbh_traces(
+    out: &mut [u8],
+    next_header: u8,
+    hdrs: &[TraceHeader],
+    offsets: &mut [usize],
+) -> usize {
+    let len = hbh_traces_len(hdrs.iter().map(|h| h.remaining_len));
+    let out = &mut out[..len];
+    out[0] = next_header;
+    out[1] = (len / 8 - 1) as u8;
+    out[2] = super::hbh::OPT_PADN;
+    out[3] = 0;
+    let mut at = 4;
+    for (h, off) in hdrs.iter().zip(offsets.iter_mut()) {
+        let remlen = h.remaining_len & 0x7f;
+        let data_len = 4 * usize::from(remlen);
+        *off = at;
+        out[at] = super::hbh::OPT_IOAM;
+        out[at + 1] = (2 + TRACE_HDR_LEN + data_len) as u8;
+        out[at + 2] = 0;
+        out[at + 3] = OPT_TYPE_PREALLOC_TRACE;
+        TraceHeader {
+            node_len: node_len_for_type(h.trace_type),
+            remaining_len: remlen,
+            ..*h
+        }
+        .emit(&mut out[at + 4..at + 12]);
+        out[at + 12..at + 12 + data_len].fill(0);
+        at += 12 + data_len;
+    }
+    if at < len {
+        out[at..].copy_from_slice(&[super::hbh::OPT_PADN, 2, 0, 0]);
+    }
+    len
+}
+
 /// A checked view over one IOAM option starting at its type byte (0x31), exactly `2 + opt_len` bytes.
 #[derive(Debug, Clone)]
 pub struct TraceOption<T: AsRef<[u8]>> {
@@ -1346,5 +1402,54 @@ mod tests {
             }
             prop_assert_eq!(decode_nodes(&opt).unwrap(), want);
         }
+    }
+
+    #[test]
+    fn several_traces_follow_one_another() {
+        let h = |ns: u16, ty: u32, r: u8| TraceHeader {
+            namespace: ns,
+            node_len: 0,
+            flags: 0,
+            remaining_len: r,
+            trace_type: ty,
+        };
+        // One trace: exactly the Linux layout.
+        for r in [1u8, 2, 7, 61] {
+            let one = h(5, 0xc40000, r);
+            let mut a = vec![0xee; 300];
+            let mut b = vec![0xee; 300];
+            let mut offs = [0];
+            assert_eq!(
+                emit_hbh_traces(&mut a, 17, &[one], &mut offs),
+                emit_lwt_hbh(&mut b, 17, &one)
+            );
+            assert_eq!((a, offs), (b, [4]));
+        }
+        // Two: 4 + (12 + 4) + (12 + 8) = 40, a multiple of 8: no tail padding; option lengths 2 + 8 + 4 = 14 and
+        // 2 + 8 + 8 = 18. Hand-derived from RFC 9486 §3 and
+        // RFC 9197 §4.4.1: ns 1 type bit 0 (NodeLen 1) RemainingLen 1; ns 2 type bits 0 and 1 (NodeLen 2),
+        // RemainingLen 2.
+        let mut out = vec![0xee; 40];
+        let mut offs = [0; 2];
+        let n = emit_hbh_traces(
+            &mut out,
+            59,
+            &[h(1, 0x800000, 1), h(2, 0xc00000, 2)],
+            &mut offs,
+        );
+        assert_eq!((n, offs), (40, [4, 20]));
+        assert_eq!(
+            out,
+            hex("3b04 0100 \
+                 310e 0000 0001 0801 8000 0000 0000 0000 \
+                 3112 0000 0002 1002 c000 0000 0000 0000 0000 0000")
+        );
+        // Three of RemainingLen 1: 4 + 3 * 16 = 52 -> 56 with PadN(2).
+        let mut out = vec![0xee; 56];
+        let mut offs = [0; 3];
+        let one = h(1, 0x800000, 1);
+        assert_eq!(emit_hbh_traces(&mut out, 59, &[one; 3], &mut offs), 56);
+        assert_eq!((out[1], &out[52..]), (6, &[1u8, 2, 0, 0][..]));
+        assert_eq!(offs, [4, 20, 36]);
     }
 }

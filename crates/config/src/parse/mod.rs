@@ -9,8 +9,8 @@
 
 use super::{
     Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamDomain, IoamForeign,
-    IoamMode, IoamNamespace, IoamSchema, Link, Neigh, Route, RplEncap, Seg6Encap, Seg6Mode,
-    Sysctls,
+    IoamMode, IoamNamespace, IoamSchema, IoamTraceSpec, Link, Neigh, Route, RplEncap, Seg6Encap,
+    Seg6Mode, Sysctls,
 };
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use lwt6_wire::ethernet::Mac;
@@ -46,6 +46,10 @@ const MAX_SRH_HDRLEN: usize = 255;
 /// Extra 8-octet units the iproute2 HMAC TLV adds to the SRH.
 const HMAC_TLV_UNITS: usize = lwt6_wire::srh::HMAC_TLV_LEN / 8;
 
+/// Most pre-allocated traces one ioam6 route inserts (the IOAM paper measured up to 11).
+const MAX_IOAM_TRACES: usize = 16;
+/// Longest Hop-by-Hop header (Hdr Ext Len 255, RFC 8200 §4.3).
+const MAX_HBH_LEN: usize = 2048;
 const COMMANDS: &str = "link, addr, neigh, route, ioam, sr, sysctl";
 
 /// Parses a whole configuration file. `sr hmac set KEYID ALGO` without `secret S` is an error here
@@ -1156,6 +1160,7 @@ impl Parser<'_> {
             tundst,
             freq,
             trace,
+            more,
         } = args;
         let mode_v = mode.map_or(IoamMode::Inline, |m| m.0);
         if trace.is_none()
@@ -1184,6 +1189,23 @@ impl Parser<'_> {
                 }
             }
         }
+        if more.len() + 1 > MAX_IOAM_TRACES {
+            return Err(c.err(
+                more[MAX_IOAM_TRACES - 1].3,
+                format!("too many traces (at most {MAX_IOAM_TRACES} per route)"),
+            ));
+        }
+        let total = lwt6_wire::ioam::hbh_traces_len(
+            std::iter::once(size)
+                .chain(more.iter().map(|m| m.2))
+                .map(|s| (s / 4) as u8),
+        );
+        if total > MAX_HBH_LEN {
+            return Err(c.err(
+                type_tok,
+                format!("the traces need a {total}-byte Hop-by-Hop header (at most {MAX_HBH_LEN})"),
+            ));
+        }
         let (freq_k, freq_n) = freq.unwrap_or((1, 1));
         Ok(ParsedEncap {
             encap: Encap::Ioam6(Ioam6Encap {
@@ -1195,6 +1217,14 @@ impl Parser<'_> {
                 trace_type,
                 namespace,
                 size,
+                more_traces: more
+                    .iter()
+                    .map(|m| IoamTraceSpec {
+                        trace_type: m.0,
+                        namespace: m.1,
+                        size: m.2,
+                    })
+                    .collect(),
             }),
             type_tok,
             mode_tok: mode.map(|m| m.1),

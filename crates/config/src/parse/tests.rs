@@ -776,6 +776,7 @@ fn ioam6_full_and_defaults() {
             trace_type: 0x80_0000,
             namespace: 1,
             size: 12,
+            more_traces: vec![],
         }
     );
     let s = ioam6(
@@ -1707,4 +1708,47 @@ fn ioam_domain_errors() {
     ));
     assert_eq!((x.line, x.token.as_str()), (5, "1"));
     assert!(x.reason.contains("already belongs to domain d"));
+}
+
+#[test]
+fn ioam6_several_traces() {
+    let s = ioam6(
+        "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 0x800000 ns 1 size 12 \
+         trace prealloc ns 2 size 8 type 0xc00000 trace prealloc type 0x800000 ns 1 size 4",
+    );
+    assert_eq!((s.trace_type, s.namespace, s.size), (0x80_0000, 1, 12));
+    assert_eq!(
+        s.more_traces,
+        [
+            IoamTraceSpec {
+                trace_type: 0xc0_0000,
+                namespace: 2,
+                size: 8
+            },
+            IoamTraceSpec {
+                trace_type: 0x80_0000,
+                namespace: 1,
+                size: 4
+            }
+        ]
+    );
+    let many = " trace prealloc type 0x800000 ns 1 size 4".repeat(17);
+    let e = fail3(
+        &format!("route add 2001:db8::/32 dev eth0 encap ioam6{many}"),
+        "trace",
+    );
+    assert!(e.reason.contains("too many traces"), "{e}");
+    // Nine traces of 244 bytes need 4 + 9 * 256 = 2308 bytes.
+    let big = " trace prealloc type 0x800000 ns 1 size 244".repeat(9);
+    let e = fail3(
+        &format!("route add 2001:db8::/32 dev eth0 encap ioam6{big}"),
+        "ioam6",
+    );
+    assert!(e.reason.contains("2312-byte Hop-by-Hop header"), "{e}");
+    // A second trace is checked as the first is.
+    let e = fail3(
+        "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 0x800000 ns 1 size 4 trace prealloc type 0x800000 ns 1 size 6",
+        "6",
+    );
+    assert!(e.reason.contains("multiple of 4"), "{e}");
 }
