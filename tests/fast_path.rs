@@ -88,7 +88,15 @@ fn both(frames: &[Vec<u8>], flowlabel: i32) -> [Run; 2] {
         let mut r = router(fast, flowlabel);
         let mut out = Vec::new();
         r.process_batch(
-            frames.iter().map(|f| (0usize, 7u64, f.as_slice())),
+            // Receive times with seconds and microseconds, different per frame (IOAM timestamps are patched per
+            // packet on the fast path).
+            frames.iter().enumerate().map(|(i, f)| {
+                (
+                    0usize,
+                    1_700_000_000_123_456_789 + i as u64 * 1_000_003_001,
+                    f.as_slice(),
+                )
+            }),
             &mut |d, _, b| out.push((d, b.to_vec())),
         );
         let s = &r.worker.stats;

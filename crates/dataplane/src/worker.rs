@@ -20,7 +20,7 @@ use crate::node::ioam_domain::{self, ExportEvent, ExportQueue, FlowIds, IoamReco
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{rpl as node_rpl, srh as node_srh};
-use crate::plan::{FRONT, PlanKind, Received};
+use crate::plan::{FRONT, IoamField, PlanKind, Received};
 use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, IoamForeign, IoamMode, Seg6Mode};
 use crate::stats::{DropReason, IOAM6, RPL, SEG6, Stats};
@@ -69,6 +69,8 @@ pub struct Worker {
     encap_pending: [u64; 3],
     /// Packets the fast path sent since the last flush: each one received, sent and fast.
     fast_sent: u64,
+    /// The last receive time converted for IOAM timestamps, and its seconds and microseconds.
+    ts_cache: (u64, u32, u32),
 }
 
 /// What every stage of one packet's processing needs to know: the snapshot, where and when the packet arrived,
@@ -147,6 +149,7 @@ impl Worker {
             nh_gen: 0,
             encap_pending: [0; 3],
             fast_sent: 0,
+            ts_cache: (0, 0, 0),
         }
     }
 
@@ -407,7 +410,30 @@ impl Worker {
             PlanKind::IoamEncap => ioam_at = Some(Ioam6Tunnel::patch_encap(hdr, after, &rx, t)),
         }
         let hl = rx.hop_limit;
-        if let Some(hbh_at) = ioam_at {
+        if ioam_at.is_some() && plan.ioam.baked {
+            // This node's data is in the template: only what depends on the packet is written.
+            let ing = &snap.links[in_dev].sysctl;
+            let (sec, frac) = if plan.ioam.has_ts {
+                ts_parts(&mut self.ts_cache, ts)
+            } else {
+                (0, 0)
+            };
+            for &(at, what) in &plan.ioam.ops[..usize::from(plan.ioam.n)] {
+                let at = usize::from(at);
+                match what {
+                    IoamField::HopLimit => data[at] = hl,
+                    IoamField::IngressId => {
+                        data[at..at + 2].copy_from_slice(&ing.ioam6_id.to_be_bytes())
+                    }
+                    IoamField::IngressWide => {
+                        data[at..at + 4].copy_from_slice(&ing.ioam6_id_wide.to_be_bytes())
+                    }
+                    IoamField::TsSec => data[at..at + 4].copy_from_slice(&sec.to_be_bytes()),
+                    IoamField::TsFrac => data[at..at + 4].copy_from_slice(&frac.to_be_bytes()),
+                }
+            }
+            self.encap_pending[IOAM6] += 1;
+        } else if let Some(hbh_at) = ioam_at {
             let Some(Tunnel::Output(OutputTunnel::Ioam6(it))) =
                 plan.tunnel.map(|t| &snap.tunnels[t])
             else {
@@ -1230,6 +1256,20 @@ impl Worker {
 enum L3 {
     V4,
     V6,
+}
+
+/// A receive time as the IOAM timestamp fields hold it (seconds, microseconds: docs/references.md §2.4),
+/// converted once for the packets of a batch that share it (`cache`: the last time converted and its parts).
+#[inline(always)]
+fn ts_parts(cache: &mut (u64, u32, u32), ts: u64) -> (u32, u32) {
+    if cache.0 != ts {
+        *cache = (
+            ts,
+            (ts / 1_000_000_000) as u32,
+            ((ts % 1_000_000_000) / 1000) as u32,
+        );
+    }
+    (cache.1, cache.2)
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {

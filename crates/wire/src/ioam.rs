@@ -471,6 +471,45 @@ pub fn write_node(out: &mut [u8], trace_type: u32, node: &NodeData) {
     }
 }
 
+/// Where, inside a node block of `trace_type` (as [`write_node`] lays it out), the fields that change from packet
+/// to packet are: the hop limit (bits 0 and 8), the ingress interface ids (bit 1, 16 bits; bit 9, 32 bits) and
+/// the timestamp (bits 2 and 3). Everything else a node writes depends only on its configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeFieldOffsets {
+    /// Hop limit bytes (bit 0, bit 8).
+    pub hop_limit: [Option<usize>; 2],
+    /// 16-bit ingress interface id (bit 1).
+    pub ingress_id: Option<usize>,
+    /// 32-bit ingress interface id (bit 9).
+    pub ingress_wide: Option<usize>,
+    /// Timestamp seconds (bit 2).
+    pub ts_sec: Option<usize>,
+    /// Timestamp sub-seconds (bit 3).
+    pub ts_frac: Option<usize>,
+}
+
+/// The [`NodeFieldOffsets`] of `trace_type` (RFC 9197 §4.4.2: fields in bit order; sizes as [`write_node`]).
+pub fn node_field_offsets(trace_type: u32) -> NodeFieldOffsets {
+    let mut o = NodeFieldOffsets::default();
+    let mut at = 0;
+    for k in 0..=21 {
+        if trace_type & bit(k) == 0 {
+            continue;
+        }
+        match k {
+            0 => o.hop_limit[0] = Some(at),
+            1 => o.ingress_id = Some(at),
+            2 => o.ts_sec = Some(at),
+            3 => o.ts_frac = Some(at),
+            8 => o.hop_limit[1] = Some(at),
+            9 => o.ingress_wide = Some(at),
+            _ => {}
+        }
+        at += if (8..=10).contains(&k) { 8 } else { 4 };
+    }
+    o
+}
+
 /// Sequential writer used by [`write_node`].
 struct Writer<'a> {
     out: &'a mut [u8],
@@ -1401,6 +1440,62 @@ mod tests {
                 }
             }
             prop_assert_eq!(decode_nodes(&opt).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn per_packet_fields_are_where_write_node_puts_them() {
+        // Write a node whose per-packet fields hold marker values and every other field something else, and find
+        // the markers where the offsets say.
+        for ty in [
+            0x800000u32,
+            0xf1f000,
+            0xfff002,
+            0x00e000,
+            0x3c0000,
+            0x400000,
+            0x004000,
+        ] {
+            let node = NodeData {
+                hop_limit: 0xa1,
+                node_id: 0x11_1111,
+                ingress_id: 0xa2a2,
+                egress_id: 0x2222,
+                ts_sec: 0xa3a3_a3a3,
+                ts_frac: 0xa4a4_a4a4,
+                ns_data: 0x3333_3333,
+                queue_depth: 0x4444_4444,
+                node_id_wide: 0x55_5555_5555_5555,
+                ingress_wide: 0xa5a5_a5a5,
+                egress_wide: 0x6666_6666,
+                ns_data_wide: 0x7777_7777_7777_7777,
+                schema: None,
+            };
+            let mut b = vec![0; 4 * block_words(ty, None)];
+            write_node(&mut b, ty, &node);
+            let o = node_field_offsets(ty);
+            let mut seen = 0;
+            for at in o.hop_limit.into_iter().flatten() {
+                assert_eq!(b[at], 0xa1, "{ty:#x}");
+                seen += 1;
+            }
+            for (off, v) in [
+                (o.ingress_id, &[0xa2u8; 2][..]),
+                (o.ingress_wide, &[0xa5; 4]),
+                (o.ts_sec, &[0xa3; 4]),
+                (o.ts_frac, &[0xa4; 4]),
+            ] {
+                if let Some(at) = off {
+                    assert_eq!(&b[at..at + v.len()], v, "{ty:#x}");
+                    seen += v.len();
+                }
+            }
+            // Nothing else holds a marker byte.
+            assert_eq!(
+                b.iter().filter(|x| (0xa1..=0xa5).contains(*x)).count(),
+                seen,
+                "{ty:#x}"
+            );
         }
     }
 
