@@ -1,5 +1,6 @@
 #!/bin/bash
-# Install what the tests need: tshark, iproute2 (ip) and bpftrace (tests/audit.rs), scapy, pytest.
+# Install what the tests need: tshark, iproute2 (ip) and bpftrace (tests/audit.rs), scapy, pytest, grpcio and
+# grpcio-tools (the IOAM collector of tests/kernel/test_ioam_export.py).
 # Idempotent and quick when everything is already present. Run as root.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -25,6 +26,8 @@ fi
 need_pip=()
 "$PY" -c 'import scapy' 2>/dev/null || need_pip+=(scapy)
 "$PY" -c 'import pytest' 2>/dev/null || need_pip+=(pytest)
+"$PY" -c 'import grpc' 2>/dev/null || need_pip+=(grpcio)
+"$PY" -c 'import grpc_tools' 2>/dev/null || need_pip+=(grpcio-tools)
 if ((${#need_pip[@]})); then
     "$PY" -m pip install -q "${need_pip[@]}"
 fi

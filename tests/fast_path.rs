@@ -29,8 +29,8 @@ sysctl net.ipv6.conf.r0.ioam6_id=7
 sysctl net.ipv6.conf.r0.ioam6_id_wide=0x70000007
 sysctl net.ipv6.conf.r1.ioam6_id=9
 ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
--6 route add fd00:a0::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 via fd00:2::2 dev r1
--6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 dev r1
+-6 route add fd00:a0::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 trace prealloc type 0xc00000 ns 123 size 12 via fd00:2::2 dev r1
+-6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x800000 ns 9 size 8 trace prealloc type 0x800000 ns 123 size 4 dev r1
 -6 route add fd00:a2::/64 encap ioam6 mode auto tundst fc00::2 trace prealloc type 0x800000 ns 9 size 8 dev r1
 -6 route add fd00:a3::/64 encap ioam6 mode inline freq 1/2 trace prealloc type 0x800000 ns 123 size 8 via fd00:2::2 dev r1
 ";
@@ -88,7 +88,15 @@ fn both(frames: &[Vec<u8>], flowlabel: i32) -> [Run; 2] {
         let mut r = router(fast, flowlabel);
         let mut out = Vec::new();
         r.process_batch(
-            frames.iter().map(|f| (0usize, 7u64, f.as_slice())),
+            // Receive times with seconds and microseconds, different per frame (IOAM timestamps are patched per
+            // packet on the fast path).
+            frames.iter().enumerate().map(|(i, f)| {
+                (
+                    0usize,
+                    1_700_000_000_123_456_789 + i as u64 * 1_000_003_001,
+                    f.as_slice(),
+                )
+            }),
             &mut |d, _, b| out.push((d, b.to_vec())),
         );
         let s = &r.worker.stats;

@@ -85,6 +85,13 @@ pub struct PcapArgs {
     /// Print one line per output frame (decoded summary).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Export the IOAM traces the router removes at its domains' boundaries (docs/ioam.md): `json:FILE`,
+    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`).
+    #[arg(long = "ioam-export", value_name = "TARGET")]
+    pub ioam_export: Option<ioam_export::Target>,
+    /// Also export every IOAM trace this router fills in transit.
+    #[arg(long = "ioam-export-transit", requires = "ioam_export")]
+    pub ioam_export_transit: bool,
 }
 
 /// `lwt6 show`.
@@ -134,6 +141,7 @@ pub mod audit;
 pub mod bench;
 pub mod headroom;
 pub mod install;
+pub mod ioam_export;
 
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
@@ -263,6 +271,16 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     // capture's length. Output files are temporary until the whole capture has been read without error.
     let mut reader = pcap::CaptureReader::open(&a.input)
         .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+    let dev_names: Vec<String> = snap.links.iter().map(|l| l.name.clone()).collect();
+    let exporter = a
+        .ioam_export
+        .as_ref()
+        .map(|t| {
+            router.worker.ioam_export.capacity = ioam_export::QUEUE;
+            router.worker.ioam_export.transit = a.ioam_export_transit;
+            t.start(dev_names.clone())
+        })
+        .transpose()?;
     let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
     let mut ng = match &a.output {
         Some(out) => {
@@ -348,6 +366,20 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         if let Some(e) = write_err.take() {
             return Err(e);
         }
+        // The worker's bounded export queue is handed over between batches (offline, the hand-over may wait for
+        // the exporter: nothing is lost for want of time).
+        if let Some(e) = &exporter {
+            e.submit_wait(router.worker.ioam_export.take());
+        }
+    }
+    if let Some(r) = exporter.map(|e| e.finish()) {
+        // What the exporter lost had been counted as exported by the worker.
+        let io = &mut router.worker.stats.ioam;
+        io.exported -= r.lost.min(io.exported);
+        io.export_lost += r.lost;
+        if let Some(err) = &r.last_error {
+            eprintln!("lwt6: ioam export: {err} ({} traces lost)", r.lost);
+        }
     }
     // The whole capture was read: make the output files visible.
     if let (Some(w), Some(out)) = (ng, &a.output) {
@@ -390,6 +422,17 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 out!(
                     "  ioam traces filled in transit: {}",
                     st.ioam_transit_filled
+                );
+            }
+            let io = &st.ioam;
+            if *io != Default::default() {
+                out!(
+                    "  ioam domains: foreign stripped {}, removed {}, decapsulated {}, exported {}, export lost {}",
+                    io.foreign_stripped,
+                    io.removed,
+                    io.decapsulated,
+                    io.exported,
+                    io.export_lost
                 );
             }
             for (r, n) in &st.drops {

@@ -1,5 +1,7 @@
 """IOAM: (a) transit differential (kernel vs lwt6 filling a pre-allocated trace),
-(b) lwt6 inline insertion -> kernel transit -> `lwt6 decode`."""
+(b) lwt6 inline insertion -> kernel transit -> `lwt6 decode`,
+(c) an IOAM domain: lwt6 inserts several traces -> kernel transit -> lwt6 egress removes and exports."""
+import json
 import struct
 
 import pytest
@@ -219,3 +221,96 @@ def test_lwt6_insert_kernel_transit_decode(topo3, rtr, lwt6, tmp_path, ttype, si
         dn = {n["node_id"]: (n["hop_limit"], n["ingress_id"], n["egress_id"]) for n in traces[0]["nodes"]}
         assert dn == want, f"lwt6 decode nodes {dn} != expected {want}"
         assert fo[14 + 7] == h - 2
+
+
+# ------------------------------------------------------------------------------------------------
+# (c) an IOAM domain: lwt6 inserts several traces (inline) -> kernel transit fills those whose namespace it
+# knows -> lwt6 at the domain's egress fills, removes and exports them (docs/ioam.md)
+
+E_NODE_ID, E_IF_IN, E_IF_OUT, E_NS_DATA = 0x444444, 0x0707, 0x0808, 0x0BADF00D
+MULTI = [(123, 0xC40000, 36), (124, 0x800000, 12), (200, 0x840000, 24)]   # (ns, type, size)
+
+
+def multi_inserter_config():
+    traces = " ".join(f"trace prealloc type 0x{t:06x} ns {ns} size {s}" for ns, t, s in MULTI)
+    return [
+        f"link add li address {MAC_LI} mtu 1500",
+        f"link add r1 address {MAC_S0} mtu 1500",
+        "addr add fd00:a::1/64 dev li",
+        "addr add fd00:1::1/64 dev r1",
+        f"neigh add fd00:1::2 lladdr {MAC_R0} dev r1",
+        f"ioam namespace add 123 data 0x{L_NS_DATA:08x}",
+        f"ioam namespace add 124 data 0x{L_NS_DATA:08x}",
+        f"ioam namespace add 200 data 0x{L_NS_DATA:08x}",
+        f"sysctl net.ipv6.ioam6_id=0x{L_NODE_ID:x}",
+        f"sysctl net.ipv6.conf.li.ioam6_id=0x{L_IF_IN:04x}",
+        f"sysctl net.ipv6.conf.r1.ioam6_id=0x{L_IF_OUT:04x}",
+        f"-6 route add fd00:2::/64 encap ioam6 mode inline {traces} via fd00:1::2 dev r1",
+    ]
+
+
+def egress_config(ktpkt_mac_d0):
+    """The domain's egress: receives on e0 what the kernel sent to d0, forwards fd00:2::2 by e1 (not an egress)."""
+    return "\n".join([
+        f"link add e0 address {ktpkt_mac_d0}",
+        "link add e1 address 02:00:00:00:00:e1",
+        "addr add fd00:2::9/64 dev e0",
+        "addr add fd00:e::1/64 dev e1",
+        "neigh add fd00:e::2 lladdr 02:00:00:00:00:e2 dev e1",
+        "-6 route add fd00:2::2/128 via fd00:e::2 dev e1",
+        f"ioam namespace add 123 data 0x{E_NS_DATA:08x}",
+        f"ioam namespace add 124 data 0x{E_NS_DATA:08x}",
+        f"ioam namespace add 200 data 0x{E_NS_DATA:08x}",
+        f"sysctl net.ipv6.ioam6_id=0x{E_NODE_ID:x}",
+        "sysctl net.ipv6.conf.e0.ioam6_enabled=1",
+        f"sysctl net.ipv6.conf.e0.ioam6_id=0x{E_IF_IN:04x}",
+        f"sysctl net.ipv6.conf.e1.ioam6_id=0x{E_IF_OUT:04x}",
+        "ioam domain add lab namespace 123,124,200 ingress e0 egress e0",
+    ]) + "\n"
+
+
+def test_domain_lwt6_inserts_kernel_fills_lwt6_removes_and_exports(topo3, rtr, lwt6, tmp_path):
+    from ktpkt import MAC_D0
+    hlims = [64, 20]
+    ins = [udp6("fd00:2::2", src="fd00:a::5", hlim=h, size=30 + i * 40, tag=i, smac="02:00:00:00:00:55",
+                dmac=MAC_LI) for i, h in enumerate(hlims)]
+    res = lwt6.pcap(render(multi_inserter_config())[1], ins, in_dev="li", label="ioam-domain-insert")
+    mid = res.on("r1")
+    assert len(mid) == len(ins), res.stats
+    for f in mid:
+        assert [t["namespace"] for t in parse_ioam(f[14:])] == [ns for ns, _, _ in MULTI]
+    rtr.apply(ioam_config())
+    got = xfer(topo3.s0, mid, topo3.d0, expect=len(mid), keep=with_marker)[topo3.d0.label]
+    assert len(got) == len(mid), "kernel did not forward lwt6's IOAM frames"
+    # The kernel filled the namespaces it knows (123, 200), not 124.
+    for f in got:
+        filled = {t["namespace"]: len(t["nodes"]) for t in parse_ioam(f[14:])}
+        assert filled == {123: 2, 124: 1, 200: 2}, filled
+    jl = tmp_path / "egress.jsonl"
+    out = lwt6.pcap(egress_config(MAC_D0), got, in_dev="e0", label="ioam-domain-egress",
+                    extra=["--ioam-export", f"json:{jl}"])
+    sent = out.on("e1")
+    assert len(sent) == len(got), out.stats
+    for f, h, orig in zip(sent, hlims, ins):
+        # Every option went, and with them the Hop-by-Hop header: the original packet, 3 hops later.
+        ip = bytearray(orig[14:])
+        ip[7] = h - 3
+        assert f[14:] == bytes(ip), "the egress must hand on the packet as it entered the domain"
+    recs = [json.loads(x) for x in jl.read_text().splitlines()]
+    assert len(recs) == 3 * len(got)
+    assert out.stats["ioam"]["removed"] == 3 * len(got) and out.stats["ioam"]["export_lost"] == 0
+    for i, h in enumerate(hlims):
+        by_ns = {r["namespace"]: r for r in recs[3 * i:3 * i + 3]}
+        assert set(by_ns) == {123, 124, 200}
+        lw = (h - 1, L_NODE_ID, L_NS_DATA)
+        kn = (h - 2, NODE_ID, NS_DATA)
+        eg = (h - 3, E_NODE_ID, E_NS_DATA)
+        want = {123: [lw, kn, eg], 124: [lw, eg], 200: [lw, (h - 2, NODE_ID, 0xFFFFFFFF), eg]}
+        for ns, nodes in want.items():
+            r = by_ns[ns]
+            assert r["event"] == "egress" and r["out_dev"] == "e1" and r["flow"]["src"] == "fd00:a::5"
+            got_nodes = [(n["hop_limit"], n["node_id"], n.get("ns_data", None)) for n in r["nodes"]]
+            exp = [(a, b, c if ns != 124 else None) for a, b, c in nodes]
+            assert got_nodes == exp, f"ns {ns}: {got_nodes} != {exp}"
+        ifs = [(n["ingress_id"], n["egress_id"]) for n in by_ns[123]["nodes"]]
+        assert ifs == [(L_IF_IN, L_IF_OUT), (IF_IN, IF_OUT), (E_IF_IN, E_IF_OUT)]

@@ -136,6 +136,43 @@ pub struct Plan {
     pub route_dev: Option<DevId>,
     /// Whether one of the router's own addresses lies inside the route's prefix (then a local check is needed).
     pub contains_local: bool,
+    /// IOAM plans: this node's data is already in the template; what is written per packet.
+    pub ioam: IoamPatch,
+}
+
+/// A per-packet IOAM field of the inserting node, whose place in the frame is known when the plan is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoamField {
+    /// The hop limit byte (trace bits 0 and 8).
+    #[default]
+    HopLimit,
+    /// The 16-bit ingress interface id (bit 1).
+    IngressId,
+    /// The 32-bit ingress interface id (bit 9).
+    IngressWide,
+    /// Timestamp seconds (bit 2).
+    TsSec,
+    /// Timestamp sub-seconds (bit 3).
+    TsFrac,
+}
+
+/// Most per-packet IOAM fields a plan patches; a route with more fills its traces per packet instead.
+pub const IOAM_PATCH_MAX: usize = 8;
+
+/// What an IOAM plan writes per packet once its template (which already holds this node's data: node ids, egress
+/// ids, namespace data, RemainingLen after the fill) is copied: the fields that depend on the packet, at their
+/// offsets in the frame. When `baked` is false the node fills its traces per packet (several options with many
+/// per-packet fields, or no IOAM plan at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoamPatch {
+    /// Whether the template holds this node's data.
+    pub baked: bool,
+    /// How many of `ops` are used.
+    pub n: u8,
+    /// Whether a timestamp is among them.
+    pub has_ts: bool,
+    /// Offsets from the frame's start, and what goes there.
+    pub ops: [(u16, IoamField); IOAM_PATCH_MAX],
 }
 
 /// A template's place in [`Templates`].

@@ -6,15 +6,17 @@
 //! per packet. A change is a new snapshot, published whole; a batch in flight finishes on the one it started with.
 
 use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, RouteId, TunnelId};
-use crate::node::ioam::{IoamNode, Namespace};
+use crate::node::ioam::{IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::saddr;
-use crate::plan::{Plan, PlanKind, Templates, TemplatesBuilder};
+use crate::plan::{
+    IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Templates, TemplatesBuilder,
+};
 use crate::spec::{
     Config, ConfigError, DevSysctls, Encap, IoamMode, MAIN_TABLE, Route, Seg6Encap,
     Seg6LocalAction, Seg6Mode,
 };
 use crate::tunnel::seg6::HmacSecret;
-use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
+use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
 use crate::wire::ipv6;
 use arc_swap::ArcSwap;
@@ -237,6 +239,9 @@ impl Snapshot {
             node_id: cfg.sysctl.ioam6_id,
             node_id_wide: cfg.sysctl.ioam6_id_wide,
             namespaces: HashMap::default(),
+            domains: crate::node::ioam_domain::Domains::build(cfg, links.len(), |n| {
+                by_name.get(n).copied()
+            })?,
         };
         for ns in &cfg.ioam_namespaces {
             let schema = ns
@@ -697,6 +702,7 @@ impl Snapshot {
                     tunnel: r.tunnel,
                     route_dev: r.dev,
                     contains_local,
+                    ioam: IoamPatch::default(),
                 }
             };
         let Some(tid) = r.tunnel else {
@@ -740,8 +746,11 @@ impl Snapshot {
                 match t.effective_mode() {
                     IoamMode::Inline => {
                         let way = hop(r, None)?;
-                        let tpl = t.inline_template()?;
-                        Some(make(PlanKind::IoamInline, way, &tpl, t.hbh_len))
+                        let mut tpl = t.inline_template()?;
+                        let patch = self.ioam_patch(t, &mut tpl[H..], r.dev);
+                        let mut p = make(PlanKind::IoamInline, way, &tpl, t.hbh_len);
+                        p.ioam = patch;
+                        Some(p)
                     }
                     _ => {
                         let tundst = t.tundst?;
@@ -750,8 +759,11 @@ impl Snapshot {
                         let src = t
                             .tunsrc
                             .or_else(|| self.tunnel_source(tid, r.dev, &tundst))?;
-                        let tpl = t.encap_template(src)?;
-                        Some(make(PlanKind::IoamEncap, way, &tpl, tpl.len()))
+                        let mut tpl = t.encap_template(src)?;
+                        let patch = self.ioam_patch(t, &mut tpl[H..], r.dev);
+                        let mut p = make(PlanKind::IoamEncap, way, &tpl, tpl.len());
+                        p.ioam = patch;
+                        Some(p)
                     }
                 }
             }
@@ -795,6 +807,31 @@ impl Snapshot {
                 }
             }
         }
+    }
+
+    /// Bakes this node's data into the Hop-by-Hop header `hbh` of an ioam6 plan's template (which sits behind an
+    /// Ethernet and an IPv6 header in the frame) and says what is left to write per packet; leaves `hbh` as it is
+    /// (the traces filled per packet) when that is more than [`IOAM_PATCH_MAX`] fields.
+    fn ioam_patch(&self, t: &Ioam6Tunnel, hbh: &mut [u8], route_dev: Option<DevId>) -> IoamPatch {
+        let egress = route_dev.map_or(NO_IF, |d| IfIds::of(&self.links[d].sysctl));
+        let mut copy = hbh.to_vec();
+        let Some(found) = self.ioam.bake(&mut copy, &t.opt_offsets, egress) else {
+            return IoamPatch::default();
+        };
+        if found.len() > IOAM_PATCH_MAX {
+            return IoamPatch::default();
+        }
+        hbh.copy_from_slice(&copy);
+        let mut p = IoamPatch {
+            baked: true,
+            n: found.len() as u8,
+            ..IoamPatch::default()
+        };
+        for (slot, (at, what)) in p.ops.iter_mut().zip(found) {
+            *slot = ((ethernet::HEADER_LEN + ipv6::HEADER_LEN + at) as u16, what);
+            p.has_ts |= matches!(what, IoamField::TsSec | IoamField::TsFrac);
+        }
+        p
     }
 
     /// The interface called `name`.

@@ -22,6 +22,8 @@ pub struct Config {
     pub ioam_namespaces: Vec<IoamNamespace>,
     /// `ioam schema add ID DATA`.
     pub ioam_schemas: Vec<IoamSchema>,
+    /// `ioam domain add NAME namespace N[,M...] [ingress DEV,...] [egress DEV,...] [foreign drop|strip]`.
+    pub ioam_domains: Vec<IoamDomain>,
     /// `sr tunsrc set ADDR` (`::` clears it).
     pub sr_tunsrc: Option<Ipv6Addr>,
     /// `sr hmac set KEYID ALGO [secret S]`.
@@ -274,6 +276,20 @@ pub struct Ioam6Encap {
     pub namespace: u16,
     /// Pre-allocated data size in bytes (`size`): multiple of 4, 4..=244.
     pub size: u16,
+    /// Further traces (`trace prealloc ...` given again, an lwt6 extension: docs/ioam.md), inserted after the
+    /// first, in order.
+    pub more_traces: Vec<IoamTraceSpec>,
+}
+
+/// One more pre-allocated trace of an ioam6 route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoamTraceSpec {
+    /// 24-bit trace type.
+    pub trace_type: u32,
+    /// Namespace id.
+    pub namespace: u16,
+    /// Pre-allocated data size in bytes.
+    pub size: u16,
 }
 
 /// rpl tunnel parameters.
@@ -294,6 +310,35 @@ pub struct IoamNamespace {
     pub wide: u64,
     /// Linked schema id.
     pub schema: Option<u32>,
+}
+
+/// An IOAM domain (RFC 9197 §5.4, RFC 9486 §5): namespaces whose IOAM data may enter the node only through the
+/// domain's ingress interfaces and leave it only through its egress interfaces (the interface roles of the first
+/// Linux IOAM implementation: docs/ioam.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoamDomain {
+    /// Name (for messages and `show`).
+    pub name: String,
+    /// The namespaces of the domain (each in at most one domain; each configured with `ioam namespace add`).
+    pub namespaces: Vec<u16>,
+    /// Interfaces IOAM data of the domain may arrive on.
+    pub ingress: Vec<String>,
+    /// Interfaces IOAM data of the domain may leave by; leaving by any other, it is removed (and exported).
+    pub egress: Vec<String>,
+    /// What happens to IOAM data of the domain arriving on an interface that is not an ingress.
+    pub foreign: IoamForeign,
+    /// Line the domain was declared on.
+    pub line: usize,
+}
+
+/// What happens to IOAM data arriving on an interface that is not an ingress of its domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoamForeign {
+    /// The packet is dropped (`ioam_foreign`), the default.
+    #[default]
+    Drop,
+    /// The IOAM option is removed and the packet processed without it.
+    Strip,
 }
 
 /// An IOAM schema (opaque state snapshot).

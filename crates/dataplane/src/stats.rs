@@ -86,6 +86,8 @@ drop_reasons! {
     TooBig => "too_big",
     /// A Hop-by-Hop option whose type says "discard if unrecognised" (action bits 01, 10, 11; RFC 8200 §4.2).
     UnknownOption => "hbh_unknown_option",
+    /// IOAM data of a domain arriving on an interface that is not an ingress of the domain (`foreign drop`).
+    IoamForeign => "ioam_foreign",
     /// IOAM option not 4n-aligned or too short for its RemainingLen.
     IoamMalformed => "ioam_malformed",
     /// IOAM NodeLen inconsistent with the trace type (Linux Feb 2026 rule).
@@ -245,6 +247,34 @@ pub struct Stats {
     pub fast_path: u64,
     /// Counters of seg6local routes with `count`, indexed by the route's tunnel id (others stay zero).
     pub seg6local: Vec<crate::node::seg6local::LocalCounters>,
+    /// IOAM domain counters.
+    pub ioam: IoamCounts,
+}
+
+/// What the IOAM domains did (docs/ioam.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IoamCounts {
+    /// IOAM options removed because they arrived on an interface that is not an ingress of their domain.
+    pub foreign_stripped: u64,
+    /// IOAM options removed where the packet leaves the domain (inline mode).
+    pub removed: u64,
+    /// Packets decapsulated at the IOAM tunnel endpoint (encap mode).
+    pub decapsulated: u64,
+    /// Traces queued for export (a front end subtracts those its exporter then lost, and adds them to
+    /// `export_lost`).
+    pub exported: u64,
+    /// Traces not exported: the worker's queue or the exporter's was full, or the collector failed.
+    pub export_lost: u64,
+}
+
+impl IoamCounts {
+    fn merge(&mut self, o: &IoamCounts) {
+        self.foreign_stripped += o.foreign_stripped;
+        self.removed += o.removed;
+        self.decapsulated += o.decapsulated;
+        self.exported += o.exported;
+        self.export_lost += o.export_lost;
+    }
 }
 
 impl Stats {
@@ -287,6 +317,7 @@ impl Stats {
             a.bytes += b.bytes;
             a.errors += b.errors;
         }
+        self.ioam.merge(&other.ioam);
     }
 
     /// JSON form used by `--stats -j`.
@@ -303,6 +334,7 @@ impl Stats {
             "encapsulated": encapsulated,
             "ioam_transit_filled": self.ioam_transit_filled,
             "fast_path": self.fast_path,
+            "ioam": self.ioam,
             "balanced": self.balanced(),
         })
     }

@@ -16,12 +16,13 @@ use crate::copy::{WideCopy, copy_bytes};
 use crate::fib::{Best, DevId, Fib, RouteEntry, TunnelId};
 use crate::headroom::HeadroomPolicy;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
+use crate::node::ioam_domain::{self, ExportEvent, ExportQueue, FlowIds, IoamRecord};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{options as node_options, rpl as node_rpl, srh as node_srh};
-use crate::plan::{FRONT, PlanKind, Received};
+use crate::plan::{FRONT, IoamField, PlanKind, Received};
 use crate::snapshot::Snapshot;
-use crate::spec::{DevSysctls, IoamMode, Seg6Mode};
+use crate::spec::{DevSysctls, IoamForeign, IoamMode, Seg6Mode};
 use crate::stats::{DropReason, IOAM6, RPL, SEG6, Stats};
 use crate::tunnel::seg6::Outer;
 use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel};
@@ -52,6 +53,8 @@ pub struct Worker {
     pub template_copy: Option<WideCopy>,
     /// Counters.
     pub stats: Stats,
+    /// IOAM traces removed at a domain's boundary (and, optionally, seen in transit), for an exporter to take.
+    pub ioam_export: ExportQueue,
     buf: PacketBuf,
     icmp: Vec<u8>,
     /// Per tunnel: the IOAM `freq K/N` position.
@@ -69,6 +72,8 @@ pub struct Worker {
     /// Set when a seg6local behaviour's IPv6 lookup found no route and answered with an ICMPv6 Destination
     /// Unreachable (which Linux counts as a packet processed, not an error).
     unreachable_sent: bool,
+    /// The last receive time converted for IOAM timestamps, and its seconds and microseconds.
+    ts_cache: (u64, u32, u32),
 }
 
 pub(crate) mod seg6local;
@@ -153,6 +158,7 @@ impl Worker {
             fast_path: true,
             template_copy: WideCopy::detect(),
             stats: Stats::default(),
+            ioam_export: ExportQueue::default(),
             buf: PacketBuf::new(4096),
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
             freq: vec![0; n],
@@ -161,6 +167,7 @@ impl Worker {
             encap_pending: [0; 3],
             fast_sent: 0,
             unreachable_sent: false,
+            ts_cache: (0, 0, 0),
         }
     }
 
@@ -431,9 +438,35 @@ impl Worker {
             }
         }
         let hl = rx.hop_limit;
-        if let Some(at) = ioam_at {
-            // Everything about the option is read from the template, not from the packet's fresh copy of it.
-            let opt_len = 2 + template[at + 1] as usize;
+        if ioam_at.is_some() && plan.ioam.baked {
+            // This node's data is in the template: only what depends on the packet is written.
+            let ing = &snap.links[in_dev].sysctl;
+            let (sec, frac) = if plan.ioam.has_ts {
+                ts_parts(&mut self.ts_cache, ts)
+            } else {
+                (0, 0)
+            };
+            for &(at, what) in &plan.ioam.ops[..usize::from(plan.ioam.n)] {
+                let at = usize::from(at);
+                match what {
+                    IoamField::HopLimit => data[at] = hl,
+                    IoamField::IngressId => {
+                        data[at..at + 2].copy_from_slice(&ing.ioam6_id.to_be_bytes())
+                    }
+                    IoamField::IngressWide => {
+                        data[at..at + 4].copy_from_slice(&ing.ioam6_id_wide.to_be_bytes())
+                    }
+                    IoamField::TsSec => data[at..at + 4].copy_from_slice(&sec.to_be_bytes()),
+                    IoamField::TsFrac => data[at..at + 4].copy_from_slice(&frac.to_be_bytes()),
+                }
+            }
+            self.encap_pending[IOAM6] += 1;
+        } else if let Some(hbh_at) = ioam_at {
+            let Some(Tunnel::Output(OutputTunnel::Ioam6(it))) =
+                plan.tunnel.map(|t| &snap.tunnels[t])
+            else {
+                unreachable!("an IOAM plan belongs to an ioam6 tunnel")
+            };
             let ctx = FillContext {
                 hop_limit: hl,
                 ingress: if_ids(&snap.links[in_dev].sysctl),
@@ -442,15 +475,20 @@ impl Worker {
                     .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl)),
                 ts_ns: ts,
             };
-            if let Err(reason) = snap.ioam.fill_option_from(
-                &template[at..at + opt_len],
-                &mut data[at..at + opt_len],
-                &ctx,
-            ) {
-                // As on the general path: dropped, and not counted as an ioam6 insertion.
-                self.stats.rx += 1;
-                self.stats.count_drop(reason);
-                return Ok(());
+            for off in &it.opt_offsets {
+                // Everything about the option is read from the template, not from the packet's fresh copy of it.
+                let at = hbh_at + off;
+                let opt_len = 2 + template[at + 1] as usize;
+                if let Err(reason) = snap.ioam.fill_option_from(
+                    &template[at..at + opt_len],
+                    &mut data[at..at + opt_len],
+                    &ctx,
+                ) {
+                    // As on the general path: dropped, and not counted as an ioam6 insertion.
+                    self.stats.rx += 1;
+                    self.stats.count_drop(reason);
+                    return Ok(());
+                }
             }
             self.encap_pending[IOAM6] += 1;
         }
@@ -523,12 +561,31 @@ impl Worker {
         };
         // Like Linux, a transit router looks at the Hop-by-Hop header only; the rest of the chain is walked
         // (and must be well formed) only for packets addressed to us.
+        let domains = !snap.ioam.domains.is_empty();
         if buf.data()[6] == proto::HOPOPTS {
-            let h = exthdr::Walker::new(buf.data())
+            let mut h = exthdr::Walker::new(buf.data())
                 .next()
                 .and_then(|h| h.ok())
                 .ok_or(DropReason::ExtHeaderMalformed)?;
+            if domains {
+                h = match self.ioam_ingress(cx, buf, h)? {
+                    Some(h) => h,
+                    None => return self.ipv6_in(cx, buf, pass, hint),
+                };
+            }
             self.hop_by_hop_in(cx, buf, h, route, hlim)?;
+            if domains && local && buf.data()[ipv6::HEADER_LEN] == proto::IPV6 {
+                // The IOAM tunnel endpoint (encap mode): the outer header goes, the inner packet comes in again.
+                if self.ioam_decap(cx, buf, h.len)? {
+                    return self.ipv6_in(cx, buf, pass + 1, None);
+                }
+            }
+            if domains
+                && !local
+                && let Some(dev) = route.and_then(|r| r.dev)
+            {
+                self.ioam_egress(cx, buf, h.len, dev)?;
+            }
         }
         if local {
             let chain = self.local_chain(cx, buf)?;
@@ -582,6 +639,142 @@ impl Worker {
         let hbh = &mut buf.data_mut()[h.offset..h.offset + h.len];
         let filled = snap.ioam.transit(hbh, h.offset, enabled, &ctx)?;
         self.stats.ioam_transit_filled += filled as u64;
+        if filled > 0 && self.ioam_export.transit && self.ioam_export.enabled() {
+            let out_dev = route.and_then(|r| r.dev);
+            let hbh = &buf.data()[h.offset..h.offset + h.len];
+            let known = |o: &[u8]| {
+                ioam_domain::option_namespace(o)
+                    .is_some_and(|ns| snap.ioam.namespaces.contains_key(&ns))
+            };
+            let n: Vec<&[u8]> = ioam_domain::options_where(hbh, known).collect();
+            let flow = FlowIds::of(buf.data());
+            for o in n {
+                self.export(cx, ExportEvent::Transit, out_dev, flow, o);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues one trace for export (counted as exported, or lost when the queue is full).
+    fn export(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        event: ExportEvent,
+        out_dev: Option<DevId>,
+        flow: Option<FlowIds>,
+        option: &[u8],
+    ) {
+        if !self.ioam_export.enabled() {
+            return;
+        }
+        let r = IoamRecord {
+            ts_ns: cx.ts,
+            event,
+            in_dev: cx.in_dev,
+            out_dev,
+            flow,
+            option: option.to_vec(),
+        };
+        if self.ioam_export.push(r) {
+            self.stats.ioam.exported += 1;
+        } else {
+            self.stats.ioam.export_lost += 1;
+        }
+    }
+
+    /// IOAM domain ingress roles: IOAM of a domain arriving on an interface that is not one of the domain's
+    /// ingresses is dropped (`foreign drop`) or removed (`foreign strip`). Returns the Hop-by-Hop header as it
+    /// now is, or None when it went entirely (the packet is then processed again from its IPv6 header).
+    fn ioam_ingress(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        buf: &mut PacketBuf,
+        h: exthdr::ExtHeader,
+    ) -> Result<Option<exthdr::ExtHeader>, DropReason> {
+        let (domains, in_dev) = (&cx.snap.ioam.domains, cx.in_dev);
+        let foreign = |o: &[u8]| domains.of_option(o).is_some_and(|d| !d.ingress[in_dev]);
+        let hbh = &buf.data()[h.offset..h.offset + h.len];
+        let mut n = 0;
+        for o in ioam_domain::options_where(hbh, foreign) {
+            if domains
+                .of_option(o)
+                .is_some_and(|d| d.foreign == IoamForeign::Drop)
+            {
+                return Err(DropReason::IoamForeign);
+            }
+            n += 1;
+        }
+        if n == 0 {
+            return Ok(Some(h));
+        }
+        ioam_domain::strip_options(buf, h.len, foreign)?;
+        self.stats.ioam.foreign_stripped += n;
+        if buf.data()[6] != proto::HOPOPTS {
+            return Ok(None);
+        }
+        exthdr::Walker::new(buf.data())
+            .next()
+            .and_then(|h| h.ok())
+            .map(Some)
+            .ok_or(DropReason::ExtHeaderMalformed)
+    }
+
+    /// The IOAM tunnel endpoint: a packet addressed to us whose Hop-by-Hop header (of `hbh_len` bytes) carries
+    /// IOAM of a domain and is followed by an IPv6 packet loses its outer header and Hop-by-Hop header; every
+    /// trace of a domain is exported. Returns whether it was decapsulated.
+    fn ioam_decap(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        buf: &mut PacketBuf,
+        hbh_len: usize,
+    ) -> Result<bool, DropReason> {
+        let domains = &cx.snap.ioam.domains;
+        let at = ipv6::HEADER_LEN;
+        let in_domain = |o: &[u8]| domains.of_option(o).is_some();
+        let hbh = &buf.data()[at..at + hbh_len];
+        if ioam_domain::options_where(hbh, in_domain).next().is_none() {
+            return Ok(false);
+        }
+        if self.ioam_export.enabled() {
+            let flow = FlowIds::of(&buf.data()[at + hbh_len..]);
+            let opts: Vec<Vec<u8>> = ioam_domain::options_where(hbh, in_domain)
+                .map(|o| o.to_vec())
+                .collect();
+            for o in &opts {
+                self.export(cx, ExportEvent::Decap, None, flow, o);
+            }
+        }
+        buf.pull_front(at + hbh_len)
+            .map_err(|_| DropReason::ExtHeaderMalformed)?;
+        self.stats.ioam.decapsulated += 1;
+        Ok(true)
+    }
+
+    /// IOAM domain egress roles: IOAM of a domain about to leave by `dev`, which is not an egress of the domain,
+    /// is removed (the whole Hop-by-Hop header when nothing else is in it) and exported.
+    fn ioam_egress(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        buf: &mut PacketBuf,
+        hbh_len: usize,
+        dev: DevId,
+    ) -> Verdict {
+        let domains = &cx.snap.ioam.domains;
+        let leaving = |o: &[u8]| domains.of_option(o).is_some_and(|d| !d.egress[dev]);
+        let at = ipv6::HEADER_LEN;
+        let hbh = &buf.data()[at..at + hbh_len];
+        let opts: Vec<Vec<u8>> = ioam_domain::options_where(hbh, leaving)
+            .map(|o| o.to_vec())
+            .collect();
+        if opts.is_empty() {
+            return Ok(());
+        }
+        ioam_domain::strip_options(buf, hbh_len, leaving)?;
+        self.stats.ioam.removed += opts.len() as u64;
+        let flow = FlowIds::of(buf.data());
+        for o in &opts {
+            self.export(cx, ExportEvent::Egress, Some(dev), flow, o);
+        }
         Ok(())
     }
 
@@ -1113,10 +1306,9 @@ impl Worker {
                 Some(t.push_encap(buf, src)?)
             }
         };
-        if let Some(at) = opt_at {
+        if let Some(hbh_at) = opt_at {
             let hlim = buf.data()[7];
             let pkt = buf.data_mut();
-            let opt_len = 2 + pkt[at + 1] as usize;
             let egress = stage
                 .route_dev
                 .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl));
@@ -1128,7 +1320,11 @@ impl Worker {
                 egress,
                 ts_ns: cx.ts,
             };
-            snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
+            for off in &t.opt_offsets {
+                let at = hbh_at + off;
+                let opt_len = 2 + pkt[at + 1] as usize;
+                snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
+            }
         }
         Ok(())
     }
@@ -1204,6 +1400,20 @@ enum L3 {
 #[inline(always)]
 fn max_frame_len(link: &crate::snapshot::Link) -> usize {
     link.mtu as usize + ethernet::HEADER_LEN + 4
+}
+
+/// A receive time as the IOAM timestamp fields hold it (seconds, microseconds: docs/references.md §2.4),
+/// converted once for the packets of a batch that share it (`cache`: the last time converted and its parts).
+#[inline(always)]
+fn ts_parts(cache: &mut (u64, u32, u32), ts: u64) -> (u32, u32) {
+    if cache.0 != ts {
+        *cache = (
+            ts,
+            (ts / 1_000_000_000) as u32,
+            ((ts % 1_000_000_000) / 1000) as u32,
+        );
+    }
+    (cache.1, cache.2)
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {

@@ -121,6 +121,81 @@ pub fn write_padding(out: &mut [u8], total: usize) {
     }
 }
 
+/// What [`remove_options`] did to a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// No option matched: the header is unchanged.
+    Unchanged,
+    /// Options were removed; the header is now this many bytes long (a multiple of 8, its Hdr Ext Len updated) and
+    /// starts where it did.
+    Shrunk(usize),
+    /// Nothing but padding would remain: the caller removes the whole header.
+    Empty,
+}
+
+/// Removes, in place, the options of the options header `hdr` (exactly its `(hdrlen+1)*8` bytes) for which
+/// `remove` returns true (given each non-padding option's bytes, from its type byte; it may be asked more than
+/// once about an option and must answer the same).
+///
+/// Every removed option and every padding option around it become one padding run, which is then shortened by
+/// a multiple of 8 octets (to at most 7 octets, written as Pad1 or PadN, RFC 8200 §4.2). So every option kept
+/// stays at its offset modulo 8 — whatever alignment it needs (RFC 8200 §4.2, `xn+y` with x ≤ 8) holds — the
+/// header stays a multiple of 8 octets, and no padding run is longer than the 7 octets receivers accept.
+/// (The first Linux IOAM implementation removes the option bytes only and keeps the padding around them, which
+/// may leave longer runs than needed: docs/ioam.md.) When only padding would remain the header is not touched
+/// and [`Removal::Empty`] is returned.
+pub fn remove_options(hdr: &mut [u8], mut remove: impl FnMut(&[u8]) -> bool) -> Result<Removal> {
+    if hdr.len() < 8 || hdr.len() != (usize::from(hdr[1]) + 1) * 8 {
+        return Err(Error::Malformed("options header length"));
+    }
+    // First pass: is anything removed, and does anything other than padding stay?
+    let (mut removes, mut keeps) = (false, false);
+    for o in OptionIter::new(hdr) {
+        let o = o?;
+        if o.ty == OPT_PAD1 || o.ty == OPT_PADN {
+            continue;
+        }
+        if remove(&hdr[o.offset..o.data_offset() + o.data_len]) {
+            removes = true;
+        } else {
+            keeps = true;
+        }
+    }
+    if !removes {
+        return Ok(Removal::Unchanged);
+    }
+    if !keeps {
+        return Ok(Removal::Empty);
+    }
+    // Second pass: copy what stays towards the front. The write position never passes the read position.
+    let mut w = 2;
+    let mut run = 0;
+    let mut r = 2;
+    while r < hdr.len() {
+        let (ty, len) = if hdr[r] == OPT_PAD1 {
+            (OPT_PAD1, 1)
+        } else {
+            (hdr[r], 2 + usize::from(hdr[r + 1]))
+        };
+        let pad = ty == OPT_PAD1 || ty == OPT_PADN;
+        if pad || remove(&hdr[r..r + len]) {
+            run += len;
+        } else {
+            write_padding(&mut hdr[w..], run % 8);
+            w += run % 8;
+            run = 0;
+            hdr.copy_within(r..r + len, w);
+            w += len;
+        }
+        r += len;
+    }
+    write_padding(&mut hdr[w..], run % 8);
+    w += run % 8;
+    debug_assert!(w.is_multiple_of(8) && w >= 8);
+    hdr[1] = (w / 8 - 1) as u8;
+    Ok(Removal::Shrunk(w))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +333,132 @@ mod tests {
                 }
             }
             prop_assert!(errs <= 1);
+        }
+    }
+
+    fn is_ioam(o: &[u8]) -> bool {
+        o[0] == OPT_IOAM
+    }
+
+    /// The header Linux's ioam6 inline mode builds (docs/references.md §2.1): next header UDP, PadN(0), an IOAM
+    /// pre-allocated trace of 8 data bytes (option length 10 + 8 = 18), no tail padding (16 + 8 = 24 bytes).
+    fn lwt_hbh() -> Vec<u8> {
+        let mut h = vec![17, 2, 1, 0, 0x31, 18, 0, 0];
+        h.extend([0, 123, 0x08, 2, 0x80, 0, 0, 0]); // ns 123, NodeLen 1, RemainingLen 2, type bit 0
+        h.extend([0; 8]);
+        h
+    }
+
+    #[test]
+    fn removing_the_only_option_leaves_nothing() {
+        let mut h = lwt_hbh();
+        let before = h.clone();
+        assert_eq!(remove_options(&mut h, is_ioam), Ok(Removal::Empty));
+        assert_eq!(
+            h, before,
+            "an emptied header is left for the caller to cut out"
+        );
+        assert_eq!(remove_options(&mut h, |_| false), Ok(Removal::Unchanged));
+    }
+
+    #[test]
+    fn removal_keeps_other_options_at_their_offset_modulo_8() {
+        // Hand-derived (RFC 8200 §4.2): next header ICMPv6, PadN(0) at 2, IOAM (20 bytes) at 4, Router Alert
+        // (RFC 2711, type 5, 2 data bytes, alignment 2n) at 24, PadN(2) at 28: 32 bytes, Hdr Ext Len 3.
+        let mut h = vec![58, 3, 1, 0];
+        h.extend(&lwt_hbh()[4..]);
+        h.extend([5, 2, 0, 0, 1, 2, 0, 0]);
+        assert_eq!(h.len(), 32);
+        // PadN(0) + IOAM = a 22-byte run before the Router Alert: 22 mod 8 = 6 bytes of PadN stay, so the Router
+        // Alert moves from 24 to 8 (both 0 mod 8); the 4-byte tail run stays: 16 bytes, Hdr Ext Len 1.
+        assert_eq!(remove_options(&mut h, is_ioam), Ok(Removal::Shrunk(16)));
+        assert_eq!(h[..16], [58, 1, 1, 4, 0, 0, 0, 0, 5, 2, 0, 0, 1, 2, 0, 0]);
+    }
+
+    #[test]
+    fn removal_shortens_long_padding_runs_and_writes_pad1() {
+        // Option X (type 0x1e, 1 data byte) at 2, IOAM (12 bytes, no trace data) at 5, PadN(1) at 17, option Y
+        // (0x1e, 3 data bytes) at 20: 25 bytes + Pad1*... : padded to 32 with PadN(5) at 25.
+        let mut h = vec![59, 3, 0x1e, 1, 0xaa];
+        h.extend([0x31, 10, 0, 0, 0, 7, 0x08, 0, 0x80, 0, 0, 0]);
+        h.extend([1, 1, 0]);
+        h.extend([0x1e, 3, 1, 2, 3]);
+        h.extend([1, 5, 0, 0, 0, 0, 0]);
+        assert_eq!(h.len(), 32);
+        // The run between X and Y is 12 + 3 = 15 bytes: 7 stay (PadN of 5 data bytes), Y moves from 20 to 12
+        // (both 4 mod 8); the tail run of 7 stays: 24 bytes, Hdr Ext Len 2.
+        assert_eq!(remove_options(&mut h, is_ioam), Ok(Removal::Shrunk(24)));
+        assert_eq!(
+            h[..24],
+            [
+                59, 2, 0x1e, 1, 0xaa, 1, 5, 0, 0, 0, 0, 0, 0x1e, 3, 1, 2, 3, 1, 5, 0, 0, 0, 0, 0
+            ]
+        );
+        // A run of exactly one byte is a Pad1.
+        let mut h = vec![59, 1, 0x1e, 0, 0x31, 2, 0, 0, 0x1e, 1, 9, 0, 0, 0, 0, 0];
+        // X at 2 (2 bytes), IOAM at 4 (4 bytes), Y at 8 (3 bytes), Pad1*5 at 11: removing IOAM leaves a run of
+        // 4 (< 8, kept whole) and the tail of 5.
+        assert_eq!(remove_options(&mut h, is_ioam), Ok(Removal::Shrunk(16)));
+        assert_eq!(h, [59, 1, 0x1e, 0, 1, 2, 0, 0, 0x1e, 1, 9, 1, 3, 0, 0, 0]);
+    }
+
+    #[test]
+    fn removal_refuses_bad_headers() {
+        let mut h = lwt_hbh();
+        h[1] = 5;
+        assert!(remove_options(&mut h, is_ioam).is_err());
+        let mut h = lwt_hbh();
+        h[5] = 200; // the IOAM option overruns the header
+        assert!(remove_options(&mut h, is_ioam).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn removal_output_is_well_formed(ops in proptest::collection::vec((0u8..4, 0usize..12), 1..8)) {
+            // Random options (IOAM or another type, random lengths) with padding between, padded to 8n.
+            let mut h = vec![59, 0];
+            for (kind, len) in &ops {
+                match kind {
+                    0 => h.push(OPT_PAD1),
+                    1 => { h.push(OPT_IOAM); h.push(*len as u8); h.extend(vec![0; *len]); }
+                    _ => { h.push(0x1e); h.push(*len as u8); h.extend(vec![0xee; *len]); }
+                }
+            }
+            let pad = (8 - h.len() % 8) % 8;
+            let at = h.len();
+            h.resize(at + pad, 0);
+            write_padding(&mut h[at..], pad);
+            h[1] = (h.len() / 8 - 1) as u8;
+            let kept_before: Vec<(usize, Vec<u8>)> = OptionIter::new(&h)
+                .map(|o| o.unwrap())
+                .filter(|o| o.ty == 0x1e)
+                .map(|o| (o.offset % 8, h[o.offset..o.data_offset() + o.data_len].to_vec()))
+                .collect();
+            match remove_options(&mut h, is_ioam).unwrap() {
+                Removal::Unchanged | Removal::Empty => {}
+                Removal::Shrunk(n) => {
+                    let h = &h[..n];
+                    prop_assert_eq!(n % 8, 0);
+                    prop_assert_eq!(usize::from(h[1]), n / 8 - 1);
+                    let mut run = 0;
+                    let mut kept = Vec::new();
+                    for o in OptionIter::new(h) {
+                        let o = o.unwrap();
+                        prop_assert_ne!(o.ty, OPT_IOAM);
+                        if o.ty == OPT_PAD1 || o.ty == OPT_PADN {
+                            run += o.data_offset() + o.data_len - o.offset;
+                            prop_assert!(run <= 7, "padding run of {run}");
+                            if o.ty == OPT_PADN {
+                                prop_assert!(h[o.data_offset()..o.data_offset() + o.data_len].iter().all(|b| *b == 0));
+                            }
+                        } else {
+                            run = 0;
+                            kept.push((o.offset % 8, h[o.offset..o.data_offset() + o.data_len].to_vec()));
+                        }
+                    }
+                    prop_assert_eq!(kept, kept_before);
+                }
+            }
         }
     }
 }

@@ -183,6 +183,62 @@ pub fn emit_lwt_hbh(out: &mut [u8], next_header: u8, hdr: &TraceHeader) -> usize
     len
 }
 
+/// Length of the Hop-by-Hop header [`emit_hbh_traces`] writes for traces of these RemainingLen values: the
+/// 2-byte header and PadN(0), each option (12 + 4·RemainingLen bytes), rounded up to 8 octets. For one trace,
+/// [`lwt_hbh_len`].
+pub fn hbh_traces_len(remaining_lens: impl IntoIterator<Item = u8>) -> usize {
+    let opts: usize = remaining_lens
+        .into_iter()
+        .map(|r| 4 + TRACE_HDR_LEN + 4 * usize::from(r & 0x7f))
+        .sum();
+    (4 + opts).next_multiple_of(8)
+}
+
+/// Writes a Hop-by-Hop header holding several pre-allocated traces, one after the other, into
+/// `out[..hbh_traces_len]`: next header, hdrlen, PadN(0), then each option as [`emit_lwt_hbh`] writes its one
+/// (every option is a multiple of 4 octets long, so each starts 4n from the header, RFC 9486 §3), then
+/// `01 02 00 00` when the total is 4 octets short of a multiple of 8 (RFC 8200 §4.3). With one trace the bytes
+/// are exactly [`emit_lwt_hbh`]'s. Returns the offsets of the options' type bytes from the header's start, in
+/// order, in `offsets` (which must have room for one per trace) and the length written.
+///
+/// # Panics
+/// If `out` is shorter than [`hbh_traces_len`] or `offsets` shorter than `hdrs`.
+pub fn emit_hbh_traces(
+    out: &mut [u8],
+    next_header: u8,
+    hdrs: &[TraceHeader],
+    offsets: &mut [usize],
+) -> usize {
+    let len = hbh_traces_len(hdrs.iter().map(|h| h.remaining_len));
+    let out = &mut out[..len];
+    out[0] = next_header;
+    out[1] = (len / 8 - 1) as u8;
+    out[2] = super::hbh::OPT_PADN;
+    out[3] = 0;
+    let mut at = 4;
+    for (h, off) in hdrs.iter().zip(offsets.iter_mut()) {
+        let remlen = h.remaining_len & 0x7f;
+        let data_len = 4 * usize::from(remlen);
+        *off = at;
+        out[at] = super::hbh::OPT_IOAM;
+        out[at + 1] = (2 + TRACE_HDR_LEN + data_len) as u8;
+        out[at + 2] = 0;
+        out[at + 3] = OPT_TYPE_PREALLOC_TRACE;
+        TraceHeader {
+            node_len: node_len_for_type(h.trace_type),
+            remaining_len: remlen,
+            ..*h
+        }
+        .emit(&mut out[at + 4..at + 12]);
+        out[at + 12..at + 12 + data_len].fill(0);
+        at += 12 + data_len;
+    }
+    if at < len {
+        out[at..].copy_from_slice(&[super::hbh::OPT_PADN, 2, 0, 0]);
+    }
+    len
+}
+
 /// A checked view over one IOAM option starting at its type byte (0x31), exactly `2 + opt_len` bytes.
 #[derive(Debug, Clone)]
 pub struct TraceOption<T: AsRef<[u8]>> {
@@ -413,6 +469,45 @@ pub fn write_node(out: &mut [u8], trace_type: u32, node: &NodeData) {
             }
         }
     }
+}
+
+/// Where, inside a node block of `trace_type` (as [`write_node`] lays it out), the fields that change from packet
+/// to packet are: the hop limit (bits 0 and 8), the ingress interface ids (bit 1, 16 bits; bit 9, 32 bits) and
+/// the timestamp (bits 2 and 3). Everything else a node writes depends only on its configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeFieldOffsets {
+    /// Hop limit bytes (bit 0, bit 8).
+    pub hop_limit: [Option<usize>; 2],
+    /// 16-bit ingress interface id (bit 1).
+    pub ingress_id: Option<usize>,
+    /// 32-bit ingress interface id (bit 9).
+    pub ingress_wide: Option<usize>,
+    /// Timestamp seconds (bit 2).
+    pub ts_sec: Option<usize>,
+    /// Timestamp sub-seconds (bit 3).
+    pub ts_frac: Option<usize>,
+}
+
+/// The [`NodeFieldOffsets`] of `trace_type` (RFC 9197 §4.4.2: fields in bit order; sizes as [`write_node`]).
+pub fn node_field_offsets(trace_type: u32) -> NodeFieldOffsets {
+    let mut o = NodeFieldOffsets::default();
+    let mut at = 0;
+    for k in 0..=21 {
+        if trace_type & bit(k) == 0 {
+            continue;
+        }
+        match k {
+            0 => o.hop_limit[0] = Some(at),
+            1 => o.ingress_id = Some(at),
+            2 => o.ts_sec = Some(at),
+            3 => o.ts_frac = Some(at),
+            8 => o.hop_limit[1] = Some(at),
+            9 => o.ingress_wide = Some(at),
+            _ => {}
+        }
+        at += if (8..=10).contains(&k) { 8 } else { 4 };
+    }
+    o
 }
 
 /// Sequential writer used by [`write_node`].
@@ -1346,5 +1441,110 @@ mod tests {
             }
             prop_assert_eq!(decode_nodes(&opt).unwrap(), want);
         }
+    }
+
+    #[test]
+    fn per_packet_fields_are_where_write_node_puts_them() {
+        // Write a node whose per-packet fields hold marker values and every other field something else, and find
+        // the markers where the offsets say.
+        for ty in [
+            0x800000u32,
+            0xf1f000,
+            0xfff002,
+            0x00e000,
+            0x3c0000,
+            0x400000,
+            0x004000,
+        ] {
+            let node = NodeData {
+                hop_limit: 0xa1,
+                node_id: 0x11_1111,
+                ingress_id: 0xa2a2,
+                egress_id: 0x2222,
+                ts_sec: 0xa3a3_a3a3,
+                ts_frac: 0xa4a4_a4a4,
+                ns_data: 0x3333_3333,
+                queue_depth: 0x4444_4444,
+                node_id_wide: 0x55_5555_5555_5555,
+                ingress_wide: 0xa5a5_a5a5,
+                egress_wide: 0x6666_6666,
+                ns_data_wide: 0x7777_7777_7777_7777,
+                schema: None,
+            };
+            let mut b = vec![0; 4 * block_words(ty, None)];
+            write_node(&mut b, ty, &node);
+            let o = node_field_offsets(ty);
+            let mut seen = 0;
+            for at in o.hop_limit.into_iter().flatten() {
+                assert_eq!(b[at], 0xa1, "{ty:#x}");
+                seen += 1;
+            }
+            for (off, v) in [
+                (o.ingress_id, &[0xa2u8; 2][..]),
+                (o.ingress_wide, &[0xa5; 4]),
+                (o.ts_sec, &[0xa3; 4]),
+                (o.ts_frac, &[0xa4; 4]),
+            ] {
+                if let Some(at) = off {
+                    assert_eq!(&b[at..at + v.len()], v, "{ty:#x}");
+                    seen += v.len();
+                }
+            }
+            // Nothing else holds a marker byte.
+            assert_eq!(
+                b.iter().filter(|x| (0xa1..=0xa5).contains(*x)).count(),
+                seen,
+                "{ty:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn several_traces_follow_one_another() {
+        let h = |ns: u16, ty: u32, r: u8| TraceHeader {
+            namespace: ns,
+            node_len: 0,
+            flags: 0,
+            remaining_len: r,
+            trace_type: ty,
+        };
+        // One trace: exactly the Linux layout.
+        for r in [1u8, 2, 7, 61] {
+            let one = h(5, 0xc40000, r);
+            let mut a = vec![0xee; 300];
+            let mut b = vec![0xee; 300];
+            let mut offs = [0];
+            assert_eq!(
+                emit_hbh_traces(&mut a, 17, &[one], &mut offs),
+                emit_lwt_hbh(&mut b, 17, &one)
+            );
+            assert_eq!((a, offs), (b, [4]));
+        }
+        // Two: 4 + (12 + 4) + (12 + 8) = 40, a multiple of 8: no tail padding; option lengths 2 + 8 + 4 = 14 and
+        // 2 + 8 + 8 = 18. Hand-derived from RFC 9486 §3 and
+        // RFC 9197 §4.4.1: ns 1 type bit 0 (NodeLen 1) RemainingLen 1; ns 2 type bits 0 and 1 (NodeLen 2),
+        // RemainingLen 2.
+        let mut out = vec![0xee; 40];
+        let mut offs = [0; 2];
+        let n = emit_hbh_traces(
+            &mut out,
+            59,
+            &[h(1, 0x800000, 1), h(2, 0xc00000, 2)],
+            &mut offs,
+        );
+        assert_eq!((n, offs), (40, [4, 20]));
+        assert_eq!(
+            out,
+            hex("3b04 0100 \
+                 310e 0000 0001 0801 8000 0000 0000 0000 \
+                 3112 0000 0002 1002 c000 0000 0000 0000 0000 0000")
+        );
+        // Three of RemainingLen 1: 4 + 3 * 16 = 52 -> 56 with PadN(2).
+        let mut out = vec![0xee; 56];
+        let mut offs = [0; 3];
+        let one = h(1, 0x800000, 1);
+        assert_eq!(emit_hbh_traces(&mut out, 59, &[one; 3], &mut offs), 56);
+        assert_eq!((out[1], &out[52..]), (6, &[1u8, 2, 0, 0][..]));
+        assert_eq!(offs, [4, 20, 36]);
     }
 }

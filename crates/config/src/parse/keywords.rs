@@ -452,6 +452,8 @@ pub(super) struct Ioam6Args<'t> {
     pub tundst: Option<(Ipv6Addr, &'t str)>,
     pub freq: Option<(u32, u32)>,
     pub trace: Option<(u32, u16, u16)>,
+    /// Further `trace prealloc ...` clauses.
+    pub more: Vec<(u32, u16, u16, &'t str)>,
 }
 
 /// The ioam6 modes by name.
@@ -521,12 +523,17 @@ pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 5] {
         Keyword {
             names: &["trace"],
             handle: |_, c, a, kw| {
-                once(c, &a.trace, kw)?;
                 let t = c.value(kw)?;
                 if t != "prealloc" {
                     return Err(c.err(t, "unsupported trace kind (expected one of: prealloc)"));
                 }
-                a.trace = Some(Parser::ioam6_trace(c, t)?);
+                let tr = Parser::ioam6_trace(c, t)?;
+                // Several traces in one route: an lwt6 extension (docs/ioam.md).
+                if a.trace.is_none() {
+                    a.trace = Some(tr);
+                } else {
+                    a.more.push((tr.0, tr.1, tr.2, kw));
+                }
                 Ok(())
             },
         },

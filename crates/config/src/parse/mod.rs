@@ -8,9 +8,9 @@
 //! is checked once the whole file has been read (so such an error is reported after all line errors).
 
 use super::{
-    Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamMode, IoamNamespace,
-    IoamSchema, Link, MAIN_TABLE, Neigh, Route, RplEncap, Seg6Encap, Seg6LocalSpec, Seg6Mode,
-    Sysctls,
+    Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamDomain, IoamForeign,
+    IoamMode, IoamNamespace, IoamSchema, IoamTraceSpec, Link, MAIN_TABLE, Neigh, Route, RplEncap,
+    Seg6Encap, Seg6LocalSpec, Seg6Mode, Sysctls,
 };
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use lwt6_dataplane::node::seg6local::attr;
@@ -47,6 +47,10 @@ const MAX_SRH_HDRLEN: usize = 255;
 /// Extra 8-octet units the iproute2 HMAC TLV adds to the SRH.
 const HMAC_TLV_UNITS: usize = lwt6_wire::srh::HMAC_TLV_LEN / 8;
 
+/// Most pre-allocated traces one ioam6 route inserts (the IOAM paper measured up to 11).
+const MAX_IOAM_TRACES: usize = 16;
+/// Longest Hop-by-Hop header (Hdr Ext Len 255, RFC 8200 §4.3).
+const MAX_HBH_LEN: usize = 2048;
 const COMMANDS: &str = "link, addr, neigh, route, ioam, sr, sysctl";
 
 /// Parses a whole configuration file. `sr hmac set KEYID ALGO` without `secret S` is an error here
@@ -167,7 +171,7 @@ impl<'s> Builder<'s> {
 /// What a line may have changed before failing, saved to undo it (see [`Parser::mark`]).
 #[derive(Debug)]
 struct Mark {
-    lens: [usize; 7],
+    lens: [usize; 8],
     hmac_refs: usize,
     table_refs: usize,
     stdin_used_by: Option<usize>,
@@ -575,6 +579,7 @@ impl Parser<'_> {
                 c.ioam_namespaces.len(),
                 c.ioam_schemas.len(),
                 c.hmac_keys.len(),
+                c.ioam_domains.len(),
             ],
             hmac_refs: self.hmac_refs.len(),
             table_refs: self.table_refs.len(),
@@ -587,7 +592,17 @@ impl Parser<'_> {
     /// Undoes a failed line (see [`Parser::mark`]).
     fn rewind(&mut self, m: Mark) {
         let c = &mut self.cfg;
-        let [links, addrs, neighs, routes, namespaces, schemas, keys] = m.lens;
+        let [
+            links,
+            addrs,
+            neighs,
+            routes,
+            namespaces,
+            schemas,
+            keys,
+            domains,
+        ] = m.lens;
+        c.ioam_domains.truncate(domains);
         c.links.truncate(links);
         c.addrs.truncate(addrs);
         c.neighs.truncate(neighs);
@@ -1255,6 +1270,7 @@ impl Parser<'_> {
             tundst,
             freq,
             trace,
+            more,
         } = args;
         let mode_v = mode.map_or(IoamMode::Inline, |m| m.0);
         if trace.is_none()
@@ -1283,6 +1299,23 @@ impl Parser<'_> {
                 }
             }
         }
+        if more.len() + 1 > MAX_IOAM_TRACES {
+            return Err(c.err(
+                more[MAX_IOAM_TRACES - 1].3,
+                format!("too many traces (at most {MAX_IOAM_TRACES} per route)"),
+            ));
+        }
+        let total = lwt6_wire::ioam::hbh_traces_len(
+            std::iter::once(size)
+                .chain(more.iter().map(|m| m.2))
+                .map(|s| (s / 4) as u8),
+        );
+        if total > MAX_HBH_LEN {
+            return Err(c.err(
+                type_tok,
+                format!("the traces need a {total}-byte Hop-by-Hop header (at most {MAX_HBH_LEN})"),
+            ));
+        }
         let (freq_k, freq_n) = freq.unwrap_or((1, 1));
         Ok(ParsedEncap {
             encap: Encap::Ioam6(Ioam6Encap {
@@ -1294,6 +1327,14 @@ impl Parser<'_> {
                 trace_type,
                 namespace,
                 size,
+                more_traces: more
+                    .iter()
+                    .map(|m| IoamTraceSpec {
+                        trace_type: m.0,
+                        namespace: m.1,
+                        size: m.2,
+                    })
+                    .collect(),
             }),
             type_tok,
             mode_tok: mode.map(|m| m.1),
@@ -1536,9 +1577,12 @@ impl Parser<'_> {
 
     /// `ioam namespace add|set ...`, `ioam schema add ...`.
     fn ioam(&mut self, c: &mut Cur<'_>) -> Result<()> {
-        let obj = Self::verb(c, "ioam", &["namespace", "schema"])?;
+        let obj = Self::verb(c, "ioam", &["namespace", "schema", "domain"])?;
         if obj == "schema" {
             return self.ioam_schema(c);
+        }
+        if obj == "domain" {
+            return self.ioam_domain(c);
         }
         let verb = Self::verb(c, obj, &["add", "set"])?;
         let itok = c.positional(verb, "a namespace id")?;
@@ -1605,6 +1649,112 @@ impl Parser<'_> {
         if let Some(ns) = self.cfg.ioam_namespaces.get_mut(ns_idx) {
             ns.schema = schema;
         }
+        Ok(())
+    }
+
+    /// `ioam domain add NAME namespace N[,M...] [ingress DEV[,DEV...]] [egress DEV[,DEV...]] [foreign drop|strip]`.
+    fn ioam_domain(&mut self, c: &mut Cur<'_>) -> Result<()> {
+        let verb = Self::verb(c, "domain", &["add"])?;
+        let ntok = c.positional(verb, "a domain name")?;
+        if ntok.is_empty()
+            || ntok.len() > 32
+            || !ntok
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+        {
+            return Err(c.err(
+                ntok,
+                "domain names are 1-32 letters, digits, '-', '_' or '.'",
+            ));
+        }
+        if self.cfg.ioam_domains.iter().any(|d| d.name == ntok) {
+            return Err(c.err(ntok, "domain already exists"));
+        }
+        let mut namespaces: Option<Vec<u16>> = None;
+        let mut ingress: Option<Vec<String>> = None;
+        let mut egress: Option<Vec<String>> = None;
+        let mut foreign: Option<IoamForeign> = None;
+        while let Some(kw) = c.next() {
+            match kw {
+                "namespace" | "ns" => {
+                    once(c, &namespaces, kw)?;
+                    let t = c.value(kw)?;
+                    let mut v = Vec::new();
+                    for part in t.split(',') {
+                        let id = num_u32(c, part, 0, 0xFFFF)? as u16;
+                        if !self.cfg.ioam_namespaces.iter().any(|n| n.id == id) {
+                            return Err(c.err(part, "namespace does not exist (add it with 'ioam namespace add ID' on an earlier line)"));
+                        }
+                        if let Some(d) = self
+                            .cfg
+                            .ioam_domains
+                            .iter()
+                            .find(|d| d.namespaces.contains(&id))
+                        {
+                            return Err(c.err(
+                                part,
+                                format!("namespace already belongs to domain {}", d.name),
+                            ));
+                        }
+                        if v.contains(&id) {
+                            return Err(c.err(part, "namespace listed twice"));
+                        }
+                        v.push(id);
+                    }
+                    namespaces = Some(v);
+                }
+                "ingress" | "egress" => {
+                    let slot = if kw == "ingress" {
+                        &mut ingress
+                    } else {
+                        &mut egress
+                    };
+                    if slot.is_some() {
+                        return Err(c.err(kw, "given more than once"));
+                    }
+                    let t = c.value(kw)?;
+                    let mut v: Vec<String> = Vec::new();
+                    for part in t.split(',') {
+                        if !self.links.contains_key(part) {
+                            return Err(c.err(
+                                part,
+                                "no such device (declare it with 'link add' on an earlier line)",
+                            ));
+                        }
+                        if !v.iter().any(|d| d == part) {
+                            v.push(part.to_string());
+                        }
+                    }
+                    *slot = Some(v);
+                }
+                "foreign" => {
+                    once(c, &foreign, kw)?;
+                    let t = c.value(kw)?;
+                    foreign = Some(match t {
+                        "drop" => IoamForeign::Drop,
+                        "strip" => IoamForeign::Strip,
+                        _ => return Err(c.err(t, "unknown action (expected one of: drop, strip)")),
+                    });
+                }
+                _ => {
+                    return Err(c.err(
+                        kw,
+                        "unknown keyword (expected one of: namespace, ingress, egress, foreign)",
+                    ));
+                }
+            }
+        }
+        let Some(namespaces) = namespaces else {
+            return Err(c.err(ntok, "missing 'namespace N[,M...]'"));
+        };
+        self.cfg.ioam_domains.push(IoamDomain {
+            name: ntok.to_string(),
+            namespaces,
+            ingress: ingress.unwrap_or_default(),
+            egress: egress.unwrap_or_default(),
+            foreign: foreign.unwrap_or_default(),
+            line: c.line,
+        });
         Ok(())
     }
 

@@ -779,6 +779,7 @@ fn ioam6_full_and_defaults() {
             trace_type: 0x80_0000,
             namespace: 1,
             size: 12,
+            more_traces: vec![],
         }
     );
     let s = ioam6(
@@ -1809,4 +1810,124 @@ fn route_tables_del_replace_change() {
     );
     assert!(b.line(4, "-6 route del 2001:db9::/32").is_err());
     assert_eq!(b.config(), &before);
+}
+
+#[test]
+fn ioam_domain_add() {
+    let c = ok(
+        "link add a\nlink add b\nioam namespace add 1\nioam namespace add 2\n\
+                ioam domain add core namespace 1,2 ingress a,b egress b foreign strip\n\
+                ioam namespace add 3\nioam domain add edge-2.x ns 3\n",
+    );
+    assert_eq!(
+        c.ioam_domains[0],
+        IoamDomain {
+            name: "core".into(),
+            namespaces: vec![1, 2],
+            ingress: vec!["a".into(), "b".into()],
+            egress: vec!["b".into()],
+            foreign: IoamForeign::Strip,
+            line: 5,
+        }
+    );
+    assert_eq!(c.ioam_domains[1].namespaces, [3]);
+    assert_eq!(c.ioam_domains[1].foreign, IoamForeign::Drop);
+    assert!(c.ioam_domains[1].ingress.is_empty());
+}
+
+#[test]
+fn ioam_domain_errors() {
+    let pre = "link add a\nioam namespace add 1\nioam namespace add 2\n";
+    let e = |line: &str| fail(&format!("{pre}{line}\n"));
+    let t = |line: &str, token: &str, why: &str| {
+        let x = e(line);
+        assert_eq!((x.line, x.token.as_str()), (4, token), "{line}: {x}");
+        assert!(x.reason.contains(why), "{line}: {x}");
+    };
+    t(
+        "ioam domain add d namespace 9",
+        "9",
+        "namespace does not exist",
+    );
+    t(
+        "ioam domain add d namespace 1 ingress a,zz",
+        "zz",
+        "no such device",
+    );
+    t(
+        "ioam domain add d namespace 1 foreign keep",
+        "keep",
+        "expected one of: drop, strip",
+    );
+    t(
+        "ioam domain add d namespace 1 colour red",
+        "colour",
+        "unknown keyword",
+    );
+    t("ioam domain add d ingress a", "d", "missing 'namespace");
+    t("ioam domain add d namespace 1,1", "1", "listed twice");
+    t(
+        "ioam domain add d namespace 1 namespace 2",
+        "namespace",
+        "more than once",
+    );
+    t(
+        "ioam domain add d namespace 1 egress a egress a",
+        "egress",
+        "more than once",
+    );
+    t("ioam domain add d/x namespace 1", "d/x", "domain names");
+    t("ioam domain del d", "del", "");
+    let x = fail(&format!(
+        "{pre}ioam domain add d namespace 1\nioam domain add d namespace 2\n"
+    ));
+    assert_eq!((x.line, x.token.as_str()), (5, "d"));
+    let x = fail(&format!(
+        "{pre}ioam domain add d namespace 1\nioam domain add e namespace 2,1\n"
+    ));
+    assert_eq!((x.line, x.token.as_str()), (5, "1"));
+    assert!(x.reason.contains("already belongs to domain d"));
+}
+
+#[test]
+fn ioam6_several_traces() {
+    let s = ioam6(
+        "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 0x800000 ns 1 size 12 \
+         trace prealloc ns 2 size 8 type 0xc00000 trace prealloc type 0x800000 ns 1 size 4",
+    );
+    assert_eq!((s.trace_type, s.namespace, s.size), (0x80_0000, 1, 12));
+    assert_eq!(
+        s.more_traces,
+        [
+            IoamTraceSpec {
+                trace_type: 0xc0_0000,
+                namespace: 2,
+                size: 8
+            },
+            IoamTraceSpec {
+                trace_type: 0x80_0000,
+                namespace: 1,
+                size: 4
+            }
+        ]
+    );
+    let many = " trace prealloc type 0x800000 ns 1 size 4".repeat(17);
+    let e = fail3(
+        &format!("route add 2001:db8::/32 dev eth0 encap ioam6{many}"),
+        "trace",
+    );
+    assert!(e.reason.contains("too many traces"), "{e}");
+    // Nine traces of 244 bytes need 4 + 9 * 256 = 2308 bytes.
+    let big = " trace prealloc type 0x800000 ns 1 size 244".repeat(9);
+    let e = fail3(
+        &format!("route add 2001:db8::/32 dev eth0 encap ioam6{big}"),
+        "ioam6",
+    );
+    assert!(e.reason.contains("2312-byte Hop-by-Hop header"), "{e}");
+    // A second trace is checked as the first is.
+    let e = fail3(
+        "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 0x800000 ns 1 size 4 trace prealloc type 0x800000 ns 1 size 6",
+        "6",
+    );
+    assert!(e.reason.contains("multiple of 4"), "{e}");
 }

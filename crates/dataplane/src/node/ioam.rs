@@ -26,6 +26,8 @@ pub struct IoamNode {
     pub node_id_wide: u64,
     /// Namespaces by id.
     pub namespaces: HashMap<u16, Namespace, crate::fib::FastBuild>,
+    /// IOAM domains (interface roles; empty: Linux's behaviour).
+    pub domains: super::ioam_domain::Domains,
 }
 
 /// Interface identifiers (per-interface `ioam6_id`, `ioam6_id_wide`).
@@ -35,6 +37,16 @@ pub struct IfIds {
     pub id: u16,
     /// 32-bit wide id.
     pub wide: u32,
+}
+
+impl IfIds {
+    /// An interface's ids, from its sysctls.
+    pub fn of(s: &crate::spec::DevSysctls) -> IfIds {
+        IfIds {
+            id: s.ioam6_id,
+            wide: s.ioam6_id_wide,
+        }
+    }
 }
 
 /// The "unavailable" interface ids (no device, or loopback egress).
@@ -114,6 +126,56 @@ impl IoamNode {
         };
         ioam::fill_from_template(&view, opt, &node).map_err(|_| DropReason::IoamMalformed)?;
         Ok(true)
+    }
+
+    /// Fills this node's data, as the inserting node, into every trace of `hbh` (a Hop-by-Hop header an ioam6
+    /// plan's template holds; its options at `opt_offsets`), with the egress ids of the plan's device and
+    /// placeholders where values that change per packet go (hop limit, ingress ids, timestamp). Returns those
+    /// places (offsets from the header's start), or None when a trace cannot be filled this way (then the header
+    /// may be half written: bake a copy).
+    pub fn bake(
+        &self,
+        hbh: &mut [u8],
+        opt_offsets: &[usize],
+        egress: IfIds,
+    ) -> Option<Vec<(usize, crate::plan::IoamField)>> {
+        use crate::plan::IoamField;
+        let ctx = FillContext {
+            hop_limit: 0,
+            ingress: IfIds { id: 0, wide: 0 },
+            egress,
+            ts_ns: 0,
+        };
+        let mut ops = Vec::new();
+        for &off in opt_offsets {
+            let opt = hbh.get_mut(off..)?;
+            let len = 2 + usize::from(*opt.get(1)?);
+            let opt = opt.get_mut(..len)?;
+            let before = ioam::TraceHeader::parse(opt.get(4..12)?).ok()?;
+            self.fill_option(opt, &ctx).ok()?;
+            let after = ioam::TraceHeader::parse(&opt[4..12]).ok()?;
+            if after.remaining_len >= before.remaining_len {
+                // Unknown namespace or no room (Overflow set): the same for every packet, nothing to patch.
+                continue;
+            }
+            // The node block starts at the new end of the free space (RFC 9197 §4.4.1).
+            let block = off + 12 + 4 * usize::from(after.remaining_len);
+            let f = ioam::node_field_offsets(before.trace_type);
+            for at in f.hop_limit.into_iter().flatten() {
+                ops.push((block + at, IoamField::HopLimit));
+            }
+            for (at, what) in [
+                (f.ingress_id, IoamField::IngressId),
+                (f.ingress_wide, IoamField::IngressWide),
+                (f.ts_sec, IoamField::TsSec),
+                (f.ts_frac, IoamField::TsFrac),
+            ] {
+                if let Some(at) = at {
+                    ops.push((block + at, what));
+                }
+            }
+        }
+        Some(ops)
     }
 
     /// Transit processing of one received Hop-by-Hop header `hbh` (exactly its length), which sits at

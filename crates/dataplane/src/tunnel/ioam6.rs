@@ -24,6 +24,10 @@ pub struct Ioam6Tunnel {
     pub freq_n: u32,
     /// The trace header to insert (NodeLen recomputed from the type, as Linux does).
     pub trace: TraceHeader,
+    /// Further traces inserted after the first (an lwt6 extension; docs/ioam.md).
+    pub more: Vec<TraceHeader>,
+    /// Where each trace option starts (its type byte) from the start of the Hop-by-Hop header, in order.
+    pub opt_offsets: Vec<usize>,
     /// Length of the inserted Hop-by-Hop header.
     pub hbh_len: usize,
 }
@@ -34,14 +38,24 @@ pub const OPTION_OFFSET_IN_HBH: usize = 4;
 impl Ioam6Tunnel {
     /// Builds the tunnel from its configuration.
     pub fn new(cfg: &Ioam6Encap) -> Self {
-        let remaining_len = (cfg.size / 4) as u8;
-        let trace = TraceHeader {
-            namespace: cfg.namespace,
-            node_len: ioam::node_len_for_type(cfg.trace_type),
+        let header = |ns: u16, ty: u32, size: u16| TraceHeader {
+            namespace: ns,
+            node_len: ioam::node_len_for_type(ty),
             flags: 0,
-            remaining_len,
-            trace_type: cfg.trace_type,
+            remaining_len: (size / 4) as u8,
+            trace_type: ty,
         };
+        let trace = header(cfg.namespace, cfg.trace_type, cfg.size);
+        let more: Vec<TraceHeader> = cfg
+            .more_traces
+            .iter()
+            .map(|m| header(m.namespace, m.trace_type, m.size))
+            .collect();
+        let all: Vec<TraceHeader> = std::iter::once(trace).chain(more.iter().copied()).collect();
+        let hbh_len = ioam::hbh_traces_len(all.iter().map(|h| h.remaining_len));
+        let mut opt_offsets = vec![0; all.len()];
+        let mut scratch = vec![0; hbh_len];
+        ioam::emit_hbh_traces(&mut scratch, 0, &all, &mut opt_offsets);
         Ioam6Tunnel {
             mode: cfg.mode,
             tunsrc: cfg.tunsrc,
@@ -49,7 +63,9 @@ impl Ioam6Tunnel {
             freq_k: cfg.freq_k,
             freq_n: cfg.freq_n,
             trace,
-            hbh_len: ioam::lwt_hbh_len(remaining_len),
+            more,
+            opt_offsets,
+            hbh_len,
         }
     }
 
@@ -79,12 +95,28 @@ impl Ioam6Tunnel {
         if let Some(d) = self.tundst {
             x += &format!(" tundst {d}");
         }
-        x + &format!(
-            " trace prealloc type {:#08x} ns {} size {}",
-            self.trace.trace_type,
-            self.trace.namespace,
-            self.trace.remaining_len as usize * 4
-        )
+        for t in std::iter::once(&self.trace).chain(&self.more) {
+            x += &format!(
+                " trace prealloc type {:#08x} ns {} size {}",
+                t.trace_type,
+                t.namespace,
+                t.remaining_len as usize * 4
+            );
+        }
+        x
+    }
+
+    /// Writes the Hop-by-Hop header with every trace into `out` (exactly [`Ioam6Tunnel::hbh_len`] bytes).
+    fn emit_hbh(&self, out: &mut [u8], next_header: u8) {
+        if self.more.is_empty() {
+            ioam::emit_lwt_hbh(out, next_header, &self.trace);
+        } else {
+            let all: Vec<TraceHeader> = std::iter::once(self.trace)
+                .chain(self.more.iter().copied())
+                .collect();
+            let mut offs = vec![0; all.len()];
+            ioam::emit_hbh_traces(out, next_header, &all, &mut offs);
+        }
     }
 
     /// Linux's frequency rule: with `counter` the number of packets seen before this one, insert when
@@ -104,8 +136,9 @@ impl Ioam6Tunnel {
         }
     }
 
-    /// Inline insertion. Returns the offset of the IOAM option from the IPv6 header, or `None` when the packet
-    /// already has a Hop-by-Hop header (Linux then skips insertion).
+    /// Inline insertion. Returns the offset of the Hop-by-Hop header from the IPv6 header (its options at
+    /// [`Ioam6Tunnel::opt_offsets`] from there), or `None` when the packet already has a Hop-by-Hop header (Linux
+    /// then skips insertion).
     pub fn insert_inline(&self, buf: &mut PacketBuf) -> Result<Option<usize>, DropReason> {
         if buf.data()[6] == proto::HOPOPTS {
             return Ok(None);
@@ -118,16 +151,16 @@ impl Ioam6Tunnel {
         let gap = buf
             .insert_gap(ipv6::HEADER_LEN, self.hbh_len)
             .map_err(|_| DropReason::BufferPlanning)?;
-        ioam::emit_lwt_hbh(gap, old_nh, &self.trace);
+        self.emit_hbh(gap, old_nh);
         let pkt = buf.data_mut();
         pkt[6] = proto::HOPOPTS;
         super::grow_payload_len(pkt, self.hbh_len)?;
-        Ok(Some(ipv6::HEADER_LEN + OPTION_OFFSET_IN_HBH))
+        Ok(Some(ipv6::HEADER_LEN))
     }
 
     /// Encapsulation: the outer header is a byte copy of the inner one with next header 0, the new payload
     /// length, DA := tundst and SA := `src`; the Hop-by-Hop header follows with next header 41.
-    /// Returns the offset of the IOAM option.
+    /// Returns the offset of the Hop-by-Hop header (its options at [`Ioam6Tunnel::opt_offsets`] from there).
     pub fn push_encap(&self, buf: &mut PacketBuf, src: Ipv6Addr) -> Result<usize, DropReason> {
         let dst = self.tundst.ok_or(DropReason::NoRoute)?;
         let payload_len = buf.len() + self.hbh_len;
@@ -145,8 +178,11 @@ impl Ioam6Tunnel {
         outer.set_payload_len(payload_len as u16);
         outer.set_dst_addr(dst);
         outer.set_src_addr(src);
-        ioam::emit_lwt_hbh(&mut front[ipv6::HEADER_LEN..], proto::IPV6, &self.trace);
-        Ok(ipv6::HEADER_LEN + OPTION_OFFSET_IN_HBH)
+        self.emit_hbh(
+            &mut front[ipv6::HEADER_LEN..ipv6::HEADER_LEN + self.hbh_len],
+            proto::IPV6,
+        );
+        Ok(ipv6::HEADER_LEN)
     }
 }
 
@@ -178,7 +214,7 @@ impl Ioam6Tunnel {
 
     /// Per packet on an inline template: the received IPv6 header with next header 0, the new payload length and
     /// the decremented hop limit; the Hop-by-Hop header's next header (first byte of `hbh`). Returns where the
-    /// IOAM option starts in the frame.
+    /// Hop-by-Hop header starts in the frame.
     #[inline(always)]
     pub(crate) fn patch_inline(hdr: &mut [u8; FRONT], hbh: &mut [u8], rx: &Received<'_>) -> usize {
         const E: usize = ethernet::HEADER_LEN;
@@ -187,13 +223,13 @@ impl Ioam6Tunnel {
         hdr[E + 6] = proto::HOPOPTS;
         hdr[E + 7] = rx.hop_limit;
         hbh[0] = rx.ip[6];
-        FRONT + OPTION_OFFSET_IN_HBH
+        FRONT
     }
 
     /// Per packet on an encap template of `template_len` bytes: the outer header copies the inner one's first
     /// word and its decremented hop limit, with the new payload length; the inner header (behind the template,
     /// in `after`, the bytes behind the outer IPv6 header) gets the decremented hop limit too. Returns where the
-    /// IOAM option starts in the frame.
+    /// Hop-by-Hop header starts in the frame.
     #[inline(always)]
     pub(crate) fn patch_encap(
         hdr: &mut [u8; FRONT],
@@ -206,6 +242,6 @@ impl Ioam6Tunnel {
         hdr[E + 4..E + 6].copy_from_slice(&rx.payload_len);
         hdr[E + 7] = rx.hop_limit;
         after[template_len - FRONT + 7] = rx.hop_limit;
-        FRONT + OPTION_OFFSET_IN_HBH
+        FRONT
     }
 }

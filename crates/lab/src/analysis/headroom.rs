@@ -317,6 +317,7 @@ pub fn overhead(s: &Scenario, opts: &Options) -> Result<usize, String> {
                 trace_type: 0x80_0000,
                 namespace: 1,
                 size: s.size as u16,
+                more_traces: vec![],
             })
             .max_overhead()
         }

@@ -1,0 +1,12 @@
+//! IOAM export (docs/ioam.md, *Export*): the traces a worker queued ([`IoamRecord`]s, taken from
+//! `Worker::ioam_export`) are decoded ([`trace`]) and written by an [`exporter::Exporter`] thread to a sink:
+//! JSON lines ([`json`]) or the IOAM collector protocol over gRPC ([`grpc`]). The packet path never waits for a
+//! sink: the hand-over is bounded, and what does not fit is counted as lost.
+#![deny(unsafe_code)]
+
+pub mod exporter;
+pub mod grpc;
+pub mod json;
+pub mod trace;
+
+pub use lwt6_dataplane::node::ioam_domain::{ExportEvent, FlowIds, IoamRecord};

@@ -1,0 +1,301 @@
+//! IOAM domains (docs/ioam.md): interface roles, removal at the egress boundary (inline), decapsulation at the
+//! tunnel endpoint (encap), and the export queue. Expected bytes are derived by hand from RFC 8200 §4.2 (option
+//! padding, 8-octet header length), RFC 9197 §4.4 (the trace and where a node writes its data) and the layout
+//! Linux's ioam6 tunnel builds (docs/references.md §2.1); none is copied from lwt6's output.
+
+use lwt6::config;
+use lwt6::node::ioam_domain::ExportEvent;
+use lwt6::router::Router;
+use lwt6::stats::DropReason;
+use std::net::Ipv6Addr;
+
+const BASE: &str = "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+sysctl net.ipv6.ioam6_id=0x123456
+sysctl net.ipv6.conf.r0.ioam6_enabled=1
+ioam namespace add 7
+ioam namespace add 8
+";
+
+fn router(extra: &str) -> Router {
+    let mut r = Router::build(&config::parse(&format!("{BASE}{extra}")).unwrap()).unwrap();
+    r.worker.ioam_export.capacity = 16;
+    r
+}
+
+fn a(s: &str) -> [u8; 16] {
+    s.parse::<Ipv6Addr>().unwrap().octets()
+}
+
+/// An IPv6 header (flow label 0x12345) from fd00:1::1 to `dst`, then `rest`.
+fn ipv6(dst: &str, nh: u8, hlim: u8, rest: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x60, 0x01, 0x23, 0x45];
+    p.extend((rest.len() as u16).to_be_bytes());
+    p.extend([nh, hlim]);
+    p.extend(a("fd00:1::1"));
+    p.extend(a(dst));
+    p.extend(rest);
+    p
+}
+
+/// UDP 40000 -> 3333, length 8 (a router does not check the checksum).
+const UDP: [u8; 8] = [0x9c, 0x40, 0x0d, 0x05, 0, 8, 0, 0];
+
+/// An IOAM pre-allocated trace option (RFC 9197 §4.4) in namespace `ns`: trace type bit 0 (hop limit and node
+/// id, NodeLen 1), RemainingLen 2, 8 bytes of zeroed data; option length 2 + 8 + 8 = 18.
+fn trace(ns: u16) -> Vec<u8> {
+    let mut o = vec![0x31, 18, 0, 0];
+    o.extend(ns.to_be_bytes());
+    o.extend([0x08, 2, 0x80, 0, 0, 0]);
+    o.extend([0; 8]);
+    o
+}
+
+/// The Hop-by-Hop header Linux's ioam6 tunnel builds around `trace(ns)` (PadN(0) first: the option at 4n).
+fn lwt_hbh(nh: u8, ns: u16) -> Vec<u8> {
+    let mut h = vec![nh, 2, 1, 0];
+    h.extend(trace(ns));
+    h
+}
+
+fn eth(dst_mac: [u8; 6], src_mac: [u8; 6], ip: &[u8]) -> Vec<u8> {
+    let mut f = dst_mac.to_vec();
+    f.extend(src_mac);
+    f.extend([0x86, 0xdd]);
+    f.extend(ip);
+    f
+}
+
+const R0: [u8; 6] = [2, 0, 0, 0, 1, 2];
+const H1: [u8; 6] = [2, 0, 0, 0, 1, 1];
+const R1: [u8; 6] = [2, 0, 0, 0, 2, 1];
+const H2: [u8; 6] = [2, 0, 0, 0, 2, 2];
+
+fn run(r: &mut Router, dev: usize, frames: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
+    let mut out = Vec::new();
+    r.process_batch(
+        frames.iter().map(|f| (dev, 1_000_000_000u64, f.as_slice())),
+        &mut |d, _, b| out.push((d, b.to_vec())),
+    );
+    assert!(r.worker.stats.balanced());
+    out
+}
+
+#[test]
+fn encap_endpoint_removes_the_outer_header_and_exports_the_filled_trace() {
+    let mut r = router("ioam domain add d1 namespace 7 ingress r0 egress r0\n");
+    // Outer header to our address fd00:1::2, hop limit 10; Hop-by-Hop next header 41; inner packet to fd00:2::2.
+    let inner = ipv6("fd00:2::2", 17, 64, &UDP);
+    let mut outer_payload = lwt_hbh(41, 7);
+    outer_payload.extend(&inner);
+    let f = eth(R0, H1, &ipv6("fd00:1::2", 0, 10, &outer_payload));
+    let out = run(&mut r, 0, &[f]);
+    assert_eq!(out.len(), 1, "{:?}", r.worker.stats.drops);
+    // The inner packet, forwarded by r1 with its hop limit decremented.
+    let mut want_ip = inner.clone();
+    want_ip[7] = 63;
+    assert_eq!(out[0], (1, eth(H2, R1, &want_ip)));
+    assert_eq!(r.worker.stats.ioam.decapsulated, 1);
+    let recs = r.worker.ioam_export.take();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].event, ExportEvent::Decap);
+    // The endpoint filled its own data first (RFC 9197 §4.4.1: from the end of the free space): hop limit
+    // 10 - 1, node id 0x123456 in the last 4 of the 8 free bytes; RemainingLen 2 -> 1.
+    let mut want = trace(7);
+    want[7] = 1;
+    want[16..20].copy_from_slice(&[9, 0x12, 0x34, 0x56]);
+    assert_eq!(recs[0].option, want);
+    let flow = recs[0].flow.unwrap();
+    assert_eq!(
+        (flow.dst, flow.flow_label, flow.proto, flow.ports),
+        (
+            "fd00:2::2".parse().unwrap(),
+            0x12345,
+            17,
+            Some((40000, 3333))
+        )
+    );
+}
+
+#[test]
+fn without_a_domain_the_endpoint_behaves_as_linux() {
+    let mut r = router("");
+    let mut p = lwt_hbh(41, 7);
+    p.extend(ipv6("fd00:2::2", 17, 64, &UDP));
+    let out = run(&mut r, 0, &[eth(R0, H1, &ipv6("fd00:1::2", 0, 10, &p))]);
+    assert!(out.is_empty());
+    assert_eq!(
+        r.worker.stats.drops.get(&DropReason::LocalDelivery),
+        Some(&1)
+    );
+}
+
+#[test]
+fn inline_trace_leaving_the_domain_is_removed_with_its_header() {
+    let mut r = router("ioam domain add d1 namespace 7 ingress r0 egress r0\n");
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[lwt_hbh(17, 7), UDP.to_vec()].concat()),
+    );
+    let out = run(&mut r, 0, &[f]);
+    // r1 is not an egress of d1: the Hop-by-Hop header goes (nothing else in it), next header back to UDP,
+    // payload length 8, hop limit 63.
+    assert_eq!(out, [(1, eth(H2, R1, &ipv6("fd00:2::2", 17, 63, &UDP)))]);
+    assert_eq!(r.worker.stats.ioam.removed, 1);
+    let recs = r.worker.ioam_export.take();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].event, ExportEvent::Egress);
+    assert_eq!(recs[0].out_dev, Some(1));
+    assert_eq!(recs[0].option[16..20], [63, 0x12, 0x34, 0x56]);
+}
+
+#[test]
+fn inline_removal_keeps_other_options_aligned() {
+    let mut r = router("ioam domain add d1 namespace 7 ingress r0\n");
+    // PadN(0), IOAM (20 bytes, at 4), Router Alert (RFC 2711, at 24), PadN(2): 32 bytes, Hdr Ext Len 3.
+    let mut hbh = lwt_hbh(17, 7);
+    hbh[1] = 3;
+    hbh.extend([5, 2, 0, 0, 1, 2, 0, 0]);
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[hbh, UDP.to_vec()].concat()),
+    );
+    let out = run(&mut r, 0, &[f]);
+    // RFC 8200 §4.2: the 22-byte run (PadN(0) + IOAM) before the Router Alert keeps 22 mod 8 = 6 bytes, so the
+    // Router Alert moves from offset 24 to 8 (both 0 mod 8); the 4-byte tail stays: 16 bytes, Hdr Ext Len 1.
+    let want_hbh = [17, 1, 1, 4, 0, 0, 0, 0, 5, 2, 0, 0, 1, 2, 0, 0];
+    let want = ipv6(
+        "fd00:2::2",
+        0,
+        63,
+        &[want_hbh.to_vec(), UDP.to_vec()].concat(),
+    );
+    assert_eq!(out, [(1, eth(H2, R1, &want))]);
+}
+
+#[test]
+fn traces_of_other_namespaces_stay() {
+    // Namespace 8 is in no domain: Linux's behaviour (filled, forwarded as is); 7 is removed at r1.
+    let mut r = router("ioam domain add d1 namespace 7 ingress r0\n");
+    let mut hbh = vec![17, 5, 1, 0];
+    hbh.extend(trace(8));
+    hbh.extend(trace(7));
+    hbh.extend([1, 2, 0, 0]);
+    assert_eq!(hbh.len(), 48);
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[hbh, UDP.to_vec()].concat()),
+    );
+    let out = run(&mut r, 0, &[f]);
+    // The second trace (20 bytes at 24) and the 4-byte tail are one run of 24: nothing of it stays; the first
+    // trace carries r's data (hop limit 63, node id) and the header is 24 bytes, Hdr Ext Len 2.
+    let mut want_hbh = vec![17, 2, 1, 0];
+    let mut t8 = trace(8);
+    t8[7] = 1;
+    t8[16..20].copy_from_slice(&[63, 0x12, 0x34, 0x56]);
+    want_hbh.extend(t8);
+    let want = ipv6("fd00:2::2", 0, 63, &[want_hbh, UDP.to_vec()].concat());
+    assert_eq!(out, [(1, eth(H2, R1, &want))]);
+    assert_eq!(r.worker.stats.ioam.removed, 1);
+}
+
+#[test]
+fn foreign_ioam_is_dropped_or_stripped() {
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[lwt_hbh(17, 7), UDP.to_vec()].concat()),
+    );
+    // r0 is not an ingress of d1.
+    let mut r = router("ioam domain add d1 namespace 7 ingress r1 egress r1\n");
+    assert!(run(&mut r, 0, std::slice::from_ref(&f)).is_empty());
+    assert_eq!(r.worker.stats.drops.get(&DropReason::IoamForeign), Some(&1));
+    let mut r = router("ioam domain add d1 namespace 7 ingress r1 egress r1 foreign strip\n");
+    let out = run(&mut r, 0, &[f]);
+    assert_eq!(out, [(1, eth(H2, R1, &ipv6("fd00:2::2", 17, 63, &UDP)))]);
+    assert_eq!(r.worker.stats.ioam.foreign_stripped, 1);
+    assert_eq!(r.worker.stats.ioam.removed, 0);
+    assert!(
+        r.worker.ioam_export.take().is_empty(),
+        "foreign traces are not exported"
+    );
+}
+
+#[test]
+fn a_full_export_queue_loses_records_not_packets() {
+    let mut r = router("ioam domain add d1 namespace 7 ingress r0\n");
+    r.worker.ioam_export.capacity = 2;
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[lwt_hbh(17, 7), UDP.to_vec()].concat()),
+    );
+    let out = run(&mut r, 0, &vec![f; 5]);
+    assert_eq!(out.len(), 5);
+    assert_eq!(r.worker.stats.ioam.removed, 5);
+    assert_eq!(
+        (
+            r.worker.stats.ioam.exported,
+            r.worker.stats.ioam.export_lost
+        ),
+        (2, 3)
+    );
+    assert_eq!(r.worker.ioam_export.take().len(), 2);
+}
+
+#[test]
+fn transit_export_reports_every_filled_trace() {
+    let mut r = router("ioam domain add d1 namespace 7 ingress r0 egress r0,r1\n");
+    r.worker.ioam_export.transit = true;
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[lwt_hbh(17, 7), UDP.to_vec()].concat()),
+    );
+    let out = run(&mut r, 0, &[f]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1[14 + 6], 0, "r1 is an egress: the trace stays");
+    let recs = r.worker.ioam_export.take();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].event, ExportEvent::Transit);
+}
+
+#[test]
+fn a_route_inserts_several_traces_and_fills_those_it_knows() {
+    let mut r = router(
+        "-6 route add fd00:9::/64 encap ioam6 mode inline trace prealloc type 0x800000 ns 7 size 8 \
+         trace prealloc type 0x840000 ns 9 size 8 trace prealloc type 0x800000 ns 8 size 4 via fd00:2::2 dev r1\n",
+    );
+    for fast in [true, false] {
+        r.worker.fast_path = fast;
+        let out = run(&mut r, 0, &[eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP))]);
+        // RFC 9486 §3 / RFC 9197 §4.4.1, hand-derived: PadN(0); ns 7 (type bit 0, NodeLen 1, 8 free bytes:
+        // option length 18); ns 9 (bits 0 and 5, NodeLen 2, 8 bytes); ns 8 (bit 0, 4 bytes: option length 14).
+        // 4 + 20 + 20 + 16 = 60 bytes, so PadN(2) makes 64 (Hdr Ext Len 7). The inserting node writes its data
+        // (hop limit 63 after forwarding, node id) into the namespaces it knows (7, 8) at the end of their free
+        // space; 9 is not configured here and stays empty.
+        let mut hbh = vec![17, 7, 1, 0];
+        hbh.extend([
+            0x31, 18, 0, 0, 0, 7, 0x08, 1, 0x80, 0, 0, 0, 0, 0, 0, 0, 63, 0x12, 0x34, 0x56,
+        ]);
+        hbh.extend([
+            0x31, 18, 0, 0, 0, 9, 0x10, 2, 0x84, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ]);
+        hbh.extend([
+            0x31, 14, 0, 0, 0, 8, 0x08, 0, 0x80, 0, 0, 0, 63, 0x12, 0x34, 0x56,
+        ]);
+        hbh.extend([1, 2, 0, 0]);
+        let mut want = ipv6("fd00:9::1", 0, 63, &[hbh, UDP.to_vec()].concat());
+        want[6] = 0;
+        assert_eq!(out, [(1, eth(H2, R1, &want))], "fast path {fast}");
+    }
+    assert_eq!(r.worker.stats.fast_path, 1);
+}
