@@ -313,6 +313,14 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 st.reallocs,
                 router.worker.rx_headroom
             );
+            if st.consumed + st.pending + st.solicit_tx > 0 {
+                out!(
+                    "  consumed {}, pending {}, solicitations sent {}",
+                    st.consumed,
+                    st.pending,
+                    st.solicit_tx
+                );
+            }
             for (k, v) in &st.encapsulated {
                 out!("  encapsulated {k}: {v}");
             }
@@ -335,10 +343,12 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     }
     if !st.balanced() {
         return Err(fail(format!(
-            "internal error: counters do not balance (rx {} != tx {} + dropped {})",
+            "internal error: counters do not balance (rx {} != tx {} + dropped {} + consumed {} + pending {})",
             st.rx,
             st.tx,
-            st.dropped()
+            st.dropped(),
+            st.consumed,
+            st.pending
         )));
     }
     Ok(())

@@ -1,8 +1,13 @@
 //! What a router does with packets passing through it or addressed to it, beyond plain forwarding:
 //! IOAM transit fill ([`ioam`]), RPL source-route processing ([`rpl`]), SRH endpoint processing ([`srh`]),
-//! and source address selection ([`saddr`]).
+//! and source address selection ([`saddr`]); for its own addresses and its neighbours: neighbour discovery
+//! ([`ndp`]), ARP ([`arp`]), echo replies ([`echo`]) and dynamic neighbours ([`neigh`]).
 
+pub mod arp;
+pub mod echo;
 pub mod ioam;
+pub mod ndp;
+pub mod neigh;
 pub mod rpl;
 pub mod saddr;
 pub mod srh;
