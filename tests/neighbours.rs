@@ -552,7 +552,10 @@ fn reachability_ages_and_stale_neighbours_are_probed() {
         State::Reachable { .. }
     ));
     drive(&mut r, 32 * SEC);
-    assert_eq!(r.neigh.get(1, key).unwrap().state, State::Stale);
+    assert!(matches!(
+        r.neigh.get(1, key).unwrap().state,
+        State::Stale { .. }
+    ));
     // Used while STALE: forwarded, reported, DELAY; the first unicast probe 5 s later.
     let out = run(&mut r, 0, 33 * SEC, &[udp6("fc00::2", 64)]);
     assert_eq!(out.len(), 1);
@@ -611,4 +614,125 @@ fn static_neighbours_win_over_learned_ones() {
     assert!(r.neigh.is_empty());
     let out = run(&mut r, 0, SEC, &[udp6("fc00::1", 64)]);
     assert_eq!(out[0].1[..6], [2, 0, 0, 0, 2, 0x99]);
+}
+
+#[test]
+fn ping_from_a_sender_without_static_neighbours() {
+    // No static neighbour for the sender: it solicits the router first (its source link-layer option teaches the
+    // router its address), then pings; the reply uses the learned entry.
+    let cfg = LINKS
+        .lines()
+        .filter(|l| !l.starts_with("neigh"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut r = Router::build(&config::parse(&cfg).unwrap()).unwrap();
+    r.set_resolve(true);
+    let out = run(
+        &mut r,
+        0,
+        SEC,
+        &[ns(
+            "fd00:1::1",
+            "ff02::1:ff00:2",
+            "fd00:1::2",
+            Some(S0),
+            255,
+        )],
+    );
+    assert_eq!(out.len(), 1);
+    assert!(matches!(
+        r.neigh.get(0, IpAddr::V6(a6("fd00:1::1"))).unwrap().state,
+        State::Stale { .. }
+    ));
+    let req = v6(
+        R0,
+        S0,
+        "fd00:1::1",
+        "fd00:1::2",
+        58,
+        64,
+        0,
+        &[128, 0, 0, 0, 0, 9, 0, 1],
+    );
+    let out = run(&mut r, 0, SEC + 1, &[req]);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].1[..6].to_vec(), out[0].1[54]), (S0.to_vec(), 129));
+    // The ARP counterpart for IPv4: a request teaches the sender, the echo reply follows.
+    let mut arp_req = eth([0xff; 6], S0, 0x0806);
+    arp_req.extend([0, 1, 8, 0, 6, 4, 0, 1]);
+    arp_req.extend(S0);
+    arp_req.extend([10, 1, 0, 1, 0, 0, 0, 0, 0, 0, 10, 1, 0, 2]);
+    let echo = v4(
+        [10, 1, 0, 1],
+        [10, 1, 0, 2],
+        1,
+        64,
+        0,
+        0,
+        &icmp4(&[8, 0, 0, 0, 0, 9, 0, 1]),
+    );
+    let out = run(&mut r, 0, SEC + 2, &[arp_req]);
+    assert_eq!(out.len(), 1);
+    let out = run(&mut r, 0, SEC + 3, &[echo]);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].1[..6].to_vec(), out[0].1[34]), (S0.to_vec(), 0));
+    let s = &r.worker.stats;
+    assert_eq!((s.rx, s.tx, s.dropped(), s.pending), (4, 4, 0, 0));
+    // Both entries were used while STALE: 5 s later each is probed by unicast (NS to the sender's MAC, ARP
+    // request to it), three times, then forgotten.
+    let mut probes = Vec::new();
+    for k in 6..=10 {
+        probes.extend(drive(&mut r, k * SEC + 3));
+    }
+    assert_eq!(probes.len(), 6, "{probes:02x?}");
+    assert!(probes.iter().all(|(d, f)| *d == 0 && f[..6] == S0));
+    assert_eq!(
+        probes.iter().filter(|(_, f)| f[12..14] == [8, 6]).count(),
+        3
+    );
+    assert!(r.neigh.is_empty());
+}
+
+#[test]
+fn a_flood_of_solicitations_cannot_grow_the_table() {
+    let cfg = LINKS
+        .lines()
+        .filter(|l| !l.starts_with("neigh"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut r = Router::build(&config::parse(&cfg).unwrap()).unwrap();
+    r.set_resolve(true);
+    // 3000 solicitations from made-up sources and MACs: all answered, the table capped.
+    let frames: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| {
+            let mac = [2, 0, 0x10, (i >> 16) as u8, (i >> 8) as u8, i as u8];
+            let mut f = ns(
+                &format!("fd00:1::a:{:x}", i),
+                "ff02::1:ff00:2",
+                "fd00:1::2",
+                Some(mac),
+                255,
+            );
+            f[6..12].copy_from_slice(&mac);
+            f
+        })
+        .collect();
+    let out = run(&mut r, 0, SEC, &frames);
+    assert_eq!(out.len(), 3000);
+    assert_eq!(r.neigh.len(), neigh::MAX_LEARNED);
+    assert_eq!(r.neigh.refused as usize, 3000 - neigh::MAX_LEARNED);
+    assert_eq!(
+        r.snapshot()
+            .neighbour(0, IpAddr::V6(a6("fd00:1::a:0")))
+            .map(|n| n.0),
+        Some([2, 0, 0x10, 0, 0, 0])
+    );
+    // Never used, they are forgotten after a minute (and published as gone).
+    drive(&mut r, 62 * SEC);
+    assert!(r.neigh.is_empty());
+    assert!(
+        r.snapshot()
+            .neighbour(0, IpAddr::V6(a6("fd00:1::a:0")))
+            .is_none()
+    );
 }

@@ -37,6 +37,11 @@ pub const RETRANS_TIMER_NS: u64 = 1_000_000_000;
 pub const REACHABLE_TIME_NS: u64 = 30_000_000_000;
 /// RFC 4861 §10 DELAY_FIRST_PROBE_TIME: 5 s.
 pub const DELAY_FIRST_PROBE_TIME_NS: u64 = 5_000_000_000;
+/// A STALE entry unused for this long is forgotten (Linux `gc_stale_time`, 60 s).
+pub const GC_STALE_TIME_NS: u64 = 60_000_000_000;
+/// Learned neighbours the table holds at most (Linux `gc_thresh3` for the ND table, 1024): a flood of
+/// solicitations from made-up sources cannot grow it, or the snapshots, further.
+pub const MAX_LEARNED: usize = 1024;
 /// Packets one unresolved neighbour may hold.
 pub const QUEUE_PER_NEIGH: usize = 16;
 /// Packets all of one worker's pending queues may hold together.
@@ -230,8 +235,11 @@ pub enum State {
         /// When it goes stale (ns).
         until: u64,
     },
-    /// Unconfirmed; usable, and probed once used.
-    Stale,
+    /// Unconfirmed since the time given; usable, probed once used, forgotten after [`GC_STALE_TIME_NS`] unused.
+    Stale {
+        /// When it became STALE (ns).
+        since: u64,
+    },
     /// Used while STALE; the first probe is sent at the time given unless confirmed first.
     Delay {
         /// When the first probe goes (ns).
@@ -261,6 +269,8 @@ pub struct NeighTable {
     entries: HashMap<(DevId, IpAddr), Entry>,
     /// Unicast probes sent (by [`NeighTable::tick`]).
     pub probes_sent: u64,
+    /// New neighbours not learned because the table held [`MAX_LEARNED`].
+    pub refused: u64,
 }
 
 /// What one [`NeighTable::tick`] asks for: changes to publish and probe frames to send `(device, frame)`.
@@ -296,7 +306,7 @@ impl NeighTable {
         match *ev {
             NeighEvent::UsedStale { dev, addr } => {
                 if let Some(e) = self.entries.get_mut(&(dev, addr))
-                    && e.state == State::Stale
+                    && matches!(e.state, State::Stale { .. })
                 {
                     e.state = State::Delay {
                         until: now.saturating_add(DELAY_FIRST_PROBE_TIME_NS),
@@ -330,7 +340,15 @@ impl NeighTable {
                 match self.entries.get_mut(&(dev, addr)) {
                     None => {
                         let mac = mac?;
-                        let state = if confirmed { reachable } else { State::Stale };
+                        if self.entries.len() >= MAX_LEARNED {
+                            self.refused += 1;
+                            return None;
+                        }
+                        let state = if confirmed {
+                            reachable
+                        } else {
+                            State::Stale { since: now }
+                        };
                         self.entries.insert((dev, addr), Entry { mac, state });
                         Some(set(mac, !confirmed))
                     }
@@ -341,7 +359,7 @@ impl NeighTable {
                                 // §7.2.5: a different address without O does not replace; a REACHABLE entry
                                 // becomes STALE.
                                 if matches!(e.state, State::Reachable { .. }) {
-                                    e.state = State::Stale;
+                                    e.state = State::Stale { since: now };
                                     return Some(set(e.mac, true));
                                 }
                                 None
@@ -357,7 +375,7 @@ impl NeighTable {
                             }
                             (false, Some(m)) => {
                                 e.mac = m;
-                                e.state = State::Stale;
+                                e.state = State::Stale { since: now };
                                 Some(set(m, true))
                             }
                             (false, None) => None,
@@ -368,22 +386,26 @@ impl NeighTable {
         }
     }
 
-    /// Runs the timers at `now` (ns): REACHABLE entries past their time become STALE; DELAY entries past theirs
-    /// send their first unicast probe; PROBE entries send the next, or are deleted after
-    /// [`MAX_UNICAST_SOLICIT`] unanswered probes.
+    /// Runs the timers at `now` (ns): REACHABLE entries past their time become STALE; STALE entries unused for
+    /// [`GC_STALE_TIME_NS`] are deleted; DELAY entries past their time send their first unicast probe; PROBE
+    /// entries send the next, or are deleted after [`MAX_UNICAST_SOLICIT`] unanswered probes.
     pub fn tick(&mut self, snap: &Snapshot, now: u64) -> Tick {
         let mut t = Tick::default();
         let mut gone = Vec::new();
         for (&(dev, addr), e) in self.entries.iter_mut() {
             let probe = match e.state {
                 State::Reachable { until } if now >= until => {
-                    e.state = State::Stale;
+                    e.state = State::Stale { since: now };
                     t.changes.push(Change::NeighSet {
                         dev,
                         addr,
                         mac: e.mac,
                         stale: true,
                     });
+                    false
+                }
+                State::Stale { since } if now >= since.saturating_add(GC_STALE_TIME_NS) => {
+                    gone.push((dev, addr));
                     false
                 }
                 State::Delay { until } if now >= until => {
