@@ -78,6 +78,11 @@ pub struct PcapArgs {
     /// Print one line per output frame (decoded summary).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Resolve next hops without a static neighbour as the live router does, with nobody answering: the
+    /// solicitations (ARP requests) are written out and, after the last frame, time runs on until every waiting
+    /// packet is dropped as unresolved, with its ICMP error.
+    #[arg(long)]
+    pub resolve: bool,
 }
 
 /// `lwt6 show`.
@@ -245,10 +250,21 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         pcap::read_file(&a.input).map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     as_ethernet(&mut frames, snap.links[in_dev].mac, &a.input)?;
     let mut sent: Vec<(usize, u64, Vec<u8>)> = Vec::new();
+    router.set_resolve(a.resolve);
     router.process_batch(
         frames.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
         &mut |dev, ts, bytes| sent.push((dev, ts, bytes.to_vec())),
     );
+    if a.resolve {
+        // One retransmission interval at a time until the last solicitation has timed out.
+        let mut now = frames.last().map_or(0, |f| f.ts_ns);
+        for _ in 0..=crate::node::neigh::MAX_MULTICAST_SOLICIT {
+            now += crate::node::neigh::RETRANS_TIMER_NS;
+            router.drive(now, &mut |dev, ts, bytes| {
+                sent.push((dev, ts, bytes.to_vec()))
+            });
+        }
+    }
     let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
     if let Some(out) = &a.output {
         let of: Vec<OutFrame> = sent

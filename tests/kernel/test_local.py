@@ -1,4 +1,5 @@
-"""Traffic to the router itself and ICMPv4 errors: the kernel router and lwt6 answer the same frames.
+"""Traffic to the router itself, ICMPv4 errors and unresolved next hops: the kernel router and lwt6 answer the same
+frames.
 
 Neighbor Solicitations (multicast, unicast, duplicate address detection), ICMPv6 and ICMPv4 echo requests and ARP
 requests go to the router's addresses; IPv4 datagrams that cannot be forwarded (TTL 1, no route, too big with DF)
@@ -6,6 +7,11 @@ go through it. lwt6 (`lwt6 pcap`, offline: no dynamic resolution, static neighbo
 same frames back on r0. Masked, because the kernel chooses them from per-boot secrets or global counters: the flow
 label of the ICMPv6 echo reply (auto_flowlabels) and the IPv4 identification (with the header checksum that covers
 it) of the ICMPv4 messages. Nothing else is masked.
+
+Unresolved next hops (`lwt6 pcap --resolve`, nobody answering): the kernel and lwt6 send the same three multicast
+Neighbor Solicitations and ARP requests on r1 and, after the last, the same ICMPv6 address unreachable and ICMPv4
+host unreachable on r0, quoting the packets with their hop limit / TTL already decremented. The solicitations come
+from r1's link-local address, which the kernel made itself and lwt6 is given in its configuration.
 """
 import pytest
 from scapy.layers.inet import ICMP, IP
@@ -16,7 +22,7 @@ from scapy.packet import raw
 from kttopo import RTR_BASE
 from ktconf import render
 from ktnet import xfer
-from ktpkt import MAC_R0, MAC_S0, compare_frames, udp4
+from ktpkt import MAC_R0, MAC_S0, compare_frames, udp4, udp6
 
 # Routes the IPv4 error cases need (the kernel and lwt6 get the same).
 EXTRA = ["route add 10.9.0.0/16 via 10.2.0.2 dev r1 mtu 100"]
@@ -131,3 +137,77 @@ def test_lwt6_answers_like_the_kernel(topo3, lwt6, case):
 def test_kernel_answers(topo3, case):
     """The kernel half alone: it answers (or not) as the table says."""
     assert len(kernel(topo3, case)[0]) == case[3], case[0]
+
+
+# Gateways nobody answers for (prefixes outside RTR_BASE's, so undoing them leaves it intact).
+UNRESOLVED = [
+    "addr add fe80::ff:fe00:201/64 dev r1",
+    "-6 route add fd99::/16 via fd00:2::99 dev r1",
+    "route add 10.99.0.0/16 via 10.2.0.99 dev r1",
+]
+UNRESOLVED_FRAMES = [udp6("fd99::1", size=16, tag=3), udp4("10.99.0.1", size=16)]
+
+
+def is_solicitation(f):
+    return (f[12:14] == b"\x08\x06" and f[20:22] == b"\x00\x01") or \
+        (f[12:14] == b"\x86\xdd" and len(f) > 54 and f[20] == 58 and f[54] == 135)
+
+
+def is_unreachable(f):
+    return (f[12:14] == b"\x86\xdd" and len(f) > 54 and f[20] == 58 and f[54] == 1) or \
+        (f[12:14] == b"\x08\x00" and f[23] == 1 and f[34] == 3)
+
+
+def mask_unreachable(f):
+    f = bytearray(f)
+    if f[12:14] == b"\x86\xdd":
+        f[15] &= 0xF0
+        f[16] = f[17] = 0
+    else:
+        f[18:20] = b"\0\0"
+        f[24:26] = b"\0\0"
+    return bytes(f)
+
+
+_unresolved = {}
+
+
+def kernel_unresolved(topo3):
+    if not _unresolved:
+        rtr = topo3.rtr
+        try:
+            rtr.apply(UNRESOLVED)
+            got = xfer(topo3.s0, UNRESOLVED_FRAMES, [topo3.s0, topo3.d0], timeout=4.5, noise=True)
+        finally:
+            rtr.undo()
+        _unresolved["r0"] = [f for f in got[topo3.s0.label] if is_unreachable(f)]
+        _unresolved["r1"] = [f for f in got[topo3.d0.label] if is_solicitation(f)]
+    return _unresolved
+
+
+def test_kernel_gives_up_on_unanswered_next_hops(topo3):
+    """The kernel half: three solicitations of each kind on r1, one ICMPv6 and one ICMPv4 error on r0."""
+    k = kernel_unresolved(topo3)
+    assert len(k["r1"]) == 6 and len(k["r0"]) == 2, k
+
+
+def test_lwt6_gives_up_like_the_kernel(topo3, lwt6):
+    """lwt6 --resolve with nobody answering: the kernel's solicitations and errors, byte for byte (masks above)."""
+    k = kernel_unresolved(topo3)
+    res = lwt6.pcap(render(RTR_BASE + UNRESOLVED)[1], UNRESOLVED_FRAMES, in_dev="r0", label="unresolved",
+                    extra=["--resolve"])
+    for v4 in (False, True):
+        def sol(f):
+            return (f[12:14] == b"\x08\x06") == v4
+
+        def err(f):
+            return (f[12:14] == b"\x08\x00") == v4
+
+        fam = "IPv4" if v4 else "IPv6"
+        compare_frames([f for f in k["r1"] if sol(f)], [f for f in res.on("r1") if sol(f)],
+                       f"unresolved {fam}: solicitations on r1")
+        compare_frames([mask_unreachable(f) for f in k["r0"] if err(f)],
+                       [mask_unreachable(f) for f in res.on("r0") if err(f)],
+                       f"unresolved {fam}: errors on r0")
+    assert res.stats["drops"] == {"neigh_unresolved": 2}, res.stats
+    assert res.stats["balanced"] and res.stats["pending"] == 0, res.stats

@@ -420,20 +420,25 @@ impl Worker {
     }
 
     /// The ICMP error for a queued frame whose next hop never answered: address unreachable (ICMPv6 code 3,
-    /// RFC 4443 §3.1) or host unreachable (ICMPv4 code 1).
+    /// RFC 4443 §3.1) or host unreachable (ICMPv4 code 1). Linux quotes the packet as it was about to leave: the
+    /// quoted hop limit (TTL, with its checksum) is one less than received. (Tunnel headers added on the way are
+    /// not in the quote: docs/linux-compat.md.)
     fn unreachable_about(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8]) {
         let Ok(eth) = ethernet::Frame::new_checked(frame) else {
             return;
         };
-        let ip = &frame[ethernet::HEADER_LEN..];
+        let mut ip = frame[ethernet::HEADER_LEN..].to_vec();
         match eth.ethertype() {
-            ethernet::ETHERTYPE_IPV6 if ipv6::Packet::new_checked(ip).is_ok() => {
-                let len = ipv6::HEADER_LEN + ipv6::Packet::new_unchecked(ip).payload_len() as usize;
+            ethernet::ETHERTYPE_IPV6 if ipv6::Packet::new_checked(&ip[..]).is_ok() => {
+                let len =
+                    ipv6::HEADER_LEN + ipv6::Packet::new_unchecked(&ip[..]).payload_len() as usize;
+                ip[7] = ip[7].saturating_sub(1);
                 self.icmp_error(cx, &ip[..len], IcmpError::DestUnreachable { code: 3 });
             }
             ethernet::ETHERTYPE_IPV4 => {
-                if let Ok(p) = ipv4::Packet::new_checked(ip) {
+                if let Ok(mut p) = ipv4::Packet::new_checked(&mut ip[..]) {
                     let len = p.total_len() as usize;
+                    p.decrement_ttl();
                     self.icmp4_error(cx, &ip[..len], Icmpv4Error::DestUnreachable { code: 1 });
                 }
             }

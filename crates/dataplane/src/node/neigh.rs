@@ -150,8 +150,9 @@ impl PendingQueues {
 }
 
 /// Writes into `out` a solicitation for `target` out of `dev`: for IPv6 a Neighbor Solicitation (RFC 4861 §7.2.2:
-/// to the solicited-node group, or to `unicast` when probing a known neighbour; source link-layer option; source
-/// address selected on `dev`), for IPv4 an ARP request (broadcast, or to `unicast`; sender address: `dev`'s
+/// to the solicited-node group, or to `unicast` when probing a known neighbour; source link-layer option; from
+/// `dev`'s link-local address as Linux sends it for forwarded packets, else the address selected on `dev` for the
+/// target), for IPv4 an ARP request (broadcast, or to `unicast`; sender address: `dev`'s
 /// address on the target's subnet, else its first). Returns false (and writes nothing usable) when `dev` has no
 /// address to send it from.
 pub fn solicitation(
@@ -165,7 +166,12 @@ pub fn solicitation(
     const E: usize = ethernet::HEADER_LEN;
     match target {
         IpAddr::V6(t) => {
-            let Some(src) = snap.source_for(Some(dev), &t) else {
+            let link_local = link
+                .addrs6
+                .iter()
+                .map(|(a, _)| *a)
+                .find(|a| a.segments()[0] & 0xffc0 == 0xfe80);
+            let Some(src) = link_local.or_else(|| snap.source_for(Some(dev), &t)) else {
                 return false;
             };
             let (dst, dst_mac) = match unicast {
