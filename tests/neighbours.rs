@@ -739,3 +739,21 @@ fn a_flood_of_solicitations_cannot_grow_the_table() {
             .is_none()
     );
 }
+
+#[test]
+fn icmp_errors_are_rate_limited_when_asked() {
+    let mut r = router("neigh add 10.2.0.2 lladdr 02:00:00:00:02:02 dev r1\n");
+    let udp = [0x9c, 0x40, 0x0d, 0x05, 0, 8, 0, 0];
+    let ttl1: Vec<Vec<u8>> = (0..10)
+        .map(|_| v4([10, 1, 0, 1], [10, 2, 0, 2], 17, 1, 0, 0, &udp))
+        .collect();
+    // Off by default: every expired datagram gets its time exceeded.
+    assert_eq!(run(&mut r, 0, SEC, &ttl1).len(), 10);
+    // On (Linux's defaults): a burst of 6 to one destination, then one a second.
+    r.worker.icmp_limiter = Some(Default::default());
+    assert_eq!(run(&mut r, 0, 2 * SEC, &ttl1).len(), 6);
+    assert_eq!(run(&mut r, 0, 3 * SEC, &ttl1).len(), 1);
+    let s = &r.worker.stats;
+    assert_eq!((s.icmp_tx, s.icmp_limited), (17, 13));
+    assert_eq!(drops(&r, DropReason::HopLimitExceeded), 30);
+}

@@ -234,6 +234,9 @@ pub struct Stats {
     pub pending: u64,
     /// Neighbour solicitations and ARP requests this worker sent to resolve next hops (in addition to `tx`).
     pub solicit_tx: u64,
+    /// ICMP errors not sent because of the rate limits (`node::icmp_limit`; the invoking packets are counted in
+    /// their drop reasons as usual).
+    pub icmp_limited: u64,
     /// Frames dropped, by reason.
     pub drops: DropCounts,
     /// Packet buffer reallocations.
@@ -271,6 +274,7 @@ impl Stats {
         self.consumed += other.consumed;
         self.pending += other.pending;
         self.solicit_tx += other.solicit_tx;
+        self.icmp_limited += other.icmp_limited;
         for (a, b) in self.drops.0.iter_mut().zip(other.drops.0) {
             *a += b;
         }
@@ -294,6 +298,7 @@ impl Stats {
             "consumed": self.consumed,
             "pending": self.pending,
             "solicitations_sent": self.solicit_tx,
+            "icmp_errors_rate_limited": self.icmp_limited,
             "drops": drops,
             "reallocs": self.reallocs,
             "encapsulated": encapsulated,

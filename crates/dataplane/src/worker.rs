@@ -15,6 +15,7 @@ use crate::buffer::PacketBuf;
 use crate::copy::{WideCopy, copy_bytes};
 use crate::fib::{Best, DevId, Fib, RouteEntry, TunnelId};
 use crate::headroom::HeadroomPolicy;
+use crate::node::icmp_limit::IcmpLimiter;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::neigh::{self, Enqueued, NeighEvent, PendingQueues, Queued};
 use crate::node::rpl::RplAction;
@@ -59,6 +60,9 @@ pub struct Worker {
     /// Dynamic neighbour resolution (the live router turns it on; off, the offline default, a next hop without a
     /// neighbour entry is a `no_neighbour` drop and nothing is learned): see [`crate::node::neigh`].
     pub resolve: bool,
+    /// Rate limits for the ICMP errors this worker sends (`None`, the offline default: every error is sent; the
+    /// live router sets `Some(IcmpLimiter::default())`, Linux's default limits).
+    pub icmp_limiter: Option<IcmpLimiter>,
     buf: PacketBuf,
     /// Replies and solicitations are written here.
     reply: Vec<u8>,
@@ -174,6 +178,7 @@ impl Worker {
             template_copy: WideCopy::detect(),
             stats: Stats::default(),
             resolve: false,
+            icmp_limiter: None,
             buf: PacketBuf::new(4096),
             reply: Vec::new(),
             outcome: Outcome::Sent,
@@ -321,11 +326,13 @@ impl Worker {
         match verdict {
             Ok(()) if self.outcome == Outcome::Consumed => self.stats.consumed += 1,
             Ok(()) => self.stats.tx += 1,
-            Err(DropReason::NoNeighbour) if self.resolve && self.miss.is_some() => {
-                let key = self.miss.take().expect("checked");
-                self.enqueue(cx, key, frame);
-            }
-            Err(r) => self.stats.count_drop(r),
+            Err(r) => match self.miss.take() {
+                // No neighbour yet for the next hop: the packet waits for it.
+                Some(key) if r == DropReason::NoNeighbour && self.resolve => {
+                    self.enqueue(cx, key, frame)
+                }
+                _ => self.stats.count_drop(r),
+            },
         }
         self.buf = buf;
     }
@@ -473,6 +480,15 @@ impl Worker {
                 Err(DropReason::NoNeighbour)
             }
         }
+    }
+
+    /// Whether the rate limits (if any) let an ICMP error go to `to` at `now`; counts the refusals.
+    fn icmp_allowed(&mut self, to: IpAddr, now: u64) -> bool {
+        let allowed = self.icmp_limiter.as_mut().is_none_or(|l| l.allow(to, now));
+        if !allowed {
+            self.stats.icmp_limited += 1;
+        }
+        allowed
     }
 
     /// Where neighbour events go: the worker's list when resolving and not full.
@@ -1063,6 +1079,9 @@ impl Worker {
             return;
         };
         let Some(dev) = route.dev else { return };
+        if !self.icmp_allowed(IpAddr::V4(to), cx.ts) {
+            return;
+        }
         let in_subnet = |(a, len): &(Ipv4Addr, u8)| {
             let mask = u32::MAX.checked_shl(32 - u32::from(*len)).unwrap_or(0);
             u32::from(*a) & mask == u32::from(to) & mask
@@ -1475,6 +1494,9 @@ impl Worker {
             Some(IpAddr::V6(gw)) => gw,
             _ => to,
         };
+        if !self.icmp_allowed(IpAddr::V6(to), cx.ts) {
+            return;
+        }
         let miss = self.miss;
         let mac = self.neighbour_mac(snap, dev, IpAddr::V6(nh));
         // A next hop the error could not reach is not the packet's own.

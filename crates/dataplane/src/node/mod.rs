@@ -1,10 +1,12 @@
 //! What a router does with packets passing through it or addressed to it, beyond plain forwarding:
 //! IOAM transit fill ([`ioam`]), RPL source-route processing ([`rpl`]), SRH endpoint processing ([`srh`]),
 //! and source address selection ([`saddr`]); for its own addresses and its neighbours: neighbour discovery
-//! ([`ndp`]), ARP ([`arp`]), echo replies ([`echo`]) and dynamic neighbours ([`neigh`]).
+//! ([`ndp`]), ARP ([`arp`]), echo replies ([`echo`]) and dynamic neighbours ([`neigh`]); ICMP error rate limits
+//! ([`icmp_limit`]).
 
 pub mod arp;
 pub mod echo;
+pub mod icmp_limit;
 pub mod ioam;
 pub mod ndp;
 pub mod neigh;
