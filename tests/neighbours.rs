@@ -12,6 +12,7 @@ use lwt6::router::Router;
 use lwt6::stats::DropReason;
 use lwt6::wire::checksum;
 use lwt6::wire::ndp::{self, Kind, NdRepr};
+use proptest::prelude::*;
 use std::net::{IpAddr, Ipv6Addr};
 
 const S0: [u8; 6] = [2, 0, 0, 0, 1, 1];
@@ -756,4 +757,102 @@ fn icmp_errors_are_rate_limited_when_asked() {
     let s = &r.worker.stats;
     assert_eq!((s.icmp_tx, s.icmp_limited), (17, 13));
     assert_eq!(drops(&r, DropReason::HopLimitExceeded), 30);
+}
+
+/// Seed frames for the hostile-input property: every kind of frame the neighbour code parses, and packets that
+/// wait for resolution.
+fn seeds() -> Vec<Vec<u8>> {
+    let mut arp_req = eth([0xff; 6], S0, 0x0806);
+    arp_req.extend([0, 1, 8, 0, 6, 4, 0, 1]);
+    arp_req.extend(S0);
+    arp_req.extend([10, 1, 0, 1, 0, 0, 0, 0, 0, 0, 10, 1, 0, 2]);
+    let mut arp_rep = arp_req.clone();
+    arp_rep[21] = 2;
+    vec![
+        ns("fd00:1::1", "ff02::1:ff00:2", "fd00:1::2", Some(S0), 255),
+        ns("::", "ff02::1:ff00:2", "fd00:1::2", None, 255),
+        ns("fd00:1::1", "fd00:1::2", "fd00:1::2", None, 255),
+        na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R0),
+        na(
+            "fd00:2::2",
+            "ff02::1",
+            0x20,
+            Some(D0),
+            D0,
+            [0x33, 0x33, 0, 0, 0, 1],
+        ),
+        arp_req,
+        arp_rep,
+        v6(
+            R0,
+            S0,
+            "fd00:1::1",
+            "fd00:1::2",
+            58,
+            64,
+            0,
+            &[128, 0, 0, 0, 0, 1, 0, 1, 9, 9],
+        ),
+        v4(
+            [10, 1, 0, 1],
+            [10, 1, 0, 2],
+            1,
+            64,
+            0,
+            0,
+            &icmp4(&[8, 0, 0, 0, 0, 1, 0, 1]),
+        ),
+        v4([10, 1, 0, 1], [10, 9, 0, 1], 17, 1, 0, 0, &[0; 8]),
+        udp6("fc00::1", 64),
+        udp6("fd00:2::77", 64),
+    ]
+}
+
+fn mutated() -> impl Strategy<Value = Vec<u8>> {
+    let base = seeds();
+    (
+        0..base.len(),
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..6),
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+    )
+        .prop_map(move |(i, flips, cut, do_cut)| {
+            let mut f = base[i].clone();
+            for (at, v) in flips {
+                let n = f.len();
+                f[at.index(n)] = v;
+            }
+            if do_cut {
+                let n = f.len();
+                f.truncate(cut.index(n + 1));
+            }
+            f
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    /// Damaged neighbour discovery, ARP and echo frames, and packets waiting for neighbours, with resolution and
+    /// rate limits on: never a panic, every frame accounted for at every step, the queues bounded and empty once
+    /// the solicitations have timed out.
+    #[test]
+    fn hostile_frames_with_resolution_balance(frames in prop::collection::vec(mutated(), 1..12)) {
+        let mut r = router("-6 route add fc00::/16 via fd00:2::2 dev r1\nroute add 10.9.0.0/16 via 10.2.0.2 dev r1\n");
+        r.set_resolve(true);
+        r.worker.icmp_limiter = Some(Default::default());
+        for (i, f) in frames.iter().enumerate() {
+            let dev = i % 2;
+            r.process_batch([(dev, SEC + i as u64, f.as_slice())], &mut |_, _, _| {});
+            prop_assert!(r.worker.stats.balanced(), "{:?}", r.worker.stats);
+        }
+        prop_assert_eq!(r.worker.stats.rx, frames.len() as u64);
+        for k in 2..=80 {
+            r.drive(k * SEC, &mut |_, _, _| {});
+            prop_assert!(r.worker.stats.balanced());
+        }
+        prop_assert_eq!(r.worker.pending_len(), (0, 0));
+        prop_assert_eq!(r.worker.stats.pending, 0);
+        prop_assert!(r.neigh.len() <= neigh::MAX_LEARNED);
+    }
 }
