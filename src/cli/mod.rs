@@ -92,6 +92,11 @@ pub struct PcapArgs {
     /// Also export every IOAM trace this router fills in transit.
     #[arg(long = "ioam-export-transit", requires = "ioam_export")]
     pub ioam_export_transit: bool,
+    /// Resolve next hops without a static neighbour as the live router does, with nobody answering: the
+    /// solicitations (ARP requests) are written out and, after the last frame, time runs on until every waiting
+    /// packet is dropped as unresolved, with its ICMP error.
+    #[arg(long)]
+    pub resolve: bool,
 }
 
 /// `lwt6 show`.
@@ -252,6 +257,69 @@ fn build_router(path: &Path) -> Result<Router, Failure> {
     Router::build_from(cfg).map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
+/// Where `lwt6 pcap` writes the frames the router sends, as they come: the pcapng, one pcap per device, `-v` lines.
+struct PcapSink<'a> {
+    ng: Option<pcap::PcapngWriter<pcap::AtomicFile>>,
+    per_dev: Vec<Option<pcap::PcapWriter<pcap::AtomicFile>>>,
+    sent_by_dev: Vec<u64>,
+    sent_total: usize,
+    /// The first write error; later frames are counted but not written.
+    err: Option<Failure>,
+    a: &'a PcapArgs,
+    names: &'a [&'a str],
+}
+
+impl PcapSink<'_> {
+    fn send(&mut self, dev: usize, ts: u64, bytes: &[u8]) {
+        self.sent_by_dev[dev] += 1;
+        self.sent_total += 1;
+        if self.err.is_some() {
+            return;
+        }
+        let a = self.a;
+        if let Some(w) = self.ng.as_mut()
+            && let Err(e) = w.write(&OutFrame {
+                iface: dev,
+                ts_ns: ts,
+                data: bytes,
+            })
+        {
+            let out = a.output.as_deref().unwrap_or(Path::new(""));
+            self.err = Some(fail(format!("{}: writing: {e}", out.display())));
+            return;
+        }
+        if let Some(dir) = &a.out_dir {
+            let path = dir.join(format!("{}.pcap", self.names[dev]));
+            if self.per_dev[dev].is_none() {
+                match pcap::AtomicFile::create(&path).and_then(|f| {
+                    pcap::PcapWriter::new(f).map_err(|e| pcap::PcapError::Io(e.to_string()))
+                }) {
+                    Ok(w) => self.per_dev[dev] = Some(w),
+                    Err(e) => {
+                        self.err = Some(fail(format!("{}: {e}", path.display())));
+                        return;
+                    }
+                }
+            }
+            if let Some(w) = self.per_dev[dev].as_mut()
+                && let Err(e) = w.write(ts, bytes)
+            {
+                self.err = Some(fail(format!("{}: writing: {e}", path.display())));
+                return;
+            }
+        }
+        if a.verbose && !a.json {
+            out!(
+                "out {:>4} {:<6} {:>5}B  {}",
+                self.sent_total,
+                self.names[dev],
+                bytes.len(),
+                decode::summary(&decode::frame(bytes))
+            );
+        }
+    }
+}
+
 fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     let mut router = build_router(&a.config)?;
     let snap = router.snapshot();
@@ -281,8 +349,9 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             t.start(dev_names.clone())
         })
         .transpose()?;
+    router.set_resolve(a.resolve);
     let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
-    let mut ng = match &a.output {
+    let ng = match &a.output {
         Some(out) => {
             let f = pcap::AtomicFile::create(out)
                 .map_err(|e| fail(format!("{}: {e}", out.display())))?;
@@ -296,13 +365,18 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     if let Some(dir) = &a.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
     }
-    let mut per_dev: Vec<Option<pcap::PcapWriter<pcap::AtomicFile>>> =
-        names.iter().map(|_| None).collect();
-    let mut sent_by_dev = vec![0u64; names.len()];
-    let mut sent_total = 0usize;
-    let mut write_err: Option<Failure> = None;
+    let mut sink = PcapSink {
+        ng,
+        per_dev: names.iter().map(|_| None).collect(),
+        sent_by_dev: vec![0u64; names.len()],
+        sent_total: 0,
+        err: None,
+        a: &a,
+        names: &names,
+    };
     let mut batch: Vec<pcap::CapturedFrame> = Vec::with_capacity(STREAM_BATCH);
     let mut frame_no = 0usize;
+    let mut last_ts = 0;
     loop {
         batch.clear();
         for f in reader.by_ref().take(STREAM_BATCH) {
@@ -310,66 +384,32 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             frame_no += 1;
             batch.push(as_ethernet(f, snap.links[in_dev].mac, &a.input, frame_no)?);
         }
-        if batch.is_empty() {
+        let Some(last) = batch.last() else {
             break;
-        }
+        };
+        last_ts = last.ts_ns;
         router.process_batch(
             batch.iter().map(|f| (in_dev, f.ts_ns, f.data.as_slice())),
-            &mut |dev, ts, bytes| {
-                sent_by_dev[dev] += 1;
-                sent_total += 1;
-                if write_err.is_some() {
-                    return;
-                }
-                if let Some(w) = ng.as_mut()
-                    && let Err(e) = w.write(&OutFrame {
-                        iface: dev,
-                        ts_ns: ts,
-                        data: bytes,
-                    })
-                {
-                    let out = a.output.as_deref().unwrap_or(Path::new(""));
-                    write_err = Some(fail(format!("{}: writing: {e}", out.display())));
-                    return;
-                }
-                if let Some(dir) = &a.out_dir {
-                    let path = dir.join(format!("{}.pcap", names[dev]));
-                    if per_dev[dev].is_none() {
-                        match pcap::AtomicFile::create(&path).and_then(|f| {
-                            pcap::PcapWriter::new(f).map_err(|e| pcap::PcapError::Io(e.to_string()))
-                        }) {
-                            Ok(w) => per_dev[dev] = Some(w),
-                            Err(e) => {
-                                write_err = Some(fail(format!("{}: {e}", path.display())));
-                                return;
-                            }
-                        }
-                    }
-                    if let Some(w) = per_dev[dev].as_mut()
-                        && let Err(e) = w.write(ts, bytes)
-                    {
-                        write_err = Some(fail(format!("{}: writing: {e}", path.display())));
-                        return;
-                    }
-                }
-                if a.verbose && !a.json {
-                    out!(
-                        "out {:>4} {:<6} {:>5}B  {}",
-                        sent_total,
-                        names[dev],
-                        bytes.len(),
-                        decode::summary(&decode::frame(bytes))
-                    );
-                }
-            },
+            &mut |dev, ts, bytes| sink.send(dev, ts, bytes),
         );
-        if let Some(e) = write_err.take() {
+        if let Some(e) = sink.err.take() {
             return Err(e);
         }
         // The worker's bounded export queue is handed over between batches (offline, the hand-over may wait for
         // the exporter: nothing is lost for want of time).
         if let Some(e) = &exporter {
             e.submit_wait(router.worker.ioam_export.take());
+        }
+    }
+    if a.resolve {
+        // One retransmission interval at a time until the last solicitation has timed out.
+        let mut now = last_ts;
+        for _ in 0..=crate::node::neigh::MAX_MULTICAST_SOLICIT {
+            now += crate::node::neigh::RETRANS_TIMER_NS;
+            router.drive(now, &mut |dev, ts, bytes| sink.send(dev, ts, bytes));
+        }
+        if let Some(e) = sink.err.take() {
+            return Err(e);
         }
     }
     if let Some(r) = exporter.map(|e| e.finish()) {
@@ -382,12 +422,13 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         }
     }
     // The whole capture was read: make the output files visible.
-    if let (Some(w), Some(out)) = (ng, &a.output) {
+    let sent_by_dev = std::mem::take(&mut sink.sent_by_dev);
+    if let (Some(w), Some(out)) = (sink.ng.take(), &a.output) {
         w.into_inner()
             .commit()
             .map_err(|e| fail(format!("{}: {e}", out.display())))?;
     }
-    for w in per_dev.into_iter().flatten() {
+    for w in std::mem::take(&mut sink.per_dev).into_iter().flatten() {
         w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
     }
     let st = &router.worker.stats;
@@ -415,6 +456,14 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
                 st.reallocs,
                 router.worker.rx_headroom
             );
+            if st.consumed + st.pending + st.solicit_tx > 0 {
+                out!(
+                    "  consumed {}, pending {}, solicitations sent {}",
+                    st.consumed,
+                    st.pending,
+                    st.solicit_tx
+                );
+            }
             for (k, v) in &st.encapsulated {
                 out!("  encapsulated {k}: {v}");
             }
@@ -451,10 +500,12 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     }
     if !st.balanced() {
         return Err(fail(format!(
-            "internal error: counters do not balance (rx {} != tx {} + dropped {})",
+            "internal error: counters do not balance (rx {} != tx {} + dropped {} + consumed {} + pending {})",
             st.rx,
             st.tx,
-            st.dropped()
+            st.dropped(),
+            st.consumed,
+            st.pending
         )));
     }
     Ok(())

@@ -204,11 +204,11 @@ def is_noise(frame):
     return nh == 58 and off < len(frame) and frame[off] in _NOISE_ICMP6
 
 
-def xfer(tx, frames, rx, expect=None, timeout=0.4, keep=None, settle=0.03):
+def xfer(tx, frames, rx, expect=None, timeout=0.4, keep=None, settle=0.03, noise=False):
     """Send frames (list of bytes) on Port tx; return {port.label: [frames]} seen on the rx Ports.
 
-    Only incoming frames are kept (our own outgoing copies are ignored), noise is dropped and
-    keep(frame) may filter further. With expect=N the wait ends `settle` seconds after N frames
+    Only incoming frames are kept (our own outgoing copies are ignored), noise is dropped (unless
+    noise=True: the neighbour discovery and ARP tests want it) and keep(frame) may filter further. With expect=N the wait ends `settle` seconds after N frames
     arrived in total (to catch extras); otherwise, or if fewer arrive, after `timeout` seconds.
     """
     if not isinstance(rx, (list, tuple)):
@@ -236,7 +236,7 @@ def xfer(tx, frames, rx, expect=None, timeout=0.4, keep=None, settle=0.03):
                     data, addr = s.recvfrom(65535)
                 except BlockingIOError:
                     break
-                if addr[2] == socket.PACKET_OUTGOING or is_noise(data):
+                if addr[2] == socket.PACKET_OUTGOING or (not noise and is_noise(data)):
                     continue
                 if keep is not None and not keep(data):
                     continue

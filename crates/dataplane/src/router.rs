@@ -1,7 +1,15 @@
 //! The router as the offline tools use it: one [`SnapshotHandle`] and one [`Worker`] that processes batches on
 //! whatever snapshot is published when the batch starts. A live router runs several workers on one handle.
+//!
+//! With dynamic resolution on ([`Router::set_resolve`]) the router also plays the control thread's part after
+//! every batch ([`Router::drive`]): the worker's neighbour events go to a [`NeighTable`], the changes it decides
+//! are published in a new snapshot, the table's timers run, and the worker's pending packets are re-processed —
+//! the whole loop (packet without neighbour → solicitation out → advertisement in → queued packet forwarded) runs
+//! without sockets. (It publishes a copy of the snapshot per change batch; a live control thread would use a
+//! [`SnapshotWriter`](crate::snapshot::SnapshotWriter).)
 
-use crate::snapshot::{Snapshot, SnapshotHandle};
+use crate::node::neigh::NeighTable;
+use crate::snapshot::{Change, Snapshot, SnapshotHandle};
 use crate::spec::{Config, ConfigError};
 use crate::worker::Worker;
 use std::sync::Arc;
@@ -15,6 +23,8 @@ pub struct Router {
     snapshots: Arc<SnapshotHandle>,
     /// The worker that processes every batch (its counters, rx headroom and options are public).
     pub worker: Worker,
+    /// Learned neighbours (with dynamic resolution on).
+    pub neigh: NeighTable,
 }
 
 impl Router {
@@ -26,6 +36,7 @@ impl Router {
         Ok(Router {
             snapshots: Arc::new(SnapshotHandle::new(snap)),
             worker,
+            neigh: NeighTable::default(),
         })
     }
 
@@ -36,6 +47,7 @@ impl Router {
         Ok(Router {
             snapshots: Arc::new(SnapshotHandle::new(snap)),
             worker,
+            neigh: NeighTable::default(),
         })
     }
 
@@ -64,6 +76,47 @@ impl Router {
         out: &mut dyn FnMut(DevId, u64, &[u8]),
     ) {
         let snap = self.snapshots.load();
+        let mut now = None;
+        let frames = frames.into_iter().inspect(|f| now = Some(f.1));
         self.worker.process_batch(&snap, frames, out);
+        drop(snap);
+        if self.worker.resolve
+            && let Some(now) = now
+        {
+            self.drive(now, out);
+        }
+    }
+
+    /// Turns dynamic neighbour resolution on or off (off by default: offline runs keep `no_neighbour` drops).
+    pub fn set_resolve(&mut self, on: bool) {
+        self.worker.resolve = on;
+    }
+
+    /// The control thread's part at time `now` (ns): the worker's neighbour events into the table, the table's
+    /// timers, the resulting changes published, probes sent through `out`, then the worker's pending queues
+    /// serviced on the new snapshot. [`Router::process_batch`] calls it after each batch when resolving; call it
+    /// alone to let time pass.
+    pub fn drive(&mut self, now: u64, out: &mut dyn FnMut(DevId, u64, &[u8])) {
+        let snap = self.snapshots.load();
+        let events = self.worker.take_neigh_events();
+        let mut changes: Vec<Change> = events
+            .iter()
+            .filter_map(|e| self.neigh.learn(&snap, e, now))
+            .collect();
+        let tick = self.neigh.tick(&snap, now);
+        changes.extend(tick.changes);
+        for (dev, f) in &tick.frames {
+            out(*dev, now, f);
+        }
+        if !changes.is_empty() {
+            let mut next = (*snap).clone();
+            for c in &changes {
+                // Neighbour changes name devices of this snapshot: they always apply.
+                let _ = next.apply(c);
+            }
+            self.publish(next);
+        }
+        let snap = self.snapshots.load();
+        self.worker.service(&snap, now, out);
     }
 }

@@ -78,6 +78,34 @@ pub enum Change {
         /// The line the change came from (for errors).
         line: usize,
     },
+    /// A neighbour learned from the wire (dynamic resolution, published by the control thread): added or
+    /// updated. A static `neigh add` entry for the same address on the same device still wins.
+    NeighSet {
+        /// Device.
+        dev: DevId,
+        /// The neighbour's address.
+        addr: IpAddr,
+        /// Its link-layer address.
+        mac: Mac,
+        /// Whether its reachability is unconfirmed (RFC 4861 §7.3.2 STALE): using it asks for a probe.
+        stale: bool,
+    },
+    /// A learned neighbour forgotten (unreachable after probes). Static entries are never removed by it.
+    NeighDel {
+        /// Device.
+        dev: DevId,
+        /// The neighbour's address.
+        addr: IpAddr,
+    },
+}
+
+/// A neighbour learned from the wire, as the snapshot holds it (see [`Change::NeighSet`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynNeigh {
+    /// Link-layer address.
+    pub mac: Mac,
+    /// Unconfirmed (STALE): using it makes the worker report it, so that the control thread probes it.
+    pub stale: bool,
 }
 
 /// Everything configured, immutable once published.
@@ -89,6 +117,9 @@ pub struct Snapshot {
     pub(crate) neigh4: HashMap<(DevId, Ipv4Addr), Mac, FastBuild>,
     pub(crate) local6: HashSet<Ipv6Addr, FastBuild>,
     pub(crate) local4: HashSet<Ipv4Addr, FastBuild>,
+    /// Neighbours learned from the wire (dynamic resolution); the static maps above win over these.
+    pub(crate) dyn6: HashMap<(DevId, Ipv6Addr), DynNeigh, FastBuild>,
+    pub(crate) dyn4: HashMap<(DevId, Ipv4Addr), DynNeigh, FastBuild>,
     /// Per tunnel: the device of the route carrying it and the outer source address selected on it for the
     /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once at build time as Linux caches it per
     /// tunnel; used when the packet's route device is that one.
@@ -267,6 +298,8 @@ impl Snapshot {
             neigh4,
             local6,
             local4,
+            dyn6: HashMap::default(),
+            dyn4: HashMap::default(),
             fib,
             tables: BTreeMap::new(),
             plans: Vec::new(),
@@ -627,6 +660,32 @@ impl Snapshot {
                 self.replan_within(*prefix);
                 Ok(())
             }
+            Change::NeighSet {
+                dev,
+                addr,
+                mac,
+                stale,
+            } => {
+                if *dev >= self.links.len() {
+                    return Err(cfg_err(0, &dev.to_string(), "no such device index"));
+                }
+                let n = DynNeigh {
+                    mac: *mac,
+                    stale: *stale,
+                };
+                match addr {
+                    IpAddr::V6(a) => self.dyn6.insert((*dev, *a), n),
+                    IpAddr::V4(a) => self.dyn4.insert((*dev, *a), n),
+                };
+                Ok(())
+            }
+            Change::NeighDel { dev, addr } => {
+                match addr {
+                    IpAddr::V6(a) => self.dyn6.remove(&(*dev, *a)),
+                    IpAddr::V4(a) => self.dyn4.remove(&(*dev, *a)),
+                };
+                Ok(())
+            }
         }
     }
 
@@ -653,6 +712,33 @@ impl Snapshot {
             ));
         }
         Ok(())
+    }
+
+    /// The link-layer address of neighbour `addr` on `dev`: the static entry if there is one (never stale), else
+    /// the learned one with its staleness.
+    pub fn neighbour(&self, dev: DevId, addr: IpAddr) -> Option<(Mac, bool)> {
+        match addr {
+            IpAddr::V6(a) => self
+                .neigh6
+                .get(&(dev, a))
+                .map(|m| (*m, false))
+                .or_else(|| self.dyn6.get(&(dev, a)).map(|n| (n.mac, n.stale))),
+            IpAddr::V4(a) => self
+                .neigh4
+                .get(&(dev, a))
+                .map(|m| (*m, false))
+                .or_else(|| self.dyn4.get(&(dev, a)).map(|n| (n.mac, n.stale))),
+        }
+    }
+
+    /// Whether `addr` is one of this router's IPv6 addresses.
+    pub fn is_local6(&self, addr: &Ipv6Addr) -> bool {
+        self.local6.contains(addr)
+    }
+
+    /// Whether `addr` is one of this router's IPv4 addresses.
+    pub fn is_local4(&self, addr: &Ipv4Addr) -> bool {
+        self.local4.contains(addr)
     }
 
     fn plan_for(

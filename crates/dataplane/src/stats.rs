@@ -1,4 +1,6 @@
-//! Counters: every received frame ends as exactly one of "sent" or "dropped for a named reason".
+//! Counters: every received frame ends as exactly one of "sent" (forwarded, or answered: an echo or neighbour
+//! reply), "dropped for a named reason", "consumed" (a neighbour advertisement or ARP reply, taken in by the node)
+//! or, for as long as it waits for its next hop to be resolved, "pending".
 //!
 //! Counters are plain integers owned by one worker (no atomics on the packet path); a reader merges them.
 
@@ -127,6 +129,22 @@ drop_reasons! {
     UnknownRoutingType => "unknown_routing_type",
     /// The buffer was asked to grow twice for one packet (planning bug; never expected).
     BufferPlanning => "buffer_planning",
+    /// A Neighbor Solicitation or Advertisement that fails the checks of RFC 4861 §7.1.1 / §7.1.2 (hop limit 255,
+    /// code 0, checksum, length, options, target, source rules).
+    NdpInvalid => "ndp_invalid",
+    /// A Neighbor Solicitation for an address that is not ours (RFC 4861 §7.2.3: silently discarded).
+    NdpOtherTarget => "ndp_other_target",
+    /// An ARP packet that is not Ethernet/IPv4 request or reply, or is truncated.
+    ArpInvalid => "arp_invalid",
+    /// An ARP request for an address that is not ours.
+    ArpOtherTarget => "arp_other_target",
+    /// An ICMP (v4 or v6) echo request to us with a bad checksum or a truncated header.
+    IcmpInvalid => "icmp_invalid",
+    /// Dynamic resolution: the next hop's pending queue (or the total of all queues) is full.
+    NeighQueueFull => "neigh_queue_full",
+    /// Dynamic resolution: the next hop did not answer the last solicitation; an ICMPv6 address unreachable (or
+    /// ICMPv4 host unreachable) was sent to the packet's source.
+    NeighUnresolved => "neigh_unresolved",
 }
 
 impl Serialize for DropReason {
@@ -231,10 +249,22 @@ impl std::fmt::Debug for TunnelCounts {
 pub struct Stats {
     /// Frames received.
     pub rx: u64,
-    /// Frames sent (forwarded or encapsulated), not counting ICMP errors.
+    /// Frames sent (forwarded or encapsulated) and frames answered (echo replies, neighbour advertisements, ARP
+    /// replies), not counting ICMP errors.
     pub tx: u64,
-    /// ICMPv6 error messages generated (sent in addition to `tx`).
+    /// ICMPv6 and ICMPv4 error messages generated (sent in addition to `tx`).
     pub icmp_tx: u64,
+    /// Frames the node took in without answering: neighbour advertisements, ARP replies, solicitations answered
+    /// by nobody (none of these are forwarded or dropped).
+    pub consumed: u64,
+    /// Frames waiting now in a next hop's pending queue (dynamic resolution): a level, not a count; each leaves it
+    /// as sent or dropped.
+    pub pending: u64,
+    /// Neighbour solicitations and ARP requests this worker sent to resolve next hops (in addition to `tx`).
+    pub solicit_tx: u64,
+    /// ICMP errors not sent because of the rate limits (`node::icmp_limit`; the invoking packets are counted in
+    /// their drop reasons as usual).
+    pub icmp_limited: u64,
     /// Frames dropped, by reason.
     pub drops: DropCounts,
     /// Packet buffer reallocations.
@@ -289,9 +319,9 @@ impl Stats {
         self.drops.total()
     }
 
-    /// Whether rx == tx + dropped.
+    /// Whether rx == tx + dropped + consumed + pending: every frame received is accounted for once.
     pub fn balanced(&self) -> bool {
-        self.rx == self.tx + self.dropped()
+        self.rx == self.tx + self.dropped() + self.consumed + self.pending
     }
 
     /// Adds another worker's counters to these.
@@ -299,6 +329,10 @@ impl Stats {
         self.rx += other.rx;
         self.tx += other.tx;
         self.icmp_tx += other.icmp_tx;
+        self.consumed += other.consumed;
+        self.pending += other.pending;
+        self.solicit_tx += other.solicit_tx;
+        self.icmp_limited += other.icmp_limited;
         for (a, b) in self.drops.0.iter_mut().zip(other.drops.0) {
             *a += b;
         }
@@ -329,6 +363,10 @@ impl Stats {
             "tx": self.tx,
             "dropped": self.dropped(),
             "icmp_errors_sent": self.icmp_tx,
+            "consumed": self.consumed,
+            "pending": self.pending,
+            "solicitations_sent": self.solicit_tx,
+            "icmp_errors_rate_limited": self.icmp_limited,
             "drops": drops,
             "reallocs": self.reallocs,
             "encapsulated": encapsulated,
@@ -368,6 +406,14 @@ mod tests {
         s.count_drop(DropReason::NoRoute);
         s.count_drop(DropReason::NoRoute);
         assert!(s.balanced());
+        s.rx += 2;
+        s.consumed += 1;
+        assert!(!s.balanced());
+        s.pending += 1;
+        assert!(s.balanced());
+        s.rx -= 2;
+        s.consumed -= 1;
+        s.pending -= 1;
         assert_eq!(s.to_json()["drops"]["no_route"], 2);
         assert_eq!(s.drops.get(&DropReason::NoRoute), Some(&2));
         assert_eq!(s.drops.get(&DropReason::MtuExceeded), None);

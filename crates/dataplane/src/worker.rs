@@ -15,10 +15,13 @@ use crate::buffer::PacketBuf;
 use crate::copy::{WideCopy, copy_bytes};
 use crate::fib::{Best, DevId, Fib, RouteEntry, TunnelId};
 use crate::headroom::HeadroomPolicy;
+use crate::node::icmp_limit::IcmpLimiter;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::ioam_domain::{self, ExportEvent, ExportQueue, FlowIds, IoamRecord};
+use crate::node::neigh::{self, Enqueued, NeighEvent, PendingQueues, Queued};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
+use crate::node::{arp as node_arp, echo as node_echo, ndp as node_ndp};
 use crate::node::{options as node_options, rpl as node_rpl, srh as node_srh};
 use crate::plan::{FRONT, IoamField, PlanKind, Received};
 use crate::snapshot::Snapshot;
@@ -27,9 +30,11 @@ use crate::stats::{DropReason, IOAM6, RPL, SEG6, Stats};
 use crate::tunnel::seg6::Outer;
 use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
+use crate::wire::icmpv4::{self, Icmpv4Error};
 use crate::wire::icmpv6::{self, IcmpError};
-use crate::wire::{exthdr, ipv4, ipv6, proto, rpl, srh};
-use std::net::{IpAddr, Ipv6Addr};
+use crate::wire::{arp, exthdr, ipv4, ipv6, ndp, proto, rpl, srh};
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// How many decapsulations or local routing-header passes one packet may go through.
@@ -55,8 +60,30 @@ pub struct Worker {
     pub stats: Stats,
     /// IOAM traces removed at a domain's boundary (and, optionally, seen in transit), for an exporter to take.
     pub ioam_export: ExportQueue,
+    /// Dynamic neighbour resolution (the live router turns it on; off, the offline default, a next hop without a
+    /// neighbour entry is a `no_neighbour` drop and nothing is learned): see [`crate::node::neigh`].
+    pub resolve: bool,
+    /// Rate limits for the ICMP errors this worker sends (`None`, the offline default: every error is sent; the
+    /// live router sets `Some(IcmpLimiter::default())`, Linux's default limits).
+    pub icmp_limiter: Option<IcmpLimiter>,
     buf: PacketBuf,
+    /// Replies and solicitations are written here.
+    reply: Vec<u8>,
+    /// What a packet that was not dropped became (set by the node handlers; sent unless they say otherwise).
+    outcome: Outcome,
+    /// The next hop a packet found no neighbour for (with `resolve`), to queue it for.
+    miss: Option<(DevId, IpAddr)>,
+    /// Packets waiting for their next hop.
+    pending: PendingQueues,
+    /// What was learned about neighbours since the last [`Worker::take_neigh_events`].
+    events: Vec<NeighEvent>,
+    /// STALE neighbours already reported since the last [`Worker::take_neigh_events`].
+    stale_seen: HashSet<(DevId, IpAddr)>,
+    /// The IPv4 identification of the next datagram this worker originates.
+    ip_ident: u16,
     icmp: Vec<u8>,
+    /// Echo replies and ICMPv4 errors are built here (as large as needed).
+    icmp_big: Vec<u8>,
     /// Per tunnel: the IOAM `freq K/N` position.
     freq: Vec<u64>,
     /// Per tunnel: the route to its new destination (first SID, first RPL segment, ioam6 tundst) as found in the
@@ -84,6 +111,8 @@ pub(crate) struct Cx<'s, 'o> {
     snap: &'s Snapshot,
     in_dev: DevId,
     ts: u64,
+    /// The frame's Ethernet source (set by `ethernet_in`).
+    eth_src: Mac,
     out: &'o mut dyn FnMut(DevId, u64, &[u8]),
     /// The frame was sent to an Ethernet broadcast or multicast address: never forwarded.
     group: bool,
@@ -95,6 +124,18 @@ impl Cx<'_, '_> {
         (self.out)(dev, self.ts, frame)
     }
 }
+
+/// What a frame that was not dropped became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Forwarded, or answered (counted in `tx`).
+    Sent,
+    /// Taken in by the node (counted in `consumed`).
+    Consumed,
+}
+
+/// Upper bound on the neighbour events kept between two [`Worker::take_neigh_events`] (more are not recorded).
+const MAX_EVENTS: usize = 4096;
 
 /// A route the fast path already found for a destination (in the same snapshot), handed to the general path.
 type RouteHint<'f> = (Ipv6Addr, Option<&'f RouteEntry>);
@@ -159,8 +200,18 @@ impl Worker {
             template_copy: WideCopy::detect(),
             stats: Stats::default(),
             ioam_export: ExportQueue::default(),
+            resolve: false,
+            icmp_limiter: None,
             buf: PacketBuf::new(4096),
+            reply: Vec::new(),
+            outcome: Outcome::Sent,
+            miss: None,
+            pending: PendingQueues::default(),
+            events: Vec::new(),
+            stale_seen: HashSet::new(),
+            ip_ident: 0,
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
+            icmp_big: Vec::new(),
             freq: vec![0; n],
             nh_cache: vec![(0, Ipv6Addr::UNSPECIFIED, None); n],
             nh_gen: 0,
@@ -279,9 +330,11 @@ impl Worker {
             snap,
             in_dev,
             ts,
+            eth_src: [0; 6],
             out,
             group: false,
         };
+        self.stats.rx += 1;
         self.process_slow(&mut cx, frame, hint);
     }
 
@@ -289,17 +342,185 @@ impl Worker {
     /// its helpers to be inlined.)
     #[inline(never)]
     fn process_slow(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
-        self.stats.rx += 1;
         let mut buf = std::mem::replace(&mut self.buf, PacketBuf::new(0));
         buf.load(frame, self.rx_headroom);
         let before = buf.reallocs();
+        self.outcome = Outcome::Sent;
+        self.miss = None;
         let verdict = self.ethernet_in(cx, &mut buf, hint);
         self.stats.reallocs += buf.reallocs() - before;
         match verdict {
+            Ok(()) if self.outcome == Outcome::Consumed => self.stats.consumed += 1,
             Ok(()) => self.stats.tx += 1,
-            Err(r) => self.stats.count_drop(r),
+            Err(r) => match self.miss.take() {
+                // No neighbour yet for the next hop: the packet waits for it.
+                Some(key) if r == DropReason::NoNeighbour && self.resolve => {
+                    self.enqueue(cx, key, frame)
+                }
+                _ => self.stats.count_drop(r),
+            },
         }
         self.buf = buf;
+    }
+
+    /// Queues a received frame until its next hop `key` is resolved (the first one for a neighbour sends the
+    /// first solicitation); counted as pending, or dropped as `neigh_queue_full`.
+    fn enqueue(&mut self, cx: &mut Cx<'_, '_>, key: (DevId, IpAddr), frame: &[u8]) {
+        let q = Queued {
+            in_dev: cx.in_dev,
+            ts: cx.ts,
+            frame: frame.to_vec(),
+        };
+        match self.pending.push(key, q, cx.ts) {
+            Enqueued::Full => self.stats.count_drop(DropReason::NeighQueueFull),
+            Enqueued::Queued => self.stats.pending += 1,
+            Enqueued::First => {
+                self.stats.pending += 1;
+                self.solicit(cx, key, None);
+            }
+        }
+    }
+
+    /// Sends a solicitation (ARP request) for `key`'s address out of its device.
+    fn solicit(&mut self, cx: &mut Cx<'_, '_>, key: (DevId, IpAddr), unicast: Option<Mac>) {
+        if neigh::solicitation(cx.snap, key.0, key.1, unicast, &mut self.reply) {
+            cx.send(key.0, &self.reply);
+            self.stats.solicit_tx += 1;
+        }
+    }
+
+    /// What this worker learned about neighbours since the last call (solicitations' and advertisements' link-layer
+    /// addresses, ARP senders, STALE entries used), for the control thread's
+    /// [`NeighTable`](crate::node::neigh::NeighTable). Empty unless [`Worker::resolve`] is on.
+    pub fn take_neigh_events(&mut self) -> Vec<NeighEvent> {
+        self.stale_seen.clear();
+        std::mem::take(&mut self.events)
+    }
+
+    /// How many packets wait for a next hop, and for how many next hops.
+    pub fn pending_len(&self) -> (usize, usize) {
+        (self.pending.total, self.pending.map.len())
+    }
+
+    /// The dynamic-resolution timers and re-processing, at time `now` (ns) on `snap` (call it after each batch, or
+    /// at least every few hundred milliseconds): packets whose neighbour `snap` knows are processed again in
+    /// arrival order; next hops whose solicitation timed out get another ([`neigh::MAX_MULTICAST_SOLICIT`] in all,
+    /// [`neigh::RETRANS_TIMER_NS`] apart); after the last, their packets are dropped as `neigh_unresolved` with an
+    /// ICMPv6 address unreachable (ICMPv4 host unreachable) to each packet's source.
+    pub fn service(&mut self, snap: &Snapshot, now: u64, out: &mut dyn FnMut(DevId, u64, &[u8])) {
+        if self.pending.map.is_empty() {
+            return;
+        }
+        self.begin(snap);
+        let keys: Vec<(DevId, IpAddr)> = self.pending.map.keys().copied().collect();
+        for key in keys {
+            let mut cx = Cx {
+                snap,
+                in_dev: key.0,
+                ts: now,
+                eth_src: [0; 6],
+                out,
+                group: false,
+            };
+            if snap.neighbour(key.0, key.1).is_some() {
+                for q in self.pending.take(&key) {
+                    self.stats.pending -= 1;
+                    cx.in_dev = q.in_dev;
+                    cx.ts = q.ts;
+                    self.process_slow(&mut cx, &q.frame, None);
+                }
+                continue;
+            }
+            let Some(p) = self.pending.map.get_mut(&key) else {
+                continue;
+            };
+            if now < p.next_at {
+                continue;
+            }
+            if p.probes < neigh::MAX_MULTICAST_SOLICIT {
+                p.probes += 1;
+                p.next_at = now.saturating_add(neigh::RETRANS_TIMER_NS);
+                self.solicit(&mut cx, key, None);
+                continue;
+            }
+            for q in self.pending.take(&key) {
+                self.stats.pending -= 1;
+                self.stats.count_drop(DropReason::NeighUnresolved);
+                cx.in_dev = q.in_dev;
+                self.unreachable_about(&mut cx, &q.frame);
+            }
+        }
+        self.flush_counters();
+    }
+
+    /// The ICMP error for a queued frame whose next hop never answered: address unreachable (ICMPv6 code 3,
+    /// RFC 4443 §3.1) or host unreachable (ICMPv4 code 1). Linux quotes the packet as it was about to leave: the
+    /// quoted hop limit (TTL, with its checksum) is one less than received. (Tunnel headers added on the way are
+    /// not in the quote: docs/linux-compat.md.)
+    fn unreachable_about(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8]) {
+        let Ok(eth) = ethernet::Frame::new_checked(frame) else {
+            return;
+        };
+        let mut ip = frame[ethernet::HEADER_LEN..].to_vec();
+        match eth.ethertype() {
+            ethernet::ETHERTYPE_IPV6 if ipv6::Packet::new_checked(&ip[..]).is_ok() => {
+                let len =
+                    ipv6::HEADER_LEN + ipv6::Packet::new_unchecked(&ip[..]).payload_len() as usize;
+                ip[7] = ip[7].saturating_sub(1);
+                self.icmp_error(cx, &ip[..len], IcmpError::DestUnreachable { code: 3 });
+            }
+            ethernet::ETHERTYPE_IPV4 => {
+                if let Ok(mut p) = ipv4::Packet::new_checked(&mut ip[..]) {
+                    let len = p.total_len() as usize;
+                    p.decrement_ttl();
+                    self.icmp4_error(cx, &ip[..len], Icmpv4Error::DestUnreachable { code: 1 });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The link-layer address of next hop `nh` on `dev`: a static or learned entry (a STALE one is reported once
+    /// to the control thread when resolving). Unknown: `no_neighbour`, with the next hop noted for the pending
+    /// queue when resolving.
+    fn neighbour_mac(
+        &mut self,
+        snap: &Snapshot,
+        dev: DevId,
+        nh: IpAddr,
+    ) -> Result<Mac, DropReason> {
+        match snap.neighbour(dev, nh) {
+            Some((mac, stale)) => {
+                if stale
+                    && self.resolve
+                    && self.events.len() < MAX_EVENTS
+                    && self.stale_seen.insert((dev, nh))
+                {
+                    self.events.push(NeighEvent::UsedStale { dev, addr: nh });
+                }
+                Ok(mac)
+            }
+            None => {
+                if self.resolve {
+                    self.miss = Some((dev, nh));
+                }
+                Err(DropReason::NoNeighbour)
+            }
+        }
+    }
+
+    /// Whether the rate limits (if any) let an ICMP error go to `to` at `now`; counts the refusals.
+    fn icmp_allowed(&mut self, to: IpAddr, now: u64) -> bool {
+        let allowed = self.icmp_limiter.as_mut().is_none_or(|l| l.allow(to, now));
+        if !allowed {
+            self.stats.icmp_limited += 1;
+        }
+        allowed
+    }
+
+    /// Where neighbour events go: the worker's list when resolving and not full.
+    fn event_sink(&mut self) -> Option<&mut Vec<NeighEvent>> {
+        (self.resolve && self.events.len() < MAX_EVENTS).then_some(&mut self.events)
     }
 
     /// The fast path: a received frame whose route has a [`Plan`](crate::plan::Plan) and that needs nothing else — no Hop-by-Hop
@@ -507,6 +728,7 @@ impl Worker {
         let (snap, in_dev) = (cx.snap, cx.in_dev);
         let eth =
             ethernet::Frame::new_checked(buf.data()).map_err(|_| DropReason::EthernetTruncated)?;
+        cx.eth_src = eth.src();
         let dst = eth.dst();
         if dst != snap.links[in_dev].mac && dst[0] & 1 == 0 {
             return Err(DropReason::NotForUs);
@@ -521,6 +743,7 @@ impl Worker {
         match ethertype {
             ethernet::ETHERTYPE_IPV6 => self.ipv6_in(cx, buf, 0, hint),
             ethernet::ETHERTYPE_IPV4 => self.ipv4_in(cx, buf),
+            arp::ETHERTYPE_ARP => self.arp_in(cx, buf),
             _ => Err(DropReason::UnsupportedEthertype),
         }
     }
@@ -543,6 +766,21 @@ impl Worker {
         // RFC 4291 §2.5.2, §2.5.3: the unspecified address is never a source, the loopback address never leaves a
         // node. Linux drops these on receipt, without an ICMPv6 error (other ::/8 addresses it forwards; so does
         // lwt6). Compared with the kernel in tests/kernel/test_forbidden.py.
+        if dst.is_multicast() && !src.is_multicast() && !src.is_loopback() {
+            // Neighbour discovery to a multicast group (solicited-node, all-nodes; from the unspecified address
+            // during duplicate address detection); other multicast is not ours.
+            let nh = buf.data()[6];
+            let ty = buf.data().get(ipv6::HEADER_LEN).copied();
+            if pass == 0
+                && nh == proto::ICMPV6
+                && matches!(
+                    ty,
+                    Some(ndp::TYPE_NEIGHBOR_SOLICIT | ndp::TYPE_NEIGHBOR_ADVERT)
+                )
+            {
+                return self.ndp_in(cx, buf, ipv6::HEADER_LEN);
+            }
+        }
         if src.is_loopback() || dst.is_loopback() || src.is_unspecified() {
             return Err(DropReason::ForbiddenAddress);
         }
@@ -847,7 +1085,7 @@ impl Worker {
     ) -> Verdict {
         let (snap, in_dev) = (cx.snap, cx.in_dev);
         let Some(rh) = chain.routing else {
-            return Err(DropReason::LocalDelivery);
+            return self.local_deliver6(cx, buf, chain, pass);
         };
         if cx.group {
             return Err(DropReason::GroupAddressedFrame);
@@ -961,18 +1199,236 @@ impl Worker {
             return Err(DropReason::Ipv4Malformed);
         }
         let (dst, total) = (p.dst_addr(), p.total_len() as usize);
+        let is_icmp = p.protocol() == icmpv4::PROTO_ICMP;
         buf.truncate(total);
         if dst.is_multicast() || dst.is_broadcast() {
             return Err(DropReason::Multicast);
         }
         if snap.local4.contains(&dst) {
+            if is_icmp {
+                return self.echo4_in(cx, buf);
+            }
             return Err(DropReason::LocalDelivery);
         }
         if cx.group {
             return Err(DropReason::GroupAddressedFrame);
         }
-        let route = snap.fib().lookup_v4(dst).ok_or(DropReason::NoRoute)?;
+        let Some(route) = snap.fib().lookup_v4(dst) else {
+            self.icmp4_error(cx, buf.data(), Icmpv4Error::DestUnreachable { code: 0 });
+            return Err(DropReason::NoRoute);
+        };
         self.forward(cx, buf, route, L3::V4)
+    }
+
+    /// An ARP packet: answered when it asks for one of our addresses, learned from when resolving.
+    fn arp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
+        let mut reply = std::mem::take(&mut self.reply);
+        let events = self.event_sink();
+        let r = node_arp::receive(cx.snap, cx.in_dev, buf.data(), &mut reply, events);
+        let r = match r {
+            Ok(node_arp::ArpOutcome::Reply { len }) => {
+                cx.send(cx.in_dev, &reply[..len]);
+                Ok(())
+            }
+            Ok(node_arp::ArpOutcome::Consumed) => {
+                self.outcome = Outcome::Consumed;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        self.reply = reply;
+        r
+    }
+
+    /// A Neighbor Solicitation or Advertisement (its ICMPv6 message at `icmp_at`).
+    fn ndp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, icmp_at: usize) -> Verdict {
+        let mut reply = std::mem::take(&mut self.reply);
+        let events = self.event_sink();
+        let r = node_ndp::receive(
+            cx.snap,
+            cx.in_dev,
+            cx.eth_src,
+            buf.data(),
+            icmp_at,
+            &mut reply,
+            events,
+        );
+        let r = match r {
+            Ok(node_ndp::NdOutcome::Reply { len }) => {
+                cx.send(cx.in_dev, &reply[..len]);
+                Ok(())
+            }
+            Ok(node_ndp::NdOutcome::Consumed) => {
+                self.outcome = Outcome::Consumed;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        self.reply = reply;
+        r
+    }
+
+    /// A packet for one of our IPv6 addresses without a routing header: neighbour discovery and echo requests are
+    /// answered; there is no host stack for the rest.
+    fn local_deliver6(
+        &mut self,
+        cx: &mut Cx<'_, '_>,
+        buf: &mut PacketBuf,
+        chain: exthdr::Chain,
+        pass: usize,
+    ) -> Verdict {
+        if chain.upper_proto != proto::ICMPV6 || pass > 0 {
+            return Err(DropReason::LocalDelivery);
+        }
+        let at = chain.upper_offset;
+        match buf.data().get(at).copied() {
+            Some(ndp::TYPE_NEIGHBOR_SOLICIT | ndp::TYPE_NEIGHBOR_ADVERT) => {
+                self.ndp_in(cx, buf, at)
+            }
+            Some(icmpv6::TYPE_ECHO_REQUEST) => self.echo6_in(cx, buf, at),
+            _ => Err(DropReason::LocalDelivery),
+        }
+    }
+
+    /// An ICMPv6 echo request to us: the reply goes back along the route to its source.
+    fn echo6_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, at: usize) -> Verdict {
+        let snap = cx.snap;
+        debug_assert!(node_echo::is_request6(buf.data(), at));
+        let to = ipv6::Packet::new_unchecked(buf.data()).src_addr();
+        let route = snap.fib().lookup_v6(to).ok_or(DropReason::NoRoute)?;
+        let dev = route.dev.ok_or(DropReason::NoRoute)?;
+        let nh = match route.via {
+            Some(IpAddr::V6(gw)) => gw,
+            _ => to,
+        };
+        let mac = self.neighbour_mac(snap, dev, IpAddr::V6(nh))?;
+        let mut reply = std::mem::take(&mut self.reply);
+        reply.resize(ethernet::HEADER_LEN, 0);
+        let mut ip = std::mem::take(&mut self.icmp_big);
+        let r = node_echo::reply6(buf.data(), at, snap.links[dev].sysctl.hop_limit, &mut ip);
+        if let Ok(len) = r {
+            EthernetRepr {
+                dst: mac,
+                src: snap.links[dev].mac,
+                ethertype: ethernet::ETHERTYPE_IPV6,
+            }
+            .emit(&mut reply);
+            reply.extend_from_slice(&ip[..len]);
+            cx.send(dev, &reply);
+        }
+        self.reply = reply;
+        self.icmp_big = ip;
+        r.map(|_| ())
+    }
+
+    /// An ICMP message to one of our IPv4 addresses: echo requests are answered along the route to the source.
+    fn echo4_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
+        let to = ipv4::Packet::new_unchecked(buf.data()).src_addr();
+        let mut ip = std::mem::take(&mut self.icmp_big);
+        let ident = self.ip_ident;
+        let r = node_echo::reply4(buf.data(), ident, &mut ip);
+        let len = match r {
+            Ok(Some(len)) => len,
+            Ok(None) => {
+                self.icmp_big = ip;
+                return Err(DropReason::LocalDelivery);
+            }
+            Err(e) => {
+                self.icmp_big = ip;
+                return Err(e);
+            }
+        };
+        let r = self.send_originated4(cx, to, &ip[..len]);
+        self.icmp_big = ip;
+        if r.is_ok() {
+            self.ip_ident = self.ip_ident.wrapping_add(1);
+        }
+        r
+    }
+
+    /// Sends an IPv4 datagram this node originates along the route to `to`.
+    fn send_originated4(&mut self, cx: &mut Cx<'_, '_>, to: Ipv4Addr, dgram: &[u8]) -> Verdict {
+        let snap = cx.snap;
+        let route = snap.fib().lookup_v4(to).ok_or(DropReason::NoRoute)?;
+        let dev = route.dev.ok_or(DropReason::NoRoute)?;
+        let nh = match route.via {
+            Some(IpAddr::V4(gw)) => gw,
+            _ => to,
+        };
+        let mac = self.neighbour_mac(snap, dev, IpAddr::V4(nh))?;
+        let mut reply = std::mem::take(&mut self.reply);
+        reply.resize(ethernet::HEADER_LEN, 0);
+        EthernetRepr {
+            dst: mac,
+            src: snap.links[dev].mac,
+            ethertype: ethernet::ETHERTYPE_IPV4,
+        }
+        .emit(&mut reply);
+        reply.extend_from_slice(dgram);
+        cx.send(dev, &reply);
+        self.reply = reply;
+        Ok(())
+    }
+
+    /// Sends an ICMPv4 error about `invoking` (an IPv4 datagram as received) to its source, unless RFC 1812
+    /// §4.3.2.7 forbids it: about an ICMP error, a non-initial fragment, or a source that is not a unicast
+    /// host address (unspecified, loopback, multicast, broadcast, class E). Source address: the egress interface's
+    /// address on the sender's subnet, else its first (Linux selects it from the route back, its default
+    /// `icmp_errors_use_inbound_ifaddr = 0`); type of service: the invoking one's with precedence internetwork
+    /// control; TTL 64; DF clear. Not rate limited (as the ICMPv6 errors; docs/linux-compat.md).
+    fn icmp4_error(&mut self, cx: &mut Cx<'_, '_>, invoking: &[u8], err: Icmpv4Error) {
+        let snap = cx.snap;
+        let p = ipv4::Packet::new_unchecked(invoking);
+        let to = p.src_addr();
+        let o = to.octets();
+        if to.is_unspecified()
+            || to.is_loopback()
+            || to.is_multicast()
+            || to.is_broadcast()
+            || o[0] >= 240
+            || snap.local4.contains(&to)
+            || p.flags_frag() & 0x1fff != 0
+        {
+            return;
+        }
+        if p.protocol() == icmpv4::PROTO_ICMP
+            && p.payload()
+                .first()
+                .is_some_and(|t| icmpv4::is_error_type(*t))
+        {
+            return;
+        }
+        let Some(route) = snap.fib().lookup_v4(to) else {
+            return;
+        };
+        let Some(dev) = route.dev else { return };
+        if !self.icmp_allowed(IpAddr::V4(to), cx.ts) {
+            return;
+        }
+        let in_subnet = |(a, len): &(Ipv4Addr, u8)| {
+            let mask = u32::MAX.checked_shl(32 - u32::from(*len)).unwrap_or(0);
+            u32::from(*a) & mask == u32::from(to) & mask
+        };
+        let addrs = &snap.links[dev].addrs4;
+        let Some(&(src, _)) = addrs.iter().find(|a| in_subnet(a)).or(addrs.first()) else {
+            return;
+        };
+        let ip = icmpv4::IpFields {
+            tos: icmpv4::TOS_INTERNETWORK_CONTROL | (p.tos() & 0x1e),
+            ident: self.ip_ident,
+            ttl: node_echo::IPV4_TTL,
+        };
+        let mut buf = std::mem::take(&mut self.icmp_big);
+        buf.resize(icmpv4::error_len(invoking.len()), 0);
+        let len = icmpv4::emit_error(&mut buf, src, to, ip, err, invoking);
+        let miss = self.miss;
+        if self.send_originated4(cx, to, &buf[..len]).is_ok() {
+            self.ip_ident = self.ip_ident.wrapping_add(1);
+            self.stats.icmp_tx += 1;
+        }
+        // A next hop the error could not reach is not the packet's own.
+        self.miss = miss;
+        self.icmp_big = buf;
     }
 
     /// Forwards the packet in `buf` (which starts at its L3 header) along `route`, applying the route's tunnel
@@ -1059,6 +1515,9 @@ impl Worker {
                     buf.data()[8]
                 };
                 if ttl_or_outer <= 1 {
+                    if input.is_none() {
+                        self.icmp4_error(cx, buf.data(), Icmpv4Error::TimeExceeded { code: 0 });
+                    }
                     return Err(DropReason::HopLimitExceeded);
                 }
             }
@@ -1110,6 +1569,14 @@ impl Worker {
             if l3 == L3::V6 {
                 let reported = mtu.saturating_sub(growth).max(ipv6::MIN_MTU) as u32;
                 self.icmp_error(cx, buf.data(), IcmpError::PacketTooBig { mtu: reported });
+            } else if input.is_none()
+                && output.is_none()
+                && ipv4::Packet::new_unchecked(buf.data()).flags_frag() & 0x4000 != 0
+            {
+                // DF set: fragmentation needed, with the next-hop MTU (RFC 1191 §4). Without DF Linux would
+                // fragment; lwt6 does not fragment and drops (docs/linux-compat.md).
+                let mtu = mtu.min(u16::MAX as usize) as u16;
+                self.icmp4_error(cx, buf.data(), Icmpv4Error::FragNeeded { mtu });
             }
             return Err(DropReason::MtuExceeded);
         }
@@ -1117,23 +1584,19 @@ impl Worker {
         let final_dst = output
             .and_then(|s| s.new_dst)
             .or(input.and_then(|s| s.new_dst));
-        let dst_mac = match (route.via, final_dst, l3) {
-            (Some(IpAddr::V6(gw)), _, _) => snap.neigh6.get(&(egress, gw)),
-            (Some(IpAddr::V4(gw)), None, L3::V4) => snap.neigh4.get(&(egress, gw)),
-            (None, Some(d), _) => snap.neigh6.get(&(egress, d)),
-            (None, None, L3::V6) => snap
-                .neigh6
-                .get(&(egress, ipv6::Packet::new_unchecked(buf.data()).dst_addr())),
-            (None, None, L3::V4) => snap.neigh4.get(&(
-                egress,
+        let nh = match (route.via, final_dst, l3) {
+            (Some(IpAddr::V6(gw)), _, _) => IpAddr::V6(gw),
+            (Some(IpAddr::V4(gw)), None, L3::V4) => IpAddr::V4(gw),
+            (None, Some(d), _) => IpAddr::V6(d),
+            (None, None, L3::V6) => IpAddr::V6(ipv6::Packet::new_unchecked(buf.data()).dst_addr()),
+            (None, None, L3::V4) => IpAddr::V4(
                 ipv4::Packet::new_checked(buf.data())
                     .map_err(|_| DropReason::Ipv4Malformed)?
                     .dst_addr(),
-            )),
-            (Some(IpAddr::V4(_)), _, _) => None,
-        }
-        .copied()
-        .ok_or(DropReason::NoNeighbour)?;
+            ),
+            (Some(IpAddr::V4(_)), _, _) => return Err(DropReason::NoNeighbour),
+        };
+        let dst_mac = self.neighbour_mac(snap, egress, nh)?;
         Ok(Forwarding {
             input,
             output,
@@ -1365,7 +1828,14 @@ impl Worker {
             Some(IpAddr::V6(gw)) => gw,
             _ => to,
         };
-        let Some(&mac) = snap.neigh6.get(&(dev, nh)) else {
+        if !self.icmp_allowed(IpAddr::V6(to), cx.ts) {
+            return;
+        }
+        let miss = self.miss;
+        let mac = self.neighbour_mac(snap, dev, IpAddr::V6(nh));
+        // A next hop the error could not reach is not the packet's own.
+        self.miss = miss;
+        let Ok(mac) = mac else {
             return;
         };
         let hl = snap.links[dev].sysctl.hop_limit;

@@ -4,14 +4,17 @@
 
 #![deny(unsafe_code)]
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod exthdr;
 pub mod hbh;
+pub mod icmpv4;
 pub mod icmpv6;
 pub mod ioam;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ndp;
 pub mod rpl;
 pub mod srh;
 

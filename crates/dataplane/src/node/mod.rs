@@ -1,10 +1,17 @@
 //! What a router does with packets passing through it or addressed to it, beyond plain forwarding:
 //! IOAM transit fill ([`ioam`]) and domains ([`ioam_domain`]: roles, removal, export records), the checks on
 //! options headers ([`options`]), RPL source-route processing ([`rpl`]), SRH endpoint processing ([`srh`]), SRv6
-//! endpoint behaviours of local SIDs ([`seg6local`]) and source address selection ([`saddr`]).
+//! endpoint behaviours of local SIDs ([`seg6local`]) and source address selection ([`saddr`]); for its own
+//! addresses and its neighbours: neighbour discovery ([`ndp`]), ARP ([`arp`]), echo replies ([`echo`]) and dynamic
+//! neighbours ([`neigh`]); ICMP error rate limits ([`icmp_limit`]).
 
+pub mod arp;
+pub mod echo;
+pub mod icmp_limit;
 pub mod ioam;
 pub mod ioam_domain;
+pub mod ndp;
+pub mod neigh;
 pub mod options;
 pub mod rpl;
 pub mod saddr;
