@@ -2,6 +2,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod afxdp;
+#[cfg(target_os = "linux")]
+pub mod generator;
 pub mod linktype;
 pub mod pcap;
 pub mod port;

@@ -500,3 +500,69 @@ fn errors_name_the_problem() {
     .join()
     .expect("lwt6 thread");
 }
+
+#[test]
+fn generator_paces_and_counts_over_af_xdp_and_af_packet() {
+    use lwt6_io::generator::{GenOptions, PacketTx, generate};
+    let net = Net::new("gen", 1);
+    let peer = net.peer.clone();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let capture = thread::spawn(move || {
+        enter(&peer);
+        let s = Packet::open("vp");
+        ready_tx.send(()).unwrap();
+        s.capture(1500)
+    });
+    ready_rx.recv().unwrap();
+    let ns = net.ns.clone();
+    let (xdp, packet) = thread::spawn(move || {
+        enter(&ns);
+        let frames: Vec<Vec<u8>> = (0..10).map(frame).collect();
+        let mut port = XskPort::open("vx", 0, small(XdpMode::Auto, 0)).expect("open");
+        // 1000 frames at 10 000 frames/s: the last batch of 32 is due at 96.8 ms.
+        let xdp = generate(
+            &mut port,
+            &frames,
+            GenOptions {
+                count: 1000,
+                rate: Some(10_000),
+                batch: 32,
+            },
+        )
+        .unwrap();
+        let t = Instant::now();
+        while port.tx_pending() > 0 && t.elapsed() < Duration::from_secs(1) {
+            Port::flush(&mut port).unwrap();
+        }
+        drop(port);
+        let mut tx = PacketTx::open("vx").expect("AF_PACKET");
+        let packet = generate(
+            &mut tx,
+            &frames,
+            GenOptions {
+                count: 500,
+                rate: None,
+                batch: 64,
+            },
+        )
+        .unwrap();
+        (xdp, packet)
+    })
+    .join()
+    .expect("lwt6 thread");
+    let got = capture.join().expect("capture thread");
+    assert_eq!((xdp.sent, packet.sent), (1000, 500));
+    assert!(
+        xdp.elapsed >= Duration::from_micros(96_800),
+        "paced: {:?}",
+        xdp.elapsed
+    );
+    assert_eq!(got.len(), 1500, "the peer received every frame");
+    for seq in 0..10 {
+        assert_eq!(
+            got.iter().filter(|&&s| s == seq).count(),
+            150,
+            "frame {seq}: the input cycled in order"
+        );
+    }
+}
