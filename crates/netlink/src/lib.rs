@@ -20,18 +20,54 @@
 mod route;
 mod socket;
 
+use lwt6_dataplane::snapshot::Change;
+
 pub use route::{KernelEncap, KernelRoute, RouteKind, Seg6Local};
 pub use socket::{RouteMonitor, dump};
 
 /// One route appearing or disappearing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RouteChange {
-    /// `RTM_NEWROUTE`: a route added (or replaced: the new state).
+    /// `RTM_NEWROUTE`: a route added.
     Add(KernelRoute),
+    /// `RTM_NEWROUTE` with `NLM_F_REPLACE` (`ip route replace` / `change`): the new state of a route of the same
+    /// prefix and metric.
+    Replace(KernelRoute),
     /// `RTM_DELROUTE`: a route removed.
     Del(KernelRoute),
     /// A route message that could not be read (the reason names what was wrong); the route is not known to lwt6.
     Unreadable(String),
+}
+
+impl RouteChange {
+    /// The change as the dataplane applies it ([`Snapshot::apply`](lwt6_dataplane::snapshot::Snapshot::apply) /
+    /// `SnapshotWriter::apply`), for routes lwt6 forwards with ([`KernelRoute::is_forwarding`]); empty for the
+    /// others. A replacement is a removal then an addition; its removal is refused ("no such route") when the
+    /// replaced route was not one lwt6 held, which a caller may ignore.
+    pub fn to_changes(&self) -> Vec<Change> {
+        match self {
+            RouteChange::Add(r) => r.to_spec().map(Change::AddRoute).into_iter().collect(),
+            RouteChange::Replace(r) => match r.to_spec() {
+                Some(s) => vec![
+                    Change::DelRoute {
+                        prefix: s.prefix,
+                        metric: s.metric,
+                        line: 0,
+                    },
+                    Change::AddRoute(s),
+                ],
+                None => Vec::new(),
+            },
+            RouteChange::Del(r) if r.is_forwarding() => {
+                vec![Change::DelRoute {
+                    prefix: r.prefix,
+                    metric: r.metric,
+                    line: 0,
+                }]
+            }
+            RouteChange::Del(_) | RouteChange::Unreadable(_) => Vec::new(),
+        }
+    }
 }
 
 /// What went wrong talking to the kernel.

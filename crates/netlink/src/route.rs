@@ -315,10 +315,18 @@ impl KernelRoute {
     }
 
     /// Whether lwt6's dataplane forwards with this route as the kernel would: a single-path unicast route of
-    /// the main table without a source prefix, whose tunnel (if any) lwt6 builds. (`seg6local` routes are left to
-    /// the endpoint behaviours; other tables need policy routing, which lwt6 does not have.)
+    /// the main table without a source prefix, whose tunnel (if any) lwt6 builds, towards a destination that may
+    /// be forwarded at all. (`seg6local` routes are left to the endpoint behaviours; other tables need policy
+    /// routing, which lwt6 does not have; link-local destinations, `fe80::/10`, are never forwarded (RFC 4291
+    /// §2.5.6), and the kernel holds one `fe80::/64` route per interface, all with metric 256, where lwt6's FIB
+    /// keeps one route per prefix and metric.)
     pub fn is_forwarding(&self) -> bool {
-        self.kind == RouteKind::Unicast
+        let link_local = match self.prefix {
+            IpNet::V6(p) => p.prefix_len() >= 10 && p.addr().segments()[0] & 0xffc0 == 0xfe80,
+            IpNet::V4(_) => false,
+        };
+        !link_local
+            && self.kind == RouteKind::Unicast
             && self.table == 254
             && self.multipath == 0
             && self.src_len == 0

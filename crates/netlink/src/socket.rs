@@ -4,7 +4,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 
 use netlink_packet_core::{
-    NLM_F_DUMP, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    NLM_F_DUMP, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::RouteMessage;
@@ -29,13 +29,14 @@ fn open() -> Result<Socket, Error> {
     Ok(s)
 }
 
-fn change(msg: RouteNetlinkMessage) -> Option<RouteChange> {
+fn change(msg: RouteNetlinkMessage, flags: u16) -> Option<RouteChange> {
     let (m, add): (RouteMessage, bool) = match msg {
         RouteNetlinkMessage::NewRoute(m) => (m, true),
         RouteNetlinkMessage::DelRoute(m) => (m, false),
         _ => return None,
     };
     Some(match KernelRoute::from_message(&m) {
+        Ok(r) if add && flags & NLM_F_REPLACE != 0 => RouteChange::Replace(r),
         Ok(r) if add => RouteChange::Add(r),
         Ok(r) => RouteChange::Del(r),
         Err(why) => RouteChange::Unreadable(why),
@@ -55,7 +56,7 @@ fn parse(buf: &[u8], out: &mut Vec<RouteChange>, done: &mut bool) -> Result<(), 
         }
         match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[off..off + len]) {
             Ok(m) => match m.payload {
-                NetlinkPayload::InnerMessage(inner) => out.extend(change(inner)),
+                NetlinkPayload::InnerMessage(inner) => out.extend(change(inner, m.header.flags)),
                 NetlinkPayload::Done(_) => *done = true,
                 NetlinkPayload::Error(e) => {
                     if let Some(code) = e.code {

@@ -269,8 +269,12 @@ fn monitor_sees_routes_added_and_removed() {
             "-6 route add fc00:9::/64 encap seg6 mode encap segs fc00::7,fc00::8 dev d0",
         );
         ip(&name, "-4 route add 10.77.0.0/16 via 10.0.0.9 dev d0");
+        ip(
+            &name,
+            "-6 route replace fc00:9::/64 encap seg6 mode inline segs fc00::6 dev d0",
+        );
         ip(&name, "-6 route del fc00:9::/64");
-        let mut got = collect(&mut m, 3);
+        let mut got = collect(&mut m, 4);
         // The blocking iterator yields the same kind of changes.
         ip(&name, "-6 route add fc00:10::/64 dev d0");
         got.push(m.next().expect("a change").expect("readable"));
@@ -280,6 +284,7 @@ fn monitor_sees_routes_added_and_removed() {
         .iter()
         .map(|c| match c {
             RouteChange::Add(r) => format!("add {}", r.to_line()),
+            RouteChange::Replace(r) => format!("replace {}", r.to_line()),
             RouteChange::Del(r) => format!("del {}", r.to_line()),
             RouteChange::Unreadable(why) => format!("unreadable {why}"),
         })
@@ -289,8 +294,75 @@ fn monitor_sees_routes_added_and_removed() {
         [
             "add -6 route add fc00:9::/64 encap seg6 mode encap segs fc00::7,fc00::8 dev d0 metric 1024",
             "add -4 route add 10.77.0.0/16 via 10.0.0.9 dev d0",
-            "del -6 route add fc00:9::/64 encap seg6 mode encap segs fc00::7,fc00::8 dev d0 metric 1024",
+            "replace -6 route add fc00:9::/64 encap seg6 mode inline segs fc00::6 dev d0 metric 1024",
+            "del -6 route add fc00:9::/64 encap seg6 mode inline segs fc00::6 dev d0 metric 1024",
             "add -6 route add fc00:10::/64 dev d0 metric 1024",
         ]
     );
+}
+
+#[test]
+fn kernel_table_becomes_a_snapshot_and_follows_changes() {
+    use lwt6_dataplane::snapshot::Snapshot;
+    let ns = Ns::new("snap");
+    ip(
+        &ns.0,
+        "-6 route add fc00:1::/64 encap seg6 mode encap segs fc00::1,fc00::2 dev d0",
+    );
+    ip(
+        &ns.0,
+        "-6 route add fc00:5::1/128 encap seg6local action End.DT6 table 254 dev d0",
+    );
+    ip(
+        &ns.0,
+        "-6 route add fc00:4::/64 via fd00::2 dev d0 table 100",
+    );
+    ip(&ns.0, "-4 route add 10.9.0.0/16 via 10.0.0.2 dev d0");
+    let name = ns.0.clone();
+    let (snap, applied) = ns.run(move || {
+        // The links come from the configuration; the routes from the kernel (its connected routes included).
+        let cfg = lwt6_config::parse("link add d0\nlink add d1").expect("config");
+        let mut snap = Snapshot::build(&cfg).expect("snapshot");
+        let mut monitor = RouteMonitor::new().expect("subscribe");
+        let mut applied = 0;
+        for c in dump()
+            .expect("dump")
+            .iter()
+            .flat_map(RouteChange::to_changes)
+        {
+            snap.apply(&c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            applied += 1;
+        }
+        ip(&name, "-6 route del fc00:1::/64");
+        ip(
+            &name,
+            "-6 route add fc00:2::/64 encap seg6 mode encap segs fc00::3 dev d0",
+        );
+        ip(&name, "-4 route replace 10.9.0.0/16 via 10.0.0.3 dev d0");
+        for c in collect(&mut monitor, 3)
+            .iter()
+            .flat_map(RouteChange::to_changes)
+        {
+            snap.apply(&c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        }
+        (snap, applied)
+    });
+    let fib = snap.fib();
+    let has = |p: &str, metric| fib.contains(p.parse().unwrap(), metric);
+    assert!(
+        has("fd00::/64", 256) && has("10.0.0.0/24", 0),
+        "connected routes"
+    );
+    assert!(has("fc00:2::/64", 1024), "the live addition");
+    assert!(!has("fc00:1::/64", 1024), "the live removal");
+    assert!(
+        !has("fc00:4::/64", 1024) && !has("fc00:5::1/128", 1024),
+        "other tables and seg6local are not forwarded"
+    );
+    let r = fib.lookup_v6(v6("fc00:2::9")).expect("a route");
+    assert!(r.tunnel.is_some(), "the seg6 route has its tunnel");
+    let r = fib.lookup_v4("10.9.1.1".parse().unwrap()).expect("a route");
+    assert_eq!(r.via, Some("10.0.0.3".parse().unwrap()), "the replacement");
+    // fd00::/64, 10.0.0.0/24, 10.9.0.0/16, fc00:1::/64 (not the link-local fe80::/64 of d0 and d1).
+    assert_eq!(applied, 4);
 }
