@@ -7,6 +7,7 @@
 
 use std::ffi::CString;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -224,18 +225,24 @@ impl Drop for Packet {
     }
 }
 
-/// The peer sends frames 0..count from `vp`, in bursts of 50 a millisecond apart (well within the receiving
-/// rings, so a slow receiver loses nothing).
-fn peer_sends(peer: &str, count: u32) {
+/// How many of our frames the receiving side has taken (the peer paces itself on it).
+static RECEIVED: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
+
+/// The peer sends frames 0..count from `vp`, never more than 100 ahead of what the receiver (`slot` of
+/// [`RECEIVED`]) has taken: well within the 256-entry rings, so a receiver slowed by a loaded machine loses nothing.
+fn peer_sends(peer: &str, count: u32, slot: usize) {
     let peer = peer.to_string();
     thread::spawn(move || {
         enter(&peer);
         let s = Packet::open("vp");
+        let t = Instant::now();
         for seq in 0..count {
-            s.send(&frame(seq));
-            if seq % 50 == 49 {
-                thread::sleep(Duration::from_millis(1));
+            while seq as usize >= RECEIVED[slot].load(Ordering::Relaxed) + 100
+                && t.elapsed() < Duration::from_secs(10)
+            {
+                thread::sleep(Duration::from_micros(200));
             }
+            s.send(&frame(seq));
         }
     })
     .join()
@@ -244,7 +251,7 @@ fn peer_sends(peer: &str, count: u32) {
 
 /// Receives on every port until `want` of our frames arrived or nothing came for two seconds; per port, the sequence
 /// numbers and the frame offsets (room in front of the data) seen.
-fn receive(ports: &mut [XskPort], want: usize) -> Vec<(Vec<u32>, Vec<usize>)> {
+fn receive(ports: &mut [XskPort], want: usize, slot: usize) -> Vec<(Vec<u32>, Vec<usize>)> {
     let mut out = vec![(Vec::new(), Vec::new()); ports.len()];
     let mut total = 0;
     let mut last = Instant::now();
@@ -270,6 +277,7 @@ fn receive(ports: &mut [XskPort], want: usize) -> Vec<(Vec<u32>, Vec<usize>)> {
                 }
             }
         }
+        RECEIVED[slot].store(total, Ordering::Relaxed);
         if any {
             last = Instant::now();
         } else {
@@ -303,7 +311,7 @@ fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
         assert_eq!(port.kind(), "af_xdp");
         assert!(!port.is_zero_copy(), "veth has no zero-copy AF_XDP");
         ready_tx.send(()).unwrap();
-        let got = receive(std::slice::from_mut(&mut port), N as usize);
+        let got = receive(std::slice::from_mut(&mut port), N as usize, 0);
         (got, port.counters(), port.kernel_stats().unwrap())
     });
     ready_rx.recv().expect("port opened");
@@ -312,7 +320,7 @@ fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
         "program attached in generic mode:\n{}",
         net.link_details()
     );
-    peer_sends(&net.peer, N);
+    peer_sends(&net.peer, N, 0);
     let (got, counters, kstats) = lwt6.join().expect("lwt6 thread");
     let (seqs, offsets) = &got[0];
     assert_eq!(seqs, &(0..N).collect::<Vec<_>>(), "every frame, in order");
@@ -364,7 +372,7 @@ fn receives_on_two_queues_in_driver_mode() {
         );
         let mut ports = [p0, p1];
         ready_tx.send(()).unwrap();
-        receive(&mut ports, 600)
+        receive(&mut ports, 600, 1)
     });
     ready_rx.recv().expect("ports opened");
     let details = net.link_details();
@@ -372,7 +380,7 @@ fn receives_on_two_queues_in_driver_mode() {
         details.contains("xdp ") || details.contains("xdp/id") || details.contains("prog/xdp"),
         "{details}"
     );
-    peer_sends(&net.peer, 600);
+    peer_sends(&net.peer, 600, 1);
     let got = lwt6.join().expect("lwt6 thread");
     let mut all: Vec<u32> = got.iter().flat_map(|(s, _)| s.iter().copied()).collect();
     all.sort_unstable();
