@@ -110,6 +110,15 @@ fn enter(ns: &str) {
     }
 }
 
+/// Clears the calling thread's effective, permitted and inheritable capabilities (`capset(2)`, version 3).
+fn drop_capabilities() {
+    let header: [u32; 2] = [0x2008_0522, 0]; // _LINUX_CAPABILITY_VERSION_3, this thread
+    let data = [0u32; 6]; // two __user_cap_data_struct {effective, permitted, inheritable}
+    // SAFETY: valid header and data arrays of the sizes the kernel reads.
+    let r = unsafe { libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) };
+    assert_eq!(r, 0, "capset");
+}
+
 const MAGIC: &[u8; 8] = b"lwt6xskT";
 const UDP_PORT: u16 = 47_000;
 
@@ -507,6 +516,20 @@ fn errors_name_the_problem() {
     })
     .join()
     .expect("lwt6 thread");
+    // Without privileges (this thread drops every capability: they are per thread), the refusal is named.
+    let ns = net.ns.clone();
+    thread::spawn(move || {
+        enter(&ns);
+        drop_capabilities();
+        match XskPort::open("vx", 0, small(XdpMode::Auto, 0)) {
+            Err(e @ XskError::NotPermitted { .. }) => {
+                assert!(e.to_string().contains("root"), "{e}")
+            }
+            other => panic!("without capabilities: {:?}", other.err()),
+        }
+    })
+    .join()
+    .expect("unprivileged thread");
 }
 
 #[test]
