@@ -181,6 +181,40 @@ fn ifindex(ifname: &str) -> Result<u32, XskError> {
     }
 }
 
+/// How many receive queues `ifname` has in use (its channel counts, `ETHTOOL_GCHANNELS`): the number of ports
+/// (and workers) that cover all of its traffic. A device that does not report channels has one queue.
+pub fn rx_queues(ifname: &str) -> Result<u32, XskError> {
+    ifindex(ifname)?;
+    // struct ethtool_channels: cmd, max_rx, max_tx, max_other, max_combined, rx_count, tx_count, other_count,
+    // combined_count (include/uapi/linux/ethtool.h).
+    let mut ch = [0u32; 9];
+    ch[0] = 0x3c; // ETHTOOL_GCHANNELS
+    // struct ifreq: the name (16 bytes) then, for SIOCETHTOOL, a pointer to the command's structure.
+    let mut ifr = [0u8; 40];
+    ifr[..ifname.len().min(15)].copy_from_slice(&ifname.as_bytes()[..ifname.len().min(15)]);
+    ifr[16..24].copy_from_slice(&(ch.as_mut_ptr() as u64).to_ne_bytes());
+    // SAFETY: a plain datagram socket for the ioctl, closed below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(XskError::classify(
+            "socket for SIOCETHTOOL",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: `ifr` is a valid ifreq whose data pointer points at `ch`, alive during the call.
+    let r = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, ifr.as_mut_ptr()) };
+    let err = io::Error::last_os_error();
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    if r < 0 {
+        return match err.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(1),
+            _ => Err(XskError::classify("ETHTOOL_GCHANNELS", err)),
+        };
+    }
+    Ok((ch[5] + ch[8]).max(1))
+}
+
 /// The calling thread's network namespace (device and inode of its nsfs file), so that interfaces of the same
 /// index in different namespaces do not share an attachment.
 fn netns_id() -> (u64, u64) {

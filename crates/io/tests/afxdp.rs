@@ -368,6 +368,11 @@ fn receives_on_two_queues_in_driver_mode() {
     let (ready_tx, ready_rx) = mpsc::channel();
     let lwt6 = thread::spawn(move || {
         enter(&ns);
+        assert_eq!(
+            lwt6_io::afxdp::rx_queues("vx").unwrap(),
+            2,
+            "the veth was made with 2 queues"
+        );
         let p0 = XskPort::open("vx", 0, small(XdpMode::Auto, 0)).expect("queue 0");
         let p1 = XskPort::open("vx", 1, small(XdpMode::Auto, 0)).expect("queue 1");
         assert!(
@@ -483,6 +488,11 @@ fn errors_name_the_problem() {
     let ns = net.ns.clone();
     thread::spawn(move || {
         enter(&ns);
+        assert_eq!(lwt6_io::afxdp::rx_queues("vx").unwrap(), 1);
+        assert!(matches!(
+            lwt6_io::afxdp::rx_queues("nosuch0"),
+            Err(XskError::NoInterface { .. })
+        ));
         match XskPort::open("nosuch0", 0, XskOptions::default()) {
             Err(XskError::NoInterface { ifname }) => assert_eq!(ifname, "nosuch0"),
             other => panic!("missing interface: {:?}", other.err()),
