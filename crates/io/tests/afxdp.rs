@@ -1,0 +1,609 @@
+//! The AF_XDP port against the running kernel: two network namespaces joined by a veth pair (1 or 2 queues), a
+//! peer that sends and captures with AF_PACKET, and lwt6's port on the other end. Needs root (namespaces, BPF);
+//! these tests FAIL, not skip, without it. Every namespace is named `l6x-<pid>-<test>` and deleted on every exit
+//! path (the guard's Drop also runs when a test panics).
+
+#![cfg(target_os = "linux")]
+
+use std::ffi::CString;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lwt6_io::afxdp::{XDP_PACKET_HEADROOM, XdpAttachment, XdpMode, XskError, XskOptions, XskPort};
+use lwt6_io::port::Port;
+
+fn require_root() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "crates/io/tests/afxdp.rs needs root (namespaces, XDP); run as root"
+    );
+}
+
+fn ip(args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("run ip (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Namespace `<name>` holding veth `vx` (lwt6's side) and `<name>p` holding its peer `vp`; deleted on drop.
+struct Net {
+    ns: String,
+    peer: String,
+}
+
+impl Net {
+    fn new(test: &str, queues: u32) -> Net {
+        require_root();
+        let ns = format!("l6x-{}-{test}", std::process::id());
+        let peer = format!("{ns}p");
+        let net = Net {
+            ns: ns.clone(),
+            peer: peer.clone(),
+        };
+        for n in [&ns, &peer] {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+            ip(&["netns", "add", n]);
+        }
+        let q = queues.to_string();
+        #[rustfmt::skip]
+        ip(&["-n", &ns, "link", "add", "vx", "numtxqueues", &q, "numrxqueues", &q, "type", "veth", "peer", "name", "vp",
+             "numtxqueues", &q, "numrxqueues", &q, "netns", &peer]);
+        ip(&[
+            "-n",
+            &ns,
+            "link",
+            "set",
+            "vx",
+            "address",
+            "02:00:00:00:00:0a",
+            "up",
+        ]);
+        ip(&[
+            "-n",
+            &peer,
+            "link",
+            "set",
+            "vp",
+            "address",
+            "02:00:00:00:00:0b",
+            "up",
+        ]);
+        net
+    }
+
+    /// `ip -d link show vx` in lwt6's namespace.
+    fn link_details(&self) -> String {
+        ip(&["-n", &self.ns, "-d", "link", "show", "vx"])
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for n in [&self.ns, &self.peer] {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+        }
+    }
+}
+
+/// Moves the calling thread into network namespace `ns` (setns affects only this thread).
+fn enter(ns: &str) {
+    let path = CString::new(format!("/var/run/netns/{ns}")).unwrap();
+    // SAFETY: plain system calls on a descriptor we own.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        assert!(fd >= 0, "open {ns}");
+        assert_eq!(libc::setns(fd, libc::CLONE_NEWNET), 0, "setns {ns}");
+        libc::close(fd);
+    }
+}
+
+/// Clears the calling thread's effective, permitted and inheritable capabilities (`capset(2)`, version 3).
+fn drop_capabilities() {
+    let header: [u32; 2] = [0x2008_0522, 0]; // _LINUX_CAPABILITY_VERSION_3, this thread
+    let data = [0u32; 6]; // two __user_cap_data_struct {effective, permitted, inheritable}
+    // SAFETY: valid header and data arrays of the sizes the kernel reads.
+    let r = unsafe { libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) };
+    assert_eq!(r, 0, "capset");
+}
+
+const MAGIC: &[u8; 8] = b"lwt6xskT";
+const UDP_PORT: u16 = 47_000;
+
+/// An Ethernet + IPv6 + UDP frame from the peer to lwt6's side carrying MAGIC and `seq`; the source port varies
+/// with `seq` so that the flow hash spreads frames over the transmit (and so the veth receive) queues.
+fn frame(seq: u32) -> Vec<u8> {
+    let payload: Vec<u8> = MAGIC
+        .iter()
+        .copied()
+        .chain(seq.to_be_bytes())
+        .chain([0u8; 20])
+        .collect();
+    let udp_len = 8 + payload.len() as u16;
+    let mut f = vec![0x02, 0, 0, 0, 0, 0x0a, 0x02, 0, 0, 0, 0, 0x0b, 0x86, 0xdd];
+    f.extend([0x60, 0, 0, 0]);
+    f.extend(udp_len.to_be_bytes());
+    f.extend([17, 64]);
+    f.extend([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0b]);
+    f.extend([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a]);
+    f.extend((1024 + (seq % 4000) as u16).to_be_bytes());
+    f.extend(UDP_PORT.to_be_bytes());
+    f.extend(udp_len.to_be_bytes());
+    f.extend([0, 0]); // checksum not checked by anyone here
+    f.extend(payload);
+    f
+}
+
+/// The sequence number of one of our frames, `None` for anything else (router solicitations, MLD reports...).
+fn seq_of(f: &[u8]) -> Option<u32> {
+    let p = 14 + 40 + 8;
+    (f.len() >= p + 12
+        && f[12..14] == [0x86, 0xdd]
+        && f[20] == 17
+        && f[56..58] == UDP_PORT.to_be_bytes()
+        && &f[p..p + 8] == MAGIC)
+        .then(|| u32::from_be_bytes(f[p + 8..p + 12].try_into().unwrap()))
+}
+
+/// An AF_PACKET socket bound to `ifname` in the calling thread's namespace (all protocols).
+struct Packet(i32);
+
+impl Packet {
+    fn open(ifname: &str) -> Packet {
+        let name = CString::new(ifname).unwrap();
+        // SAFETY: plain socket calls with valid arguments.
+        unsafe {
+            let fd = libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW,
+                (libc::ETH_P_ALL as u16).to_be() as i32,
+            );
+            assert!(fd >= 0, "AF_PACKET socket");
+            // Room for every frame of a test even when this thread is slower than the sender.
+            let buf: i32 = 16 << 20;
+            let r = libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&buf as *const i32).cast(),
+                4,
+            );
+            assert_eq!(r, 0, "SO_RCVBUFFORCE");
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            sll.sll_family = libc::AF_PACKET as u16;
+            sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+            sll.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
+            let r = libc::bind(
+                fd,
+                (&sll as *const libc::sockaddr_ll).cast(),
+                size_of::<libc::sockaddr_ll>() as u32,
+            );
+            assert_eq!(r, 0, "bind AF_PACKET");
+            Packet(fd)
+        }
+    }
+    fn send(&self, f: &[u8]) {
+        // SAFETY: valid buffer.
+        let r = unsafe { libc::send(self.0, f.as_ptr().cast(), f.len(), 0) };
+        assert_eq!(r, f.len() as isize, "AF_PACKET send");
+    }
+    /// Our frames' sequence numbers received until `want` arrived or nothing came for a second.
+    fn capture(&self, want: usize) -> Vec<u32> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        let mut last = Instant::now();
+        while got.len() < want && last.elapsed() < Duration::from_secs(1) {
+            // SAFETY: valid buffer.
+            let r = unsafe {
+                libc::recv(
+                    self.0,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r > 0 {
+                if let Some(s) = seq_of(&buf[..r as usize]) {
+                    got.push(s);
+                    last = Instant::now();
+                }
+            } else {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+        got
+    }
+}
+
+impl Drop for Packet {
+    fn drop(&mut self) {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// How many of our frames the receiving side has taken (the peer paces itself on it).
+static RECEIVED: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
+
+/// The peer sends frames 0..count from `vp`, never more than 100 ahead of what the receiver (`slot` of
+/// [`RECEIVED`]) has taken: well within the 256-entry rings, so a receiver slowed by a loaded machine loses nothing.
+fn peer_sends(peer: &str, count: u32, slot: usize) {
+    let peer = peer.to_string();
+    thread::spawn(move || {
+        enter(&peer);
+        let s = Packet::open("vp");
+        let t = Instant::now();
+        for seq in 0..count {
+            while seq as usize >= RECEIVED[slot].load(Ordering::Relaxed) + 100
+                && t.elapsed() < Duration::from_secs(10)
+            {
+                thread::sleep(Duration::from_micros(200));
+            }
+            s.send(&frame(seq));
+        }
+    })
+    .join()
+    .expect("peer thread");
+}
+
+/// Receives on every port until `want` of our frames arrived or nothing came for two seconds; per port, the sequence
+/// numbers and the frame offsets (room in front of the data) seen.
+fn receive(ports: &mut [XskPort], want: usize, slot: usize) -> Vec<(Vec<u32>, Vec<usize>)> {
+    let mut out = vec![(Vec::new(), Vec::new()); ports.len()];
+    let mut total = 0;
+    let mut last = Instant::now();
+    while total < want && last.elapsed() < Duration::from_secs(2) {
+        let mut any = false;
+        for (i, p) in ports.iter_mut().enumerate() {
+            let mut seen = Vec::new();
+            let n = p
+                .recv_batch(64, &mut |f| {
+                    seen.push((seq_of(f), f.as_ptr() as usize, f.len()))
+                })
+                .unwrap();
+            any |= n > 0;
+            for (s, ptr, len) in seen {
+                // SAFETY: only the address is used, to ask the port where it lies in its frame.
+                let off = p
+                    .frame_offset(unsafe { std::slice::from_raw_parts(ptr as *const u8, len) })
+                    .unwrap();
+                if let Some(s) = s {
+                    out[i].0.push(s);
+                    out[i].1.push(off);
+                    total += 1;
+                }
+            }
+        }
+        RECEIVED[slot].store(total, Ordering::Relaxed);
+        if any {
+            last = Instant::now();
+        } else {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    out
+}
+
+fn small(mode: XdpMode, headroom: u32) -> XskOptions {
+    XskOptions {
+        frame_size: 2048,
+        headroom,
+        ring_size: 256,
+        zero_copy: true,
+        mode,
+    }
+}
+
+#[test]
+fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
+    let net = Net::new("rx1", 1);
+    let ns = net.ns.clone();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    // More frames than the fill ring holds: received frames must go back to it.
+    const N: u32 = 1000;
+    let lwt6 = thread::spawn(move || {
+        enter(&ns);
+        let mut port = XskPort::open("vx", 0, small(XdpMode::Skb, 192)).expect("open AF_XDP port");
+        assert_eq!(port.attachment().mode(), XdpMode::Skb);
+        assert_eq!(port.kind(), "af_xdp");
+        assert!(!port.is_zero_copy(), "veth has no zero-copy AF_XDP");
+        ready_tx.send(()).unwrap();
+        let got = receive(std::slice::from_mut(&mut port), N as usize, 0);
+        (got, port.counters(), port.kernel_stats().unwrap())
+    });
+    ready_rx.recv().expect("port opened");
+    assert!(
+        net.link_details().contains("xdpgeneric"),
+        "program attached in generic mode:\n{}",
+        net.link_details()
+    );
+    peer_sends(&net.peer, N, 0);
+    let (got, counters, kstats) = lwt6.join().expect("lwt6 thread");
+    let (seqs, offsets) = &got[0];
+    assert_eq!(seqs, &(0..N).collect::<Vec<_>>(), "every frame, in order");
+    // Received data starts after the registered headroom and the kernel's own XDP headroom.
+    assert!(
+        offsets
+            .iter()
+            .all(|&o| o == 192 + XDP_PACKET_HEADROOM as usize),
+        "offsets {offsets:?}"
+    );
+    assert!(
+        counters.rx_frames >= u64::from(N) && counters.rx_invalid == 0,
+        "{counters:?}"
+    );
+    assert_eq!(
+        (
+            kstats.rx_dropped,
+            kstats.rx_ring_full,
+            kstats.rx_fill_ring_empty_descs
+        ),
+        (0, 0, 0),
+        "{kstats:?}"
+    );
+    // The port (and with it the last reference to the attachment) is gone: no XDP program is left on the link.
+    let details = net.link_details();
+    assert!(
+        !details.contains("xdp"),
+        "XDP program still attached after drop:\n{details}"
+    );
+}
+
+#[test]
+fn receives_on_two_queues_in_driver_mode() {
+    let net = Net::new("rx2", 2);
+    let ns = net.ns.clone();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let lwt6 = thread::spawn(move || {
+        enter(&ns);
+        assert_eq!(
+            lwt6_io::afxdp::rx_queues("vx").unwrap(),
+            2,
+            "the veth was made with 2 queues"
+        );
+        let p0 = XskPort::open("vx", 0, small(XdpMode::Auto, 0)).expect("queue 0");
+        let p1 = XskPort::open("vx", 1, small(XdpMode::Auto, 0)).expect("queue 1");
+        assert!(
+            std::sync::Arc::ptr_eq(p0.attachment(), p1.attachment()),
+            "one program per interface"
+        );
+        assert_eq!(
+            p0.attachment().mode(),
+            XdpMode::Driver,
+            "veth runs XDP natively"
+        );
+        let mut ports = [p0, p1];
+        ready_tx.send(()).unwrap();
+        receive(&mut ports, 600, 1)
+    });
+    ready_rx.recv().expect("ports opened");
+    let details = net.link_details();
+    assert!(
+        details.contains("xdp ") || details.contains("xdp/id") || details.contains("prog/xdp"),
+        "{details}"
+    );
+    peer_sends(&net.peer, 600, 1);
+    let got = lwt6.join().expect("lwt6 thread");
+    let mut all: Vec<u32> = got.iter().flat_map(|(s, _)| s.iter().copied()).collect();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..600).collect::<Vec<_>>(),
+        "every frame exactly once over both queues"
+    );
+    assert!(
+        got.iter().all(|(s, _)| !s.is_empty()),
+        "both queues received: {} + {}",
+        got[0].0.len(),
+        got[1].0.len()
+    );
+    assert!(
+        !net.link_details().contains("xdp"),
+        "detached after the ports closed"
+    );
+}
+
+#[test]
+fn transmits_frames_the_peer_receives() {
+    const N: u32 = 1000; // several times the ring: frames are reclaimed from the completion ring and reused
+    let net = Net::new("tx", 1);
+    let peer = net.peer.clone();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let capture = thread::spawn(move || {
+        enter(&peer);
+        let s = Packet::open("vp");
+        ready_tx.send(()).unwrap();
+        s.capture(N as usize)
+    });
+    ready_rx.recv().unwrap();
+    let ns = net.ns.clone();
+    let (sent, refused, counters) = thread::spawn(move || {
+        enter(&ns);
+        let mut port = XskPort::open("vx", 0, small(XdpMode::Auto, 0)).expect("open");
+        // One flush hands the kernel a whole batch, even though copy mode sends a bounded number per system call.
+        for seq in 0..200 {
+            assert!(port.send(&frame(seq)).unwrap());
+        }
+        port.flush().unwrap();
+        thread::sleep(Duration::from_millis(100));
+        assert_eq!(port.tx_pending(), 0, "one flush sent the whole batch");
+        let (mut sent, mut refused) = (200u32, 0u32);
+        let mut seq = 200;
+        let start = Instant::now();
+        while seq < N && start.elapsed() < Duration::from_secs(5) {
+            // The peer's frames reversed in direction do not matter here: the peer captures whatever arrives.
+            if port.send(&frame(seq)).unwrap() {
+                sent += 1;
+                seq += 1;
+                if seq % 64 == 0 {
+                    port.flush().unwrap();
+                }
+            } else {
+                refused += 1;
+                port.flush().unwrap();
+                thread::sleep(Duration::from_micros(100));
+            }
+        }
+        port.flush().unwrap();
+        // Let the last frames complete before the socket closes.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(300) {
+            port.flush().unwrap();
+            thread::sleep(Duration::from_millis(5));
+        }
+        (sent, refused, port.counters())
+    })
+    .join()
+    .expect("lwt6 thread");
+    let got = capture.join().expect("capture thread");
+    assert_eq!(sent, N);
+    assert_eq!(counters.tx_frames, u64::from(N));
+    assert_eq!(
+        counters.tx_ring_full,
+        u64::from(refused),
+        "every refusal counted"
+    );
+    assert_eq!(
+        got,
+        (0..N).collect::<Vec<_>>(),
+        "the peer received every frame once, in order"
+    );
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let net = Net::new("err", 1);
+    let ns = net.ns.clone();
+    thread::spawn(move || {
+        enter(&ns);
+        assert_eq!(lwt6_io::afxdp::rx_queues("vx").unwrap(), 1);
+        assert!(matches!(
+            lwt6_io::afxdp::rx_queues("nosuch0"),
+            Err(XskError::NoInterface { .. })
+        ));
+        match XskPort::open("nosuch0", 0, XskOptions::default()) {
+            Err(XskError::NoInterface { ifname }) => assert_eq!(ifname, "nosuch0"),
+            other => panic!("missing interface: {:?}", other.err()),
+        }
+        match XskPort::open(
+            "vx",
+            0,
+            XskOptions {
+                frame_size: 3000,
+                ..XskOptions::default()
+            },
+        ) {
+            Err(XskError::Options(m)) => assert!(m.contains("frame size 3000"), "{m}"),
+            other => panic!("bad frame size: {:?}", other.err()),
+        }
+        // veth vx has one queue: queue 3 does not exist.
+        match XskPort::open("vx", 3, small(XdpMode::Auto, 0)) {
+            Err(XskError::Bind {
+                ifname, queue: 3, ..
+            }) => assert_eq!(ifname, "vx"),
+            other => panic!("missing queue: {:?}", other.err()),
+        }
+        // One program per interface: a second attachment is refused while the first holds the link.
+        let first = XdpAttachment::attach("vx", XdpMode::Driver).expect("first attach");
+        match XdpAttachment::attach("vx", XdpMode::Auto) {
+            Err(e @ XskError::Attach { .. }) => assert!(e.to_string().contains("vx"), "{e}"),
+            other => panic!("second attach: {:?}", other.err()),
+        }
+        drop(first);
+        XdpAttachment::attach("vx", XdpMode::Driver).expect("attach again once the first is gone");
+    })
+    .join()
+    .expect("lwt6 thread");
+    // Without privileges (this thread drops every capability: they are per thread), the refusal is named.
+    let ns = net.ns.clone();
+    thread::spawn(move || {
+        enter(&ns);
+        drop_capabilities();
+        match XskPort::open("vx", 0, small(XdpMode::Auto, 0)) {
+            Err(e @ XskError::NotPermitted { .. }) => {
+                assert!(e.to_string().contains("root"), "{e}")
+            }
+            other => panic!("without capabilities: {:?}", other.err()),
+        }
+    })
+    .join()
+    .expect("unprivileged thread");
+}
+
+#[test]
+fn generator_paces_and_counts_over_af_xdp_and_af_packet() {
+    use lwt6_io::generator::{GenOptions, PacketTx, generate};
+    let net = Net::new("gen", 1);
+    let peer = net.peer.clone();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let capture = thread::spawn(move || {
+        enter(&peer);
+        let s = Packet::open("vp");
+        ready_tx.send(()).unwrap();
+        s.capture(1500)
+    });
+    ready_rx.recv().unwrap();
+    let ns = net.ns.clone();
+    let (xdp, packet) = thread::spawn(move || {
+        enter(&ns);
+        let frames: Vec<Vec<u8>> = (0..10).map(frame).collect();
+        let mut port = XskPort::open("vx", 0, small(XdpMode::Auto, 0)).expect("open");
+        // 1000 frames at 10 000 frames/s: the last batch of 32 is due at 96.8 ms.
+        let xdp = generate(
+            &mut port,
+            &frames,
+            GenOptions {
+                count: 1000,
+                rate: Some(10_000),
+                batch: 32,
+            },
+        )
+        .unwrap();
+        let t = Instant::now();
+        while port.tx_pending() > 0 && t.elapsed() < Duration::from_secs(1) {
+            Port::flush(&mut port).unwrap();
+        }
+        drop(port);
+        let mut tx = PacketTx::open("vx").expect("AF_PACKET");
+        let packet = generate(
+            &mut tx,
+            &frames,
+            GenOptions {
+                count: 500,
+                rate: None,
+                batch: 64,
+            },
+        )
+        .unwrap();
+        (xdp, packet)
+    })
+    .join()
+    .expect("lwt6 thread");
+    let got = capture.join().expect("capture thread");
+    assert_eq!((xdp.sent, packet.sent), (1000, 500));
+    assert!(
+        xdp.elapsed >= Duration::from_micros(96_800),
+        "paced: {:?}",
+        xdp.elapsed
+    );
+    assert_eq!(got.len(), 1500, "the peer received every frame");
+    for seq in 0..10 {
+        assert_eq!(
+            got.iter().filter(|&&s| s == seq).count(),
+            150,
+            "frame {seq}: the input cycled in order"
+        );
+    }
+}
