@@ -1118,10 +1118,19 @@ impl Worker {
             return;
         };
         let Some(dev) = route.dev else { return };
-        // Linux selects the error's source as if it left by the interface the invoking packet came in on (it
-        // usually does): tests/kernel/test_forbidden.py has a case where the two differ.
-        let Some(src) = snap.source_for(Some(cx.in_dev), &to) else {
-            return;
+        // RFC 4443 §2.2 (a), as Linux does: an error about a packet sent to one of our unicast addresses comes
+        // from that address (after a routing header, the destination it holds now: tests/hostile,
+        // `*-next-local-hlim-1`). Otherwise Linux selects the source as if the error left by the interface the
+        // invoking packet came in on (it usually does): tests/kernel/test_forbidden.py has a case where the two
+        // differ.
+        let dst = p.dst_addr();
+        let src = if snap.local6.contains(&dst) {
+            dst
+        } else {
+            let Some(src) = snap.source_for(Some(cx.in_dev), &to) else {
+                return;
+            };
+            src
         };
         let nh = match route.via {
             Some(IpAddr::V6(gw)) => gw,
