@@ -22,7 +22,7 @@ import pytest
 import cases
 from frames import find_tag
 from ktconf import render
-from ktnet import is_noise, sysctl_get, sysctl_set
+from ktnet import in_ns, is_noise, sysctl_get, sysctl_set
 from ktpcap import read_pcapng
 from kttopo import RTR_BASE
 
@@ -296,3 +296,63 @@ def test_bytes_equal_kernel(group, kernel_router, lwt6_path, confdir):
         if no_icmp_flow_label(got) != no_icmp_flow_label(want):
             diffs.append(f"{c.name} (lwt6 on {dev}):\n  kernel {want.hex()}\n  lwt6   {got.hex()}")
     assert not diffs, "\n".join(diffs)
+
+
+# The kernel's own account of a drop: the IPv6 MIB counter (/proc/net/snmp6 of the router's namespace) a frame
+# increments, for the lwt6 drop reasons Linux counts one way. (Many silent drops — seg6 and RPL disabled, HMAC,
+# RPL address checks — count nothing in the MIB.)
+KERNEL_COUNTER = {
+    "ipv6_malformed": ("Ip6InHdrErrors", "Ip6InTruncatedPkts"),
+    "exthdr_malformed": ("Ip6InHdrErrors",),
+    "exthdr_bad_padding": ("Ip6InHdrErrors",),
+    "exthdr_too_many_options": ("Ip6InHdrErrors",),
+    "hbh_unknown_option": ("Ip6InHdrErrors",),
+    "ioam_malformed": ("Ip6InHdrErrors",),
+    "ioam_nodelen_mismatch": ("Ip6InHdrErrors",),
+    "rpl_segments_left": ("Ip6InHdrErrors",),
+    "srh_malformed": ("Ip6InHdrErrors",),
+    "unknown_routing_type": ("Ip6InHdrErrors",),
+    "no_route": ("Ip6InNoRoutes",),
+}
+# Where Linux counts the same drop under another name.
+KERNEL_COUNTER_CASE = {
+    "chain-hbh-not-first-local": ("Ip6InUnknownProtos",),   # Hop-by-Hop as an unknown next header
+}
+
+
+def snmp6(ns):
+    def read():
+        with open("/proc/net/snmp6") as f:
+            return {k: int(v) for k, v in (line.split() for line in f)}
+    return in_ns(ns, read)
+
+
+@pytest.mark.parametrize("group", list(GROUPS), ids=lambda g: "+".join(s.split()[-1] for s in g[0]) or "base")
+def test_kernel_drop_counters(group, kernel_router):
+    """Each dropped case of the group, sent alone: the kernel's MIB counter for it must be the one lwt6's drop
+    reason corresponds to (KERNEL_COUNTER), i.e. Linux drops it for the same kind of reason."""
+    topo = kernel_router
+    ns = topo.topo.name("rtr")
+    checked = [c for c in GROUPS[group] if c.linux is None and c.expect.rsplit(":", 1)[-1] in KERNEL_COUNTER
+               and not c.expect.startswith("fwd") and c.frame(0)[12:14] == b"\x86\xdd"]
+    if not checked:
+        return
+    wrong = []
+    try:
+        topo.rtr.apply(list(group[0]))
+        for c in checked:
+            want = KERNEL_COUNTER_CASE.get(c.name) or KERNEL_COUNTER[c.expect.rsplit(":", 1)[-1]]
+            before = snmp6(ns)
+            topo.s0.send(c.frame(TAG[c.name]))
+            deadline = time.monotonic() + 1.0
+            while True:
+                after = snmp6(ns)
+                moved = sorted(k for k in after if k.startswith("Ip6In") and after[k] != before.get(k))
+                if any(k in moved for k in want) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.002)
+            if not any(k in moved for k in want):
+                wrong.append(f"{c.name} ({c.expect}): kernel counted {moved or 'nothing'}, expected one of {want}")
+    finally:
+        topo.rtr.undo()
+    assert not wrong, "\n".join(wrong)
