@@ -8,7 +8,8 @@ A case's `expect` is one of
                                                type, code and checksum: the pointer, the MTU, or 0), one drop;
 and its `linux` is what the kernel router observably does with the frame in the same namespace topology:
   None           the same as `expect` ("drop" = nothing comes out);
-  "fwd", "drop", "icmp6:T/C/P", "icmp4:T/C"   a documented difference (`why` says why, docs/linux-compat.md);
+  "fwd", "fwd xN" (N frames), "drop", "icmp6:T/C/P", "icmp4:T/C"   a documented difference (`why` says why,
+                 docs/linux-compat.md);
   "-"            no kernel reference (`why` says why: the frame cannot be sent through a veth, a kernel defect).
 
 Frames are made by `frames.py` from a tag (the kernel runner sends many frames per configuration and tells the
@@ -18,7 +19,7 @@ kernel runner applies the same statements with tests/kernel/ktconf.render.
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from frames import (DST, ESP, FAR, FRAG, HOP, IPV4, IPV6, LOCAL, LOCAL_R1, MAC_OTHER, NONE, ROUTING, SRC, UDP, cut,
+from frames import (DST, ESP, FAR, FRAG, HOP, ICMP6, IPV4, IPV6, LOCAL, LOCAL_R1, MAC_OTHER, NONE, ROUTING, SRC, UDP, cut,
                     eth, ext, ipv4, ipv6, opts, srh, srh_with_hmac, v4, v6)
 from ktpkt import ioam_hbh, rpl_srh
 
@@ -157,6 +158,25 @@ case("ip6-local-r1-address", "ipv6", "for the router's r1 address, arriving on r
 case("ip6-local-udp", "ipv6", "UDP to the router (no socket listens)", lambda t: v6(LOCAL, tag=t),
      "drop:local_delivery", linux="icmp6:1/4/0",
      why="Linux delivers it to UDP, which answers port unreachable; lwt6 has no host stack (difference 14)")
+
+
+
+def icmp6(ty, code, body=bytes(28)):
+    """An ICMPv6 message (RFC 4443 §2.1), checksum left 0 (a router does not verify it)."""
+    return bytes([ty, code, 0, 0, 0, 0, 0, 0]) + body
+
+
+case("icmp6-error-hlim-1", "hop-limit", "an ICMPv6 Destination Unreachable in transit with hop limit 1: no error "
+     "about an error (RFC 4443 §2.4 (e.1))", lambda t: v6(FAR, upper=icmp6(1, 0), upper_nh=ICMP6, hlim=1, tag=t),
+     "drop:hop_limit_exceeded")
+case("icmp6-echo-hlim-1", "hop-limit", "an ICMPv6 Echo Request in transit with hop limit 1: Time Exceeded",
+     lambda t: v6(FAR, upper=icmp6(128, 0), upper_nh=ICMP6, hlim=1, tag=t), "icmp6:3/0/0:hop_limit_exceeded")
+case("frag-later-fragment-hlim-1", "hop-limit", "a non-first fragment (offset 8) with hop limit 1",
+     lambda t: v6(FAR, [(FRAG, b"\x00\x00\x40\x00\x00\x00\x01")], upper=bytes(16), upper_nh=UDP, hlim=1,
+                  tag=t), "icmp6:3/0/0:hop_limit_exceeded")
+case("frag-later-fragment-transit", "ext-chain", "a non-first fragment in transit: forwarded",
+     lambda t: v6(FAR, [(FRAG, b"\x00\x00\x40\x00\x00\x00\x01")], upper=bytes(16), upper_nh=UDP, tag=t),
+     f"fwd:{FAR}")
 
 # --------------------------------------------------------------------------------------------------------------
 # Hop-by-Hop options and extension-header chains
@@ -468,6 +488,12 @@ case("rpl-hlim-1", "rpl", "SL 1 and hop limit 1", lambda t: rpl_pkt(t, rpl_srh([
      "icmp6:3/0/0:hop_limit_exceeded", RPL)
 case("rpl-next-no-route", "rpl", "the next address has no route",
      lambda t: rpl_pkt(t, rpl_srh(["2001:db8::9"], 1, LOCAL)), "icmp6:1/0/0:no_route", RPL)
+case("rpl-128-addresses", "rpl", "128 one-byte addresses (CmprI = CmprE = 15): more than the 127 Linux accepts "
+     "since June 2026", lambda t: rpl_pkt(t, rpl_raw(UDP, 16, 1, 15, 15, 0, bytes([5] * 128))),
+     "drop:rpl_malformed", RPL)
+case("rpl-127-addresses", "rpl", "127 one-byte addresses, SL 1: the next address is the last one",
+     lambda t: rpl_pkt(t, rpl_raw(UDP, 16, 1, 15, 15, 1, bytes([5] * 127) + b"\x00")), "drop:no_neighbour", RPL,
+     linux="-", why="the next address fd00:1::5 is on r0's link, where nothing answers neighbour discovery")
 case("rpl-transit-garbage", "rpl", "an RPL header with SL 200 on a packet not for the router: not read",
      lambda t: rpl_pkt(t, rpl_srh([R5], 200, FAR), da=FAR), f"fwd:{FAR}", RPL)
 
@@ -581,6 +607,12 @@ case("ip4-ttl-1", "ipv4", "TTL 1", lambda t: v4(V4_DST, tag=t, ttl=1), "drop:hop
 case("ip4-ttl-0", "ipv4", "TTL 0", lambda t: v4(V4_DST, tag=t, ttl=0), "drop:hop_limit_exceeded",
      linux="icmp4:11/0", why=NO_ICMP4)
 case("ip4-no-route", "ipv4", "a destination no route covers", lambda t: v4("192.0.2.1", tag=t), "drop:no_route")
+case("ip4-df-too-big", "ipv4", "a 1504-byte IPv4 packet with DF for the 1500-byte egress link",
+     lambda t: v4(V4_DST, tag=t, df=True, payload=bytes(1484)), "drop:mtu_exceeded", linux="icmp4:3/4",
+     why=NO_ICMP4)
+case("ip4-too-big-no-df", "ipv4", "a 1504-byte IPv4 packet without DF for the 1500-byte egress link",
+     lambda t: v4(V4_DST, tag=t, payload=bytes(1484)), "drop:mtu_exceeded", linux="fwd x2",
+     why="Linux fragments it (two fragments leave); lwt6 does not fragment IPv4 (docs/linux-compat.md)")
 case("ip4-broadcast", "ipv4", "destination 255.255.255.255", lambda t: v4("255.255.255.255", tag=t),
      "drop:multicast_destination")
 case("ip4-multicast", "ipv4", "destination 239.1.1.1", lambda t: v4("239.1.1.1", tag=t),

@@ -126,7 +126,7 @@ def v6(dst, *a, dmac=MAC_R0, **k):
 
 
 def ipv4(dst, src="10.1.0.1", ttl=64, tag=0, ihl=5, options=b"", total=None, version=4, bad_csum=False,
-         proto=UDP, payload=None, trailer=b""):
+         proto=UDP, payload=None, trailer=b"", df=False):
     """IPv4 header (RFC 791 §3.1) + UDP (checksum 0: allowed for IPv4), any field overridable."""
     if payload is None:
         body = b"L6T!" + struct.pack(">H", tag) + bytes(10)
@@ -134,7 +134,8 @@ def ipv4(dst, src="10.1.0.1", ttl=64, tag=0, ihl=5, options=b"", total=None, ver
     hdr_len = 20 + len(options)
     if total is None:
         total = hdr_len + len(payload)
-    h = bytearray(struct.pack(">BBHHHBBH4s4s", (version << 4) | ihl, 0, total & 0xFFFF, tag, 0, ttl, proto, 0,
+    h = bytearray(struct.pack(">BBHHHBBH4s4s", (version << 4) | ihl, 0, total & 0xFFFF, tag, 0x4000 if df else 0,
+                              ttl, proto, 0,
                               a4(src), a4(dst)) + options)
     c = csum(bytes(h[:max(20, min(len(h), ihl * 4))]))
     struct.pack_into(">H", h, 10, c ^ (0x5555 if bad_csum else 0))

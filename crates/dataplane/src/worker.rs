@@ -1811,10 +1811,11 @@ impl Worker {
             return;
         };
         let Some(dev) = route.dev else { return };
-        // A packet sent to one of our addresses is answered from that address (RFC 4443 §2.2 (a), as Linux does:
-        // tests/kernel/test_rpl.py, loop cases); otherwise Linux selects the error's source as if it left by the
-        // interface the invoking packet came in on (it usually does): tests/kernel/test_forbidden.py has a case
-        // where the two differ.
+        // RFC 4443 §2.2 (a), as Linux does: an error about a packet sent to one of our unicast addresses comes
+        // from that address (after a routing header, the destination it holds now: tests/hostile,
+        // `*-next-local-hlim-1`). Otherwise Linux selects the source as if the error left by the interface the
+        // invoking packet came in on (it usually does): tests/kernel/test_forbidden.py has a case where the two
+        // differ.
         let dst = p.dst_addr();
         let src = if snap.local6.contains(&dst) {
             dst

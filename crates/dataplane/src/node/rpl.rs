@@ -73,7 +73,8 @@ pub fn process(
     // Loop check, as strict as RFC 6554 §4.2 (docs/hostile.md): everything Linux's third-occurrence check rejects
     // is rejected too.
     if has_loop(addrs, is_local) {
-        // Linux has already written the decremented Segments Left: the error quotes it.
+        // Linux has decremented Segments Left in the packet by then: the error quotes it so (tests/hostile,
+        // `rpl-loop-linux`, compared byte for byte).
         buf.data_mut()[rh_offset + 3] = sl as u8;
         return Ok(RplAction::ParamProblem {
             pointer: 0,
@@ -198,6 +199,8 @@ mod tests {
                 reason: DropReason::RplLoop
             })
         );
+        // Segments Left decremented in the packet the error quotes, as Linux has it by then.
+        assert_eq!(b.data()[43], 1);
         // Adjacent local addresses are forwarded: DA := the next address (i = n - SL = 2 - 0 with SL 1).
         let mut b = packet(&[L2, L, Y], 1);
         assert_eq!(process(&mut b, 40, &local), Ok(RplAction::Forward));
