@@ -397,6 +397,21 @@ def g_hmac(policy, where):
     return f"{where}-hmac-require{policy}", st, fr
 
 
+def g_decap_hmac():
+    """Decapsulation under seg6_require_hmac 1 (End.DX6): an SRH (SL 0) must carry a valid HMAC; a packet with no
+    SRH at all has nothing to check and is decapsulated."""
+    sid = "fc00:1::d6"
+    st = ["sr hmac set 7 sha256 secret mysecret", "sysctl net.ipv6.conf.r0.seg6_require_hmac=1",
+          f"-6 route add {sid}/128 encap seg6local action End.DX6 nh6 fd00:2::2 count dev r1"]
+    f1 = srv6(sid, [sid], 0, upper=inner6(tag=1), nh=NH_IPV6, hmac=(7, SECRET))
+    f4 = frame6(sid, NH_IPV6, inner6(tag=4))
+    return "end-dx6-hmac-require1", st, [
+        F("valid", f1, fwd(on_r1(decap_inner(f1)))),
+        F("absent", srv6(sid, [sid], 0, upper=inner6(tag=2), nh=NH_IPV6), DROP),
+        F("tampered", srv6(sid, [sid], 0, upper=inner6(tag=3), nh=NH_IPV6, hmac=(7, SECRET, True)), DROP),
+        F("no-srh", f4, fwd(on_r1(decap_inner(f4))))]
+
+
 def g_route_changes():
     """route replace turns the End SID into End.X; route del removes it (the SID then follows fc00::/16 as a plain
     destination: forwarded unchanged but for the hop limit)."""
@@ -416,7 +431,8 @@ def g_route_changes():
 GROUPS = [g_end(), g_end_without_count(), g_end_sl_last_entry_plus_one(), g_transit_sl(), g_end_psp(),
           g_end_next_csid(), g_end_x(), g_end_x_next_csid_oif(), g_end_t(), g_end_dx6(), g_end_dt6(), g_end_dx4(),
           g_end_dx4_connected_nh4(), g_decap_by_inner_destination(), g_end_dx2(), g_end_b6(), g_end_b6_encaps(),
-          g_b6_hmac(), *[g_hmac(p, w) for w in ("end", "transit") for p in (-1, 0, 1)], g_route_changes()]
+          g_b6_hmac(), *[g_hmac(p, w) for w in ("end", "transit") for p in (-1, 0, 1)], g_decap_hmac(),
+          g_route_changes()]
 GROUP_IDS = [g[0] for g in GROUPS]
 
 
