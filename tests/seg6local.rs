@@ -411,3 +411,135 @@ fn the_doc_lists_every_behaviour() {
         );
     }
 }
+
+// ---- the fast path of End, End.X and End.DX6 ----
+
+const FAST_CONF: &str = "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1
+-6 route add fc00::/16 via fd00:2::2 dev r1
+-6 route add fc00:7::/32 encap seg6 mode encap segs fc00::a dev r1
+-6 route add fc00:1::e/128 encap seg6local action End dev r0
+-6 route add fc00:1::10/128 encap seg6local action End.X nh6 fd00:2::3 dev r1
+-6 route add fc00:1::d6/128 encap seg6local action End.DX6 nh6 fd00:2::3 dev r1
+-6 route add fc00:1::c/128 encap seg6local action End count dev r0
+";
+
+fn fast_bases() -> Vec<Vec<u8>> {
+    let inner = cat(&[
+        &ip6(3, 0x12345, 13, 17, 50, "fd00:9::1", "fd00:9::2"),
+        &udp(),
+    ]);
+    let srv6 = |dst: &str, sl: u8, segs: &[&str]| {
+        let s = srh(17, sl, segs);
+        cat(&[&RX, &ip6(1, 2, s.len() + 13, 43, 64, SRC, dst), &s, &udp()])
+    };
+    vec![
+        srv6("fc00:1::e", 2, &["fc00::c", "fc00::b", "fc00:1::e"]),
+        srv6("fc00:1::e", 1, &["fc00:1::10", "fc00:1::e"]),
+        srv6("fc00:1::e", 1, &["fc00:7::1", "fc00:1::e"]),
+        srv6("fc00:1::e", 1, &["fd00:1::2", "fc00:1::e"]),
+        srv6("fc00:1::10", 1, &["fc99::b", "fc00:1::10"]),
+        srv6("fc00:1::c", 1, &["fc00::b", "fc00:1::c"]),
+        cat(&[
+            &RX,
+            &ip6(0, 0, 24 + inner.len(), 43, 64, SRC, "fc00:1::d6"),
+            &srh(41, 0, &["fc00:1::d6"]),
+            &inner,
+        ]),
+        cat(&[
+            &RX,
+            &ip6(0, 0, inner.len(), 41, 64, SRC, "fc00:1::d6"),
+            &inner,
+        ]),
+    ]
+}
+
+/// What one run produced: frames sent (device, bytes), the counters as text, packets taken by the fast path.
+type PathRun = (Vec<(usize, Vec<u8>)>, String, u64);
+
+fn both_paths(frames: &[Vec<u8>]) -> [PathRun; 2] {
+    [true, false].map(|fast| {
+        let mut r = lwt6::router::Router::build(&config::parse(FAST_CONF).unwrap()).unwrap();
+        r.worker.fast_path = fast;
+        let mut out = Vec::new();
+        r.process_batch(
+            frames.iter().map(|f| (0usize, 7u64, f.as_slice())),
+            &mut |d, _, b| out.push((d, b.to_vec())),
+        );
+        let s = &r.worker.stats;
+        assert!(s.balanced());
+        (
+            out,
+            format!(
+                "rx {} tx {} icmp {} drops {:?} reallocs {} local {:?}",
+                s.rx, s.tx, s.icmp_tx, s.drops, s.reallocs, s.seg6local
+            ),
+            s.fast_path,
+        )
+    })
+}
+
+#[test]
+fn seg6local_plans_give_the_general_paths_frames() {
+    let [fast, slow] = both_paths(&fast_bases());
+    assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1));
+    // Planned: End to fc00::b, End.X, both End.DX6 frames. Not: End to another SID, to a seg6 route, to our own
+    // address (dropped), End with count.
+    assert_eq!(fast.2, 4, "{}", fast.1);
+    assert_eq!(slow.2, 0);
+    assert_eq!(fast.0.len(), 6);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+    #[test]
+    fn mutated_srv6_frames_match(i in 0usize..8, flips in proptest::collection::vec((0usize..160, proptest::prelude::any::<u8>()), 0..4),
+                                 cut in 0usize..200, grow in 0usize..1500) {
+        let mut f = fast_bases()[i].clone();
+        for (at, v) in flips {
+            let n = f.len();
+            f[at % n] = v;
+        }
+        if grow > 1300 {
+            f.extend(std::iter::repeat_n(0u8, grow));
+            let plen = (f.len() - 54) as u16;
+            f[18..20].copy_from_slice(&plen.to_be_bytes());
+        }
+        if cut < f.len() && cut > 40 {
+            f.truncate(cut);
+        }
+        let [fast, slow] = both_paths(&[f]);
+        proptest::prop_assert_eq!((fast.0, fast.1), (slow.0, slow.1));
+    }
+}
+
+#[test]
+fn bench_families_take_the_fast_path_without_reallocation() {
+    use lwt6::bench::{self, Family, LocalKey, Options, Strategy};
+    let opts = Options::default();
+    for k in LocalKey::ALL {
+        let family = Family::Local(k);
+        assert_eq!(Family::from_name(&family.name()), Some(family));
+        let frames = bench::family_frames(family, opts.frame_len, 2);
+        let mut r = bench::router(family, 2, Strategy::Lwt6, &opts).unwrap();
+        let mut sent = 0;
+        r.process_batch(
+            frames.iter().map(|f| (0usize, 0u64, f.as_slice())),
+            &mut |_, _, _| sent += 1,
+        );
+        let s = &r.worker.stats;
+        assert_eq!(
+            (sent, s.fast_path, s.reallocs),
+            (frames.len(), frames.len() as u64, 0),
+            "{}",
+            family.name()
+        );
+    }
+}

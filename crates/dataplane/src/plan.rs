@@ -81,6 +81,17 @@ pub enum PlanKind {
     /// destination is the first segment. Per packet: the rest of the IPv6 header and the compressed SRH, whose
     /// length depends on the original destination (CmprE).
     Rpl,
+    /// seg6local End without flavours or counters (RFC 8986 §4.1). No template of its own: per packet the SRH
+    /// (right after the IPv6 header, without TLVs) is advanced, and the packet goes out by the plain-forwarding
+    /// plan of the next SID's route (a second lookup).
+    End,
+    /// seg6local End.X (RFC 8986 §4.2) without flavours or counters. Template: the Ethernet header to nh6. Per
+    /// packet: Segments Left and the destination from the SRH, the hop limit.
+    EndX,
+    /// seg6local End.DX6 to a given nh6 (RFC 8986 §4.5), without counters. Template: the Ethernet header to nh6.
+    /// Per packet: the inner IPv6 packet (behind the outer header, or an SRH with Segments Left 0 and no TLVs)
+    /// goes behind it, with its hop limit decremented.
+    EndDx6,
 }
 
 impl PlanKind {
@@ -91,6 +102,12 @@ impl PlanKind {
             self,
             PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl
         )
+    }
+
+    /// Whether the plan is a seg6local behaviour's (the packet is processed by this node, then leaves).
+    #[inline(always)]
+    pub fn is_local(self) -> bool {
+        matches!(self, PlanKind::End | PlanKind::EndX | PlanKind::EndDx6)
     }
 }
 

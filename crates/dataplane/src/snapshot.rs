@@ -755,8 +755,45 @@ impl Snapshot {
                     }
                 }
             }
-            // Local SIDs take the general path.
-            Tunnel::Local(_) => None,
+            // End, End.X and End.DX6 without flavours and counters have plans; other local SIDs take the general
+            // path.
+            Tunnel::Local(l) => {
+                if l.spec.count || l.spec.flavors.is_some() {
+                    return None;
+                }
+                let towards_nh6 = || -> Option<(DevId, Vec<u8>, usize)> {
+                    let nh = l.spec.nh6.filter(|a| !a.is_unspecified())?;
+                    // The neighbour is nh6 itself unless the route to it has a gateway (out of oif when given).
+                    let base = match l.oif {
+                        Some(d) => RouteEntry {
+                            dev: Some(d),
+                            via: Some(IpAddr::V6(nh)),
+                            mtu: None,
+                            ..r.clone()
+                        },
+                        None => {
+                            let n = fib.lookup_v6(nh)?;
+                            if n.tunnel.is_some() {
+                                return None;
+                            }
+                            RouteEntry {
+                                via: Some(n.via.unwrap_or(IpAddr::V6(nh))),
+                                ..n.clone()
+                            }
+                        }
+                    };
+                    hop(&base, None)
+                };
+                match l.spec.action {
+                    // The way out is the next SID's route's plan, found per packet.
+                    Seg6LocalAction::End => {
+                        Some(make(PlanKind::End, (r.dev?, Vec::new(), 0), &[], 0))
+                    }
+                    Seg6LocalAction::EndX => Some(make(PlanKind::EndX, towards_nh6()?, &[], 0)),
+                    Seg6LocalAction::EndDx6 => Some(make(PlanKind::EndDx6, towards_nh6()?, &[], 0)),
+                    _ => None,
+                }
+            }
         }
     }
 

@@ -341,6 +341,9 @@ impl Worker {
         let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
+        if plan.kind.is_local() {
+            return self.fast_local(snap, in_dev, ts, frame, out, plan, hint(best));
+        }
         let rpl = match plan.kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
@@ -417,6 +420,9 @@ impl Worker {
             }
             PlanKind::IoamInline => ioam_at = Some(Ioam6Tunnel::patch_inline(hdr, after, &rx)),
             PlanKind::IoamEncap => ioam_at = Some(Ioam6Tunnel::patch_encap(hdr, after, &rx, t)),
+            PlanKind::End | PlanKind::EndX | PlanKind::EndDx6 => {
+                unreachable!("seg6local plans are handled by fast_local")
+            }
         }
         let hl = rx.hop_limit;
         if let Some(at) = ioam_at {

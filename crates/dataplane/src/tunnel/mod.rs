@@ -107,7 +107,8 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Seg6(s)) => Some(s.first_sid),
             Tunnel::Input(InputTunnel::Rpl(r)) => r.segs.first().copied(),
             Tunnel::Output(OutputTunnel::Ioam6(i)) => i.tundst,
-            Tunnel::Local(_) => None,
+            // End.X and End.DX6 plans go to nh6: they depend on the route to it.
+            Tunnel::Local(l) => l.spec.nh6.filter(|a| !a.is_unspecified()),
         }
     }
 

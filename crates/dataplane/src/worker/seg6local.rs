@@ -3,11 +3,15 @@
 //! [`crate::node::seg6local`]), then hands it to a lookup (main table, table T), to a neighbour (nh6, nh4), out of
 //! an interface (End.DX2), or back into the pipeline. Every failure is a named [`DropReason`].
 
-use super::{Cx, L3, MAX_PASSES, Verdict, Worker};
+use super::{Cx, L3, MAX_PASSES, RouteHint, Verdict, Worker};
 use crate::buffer::PacketBuf;
+use crate::copy::copy_bytes;
+use crate::fib::DevId;
 use crate::fib::{Origin, RouteEntry, TunnelId};
 use crate::node::seg6local::{self as s6l, Seg6Local};
 use crate::node::srh as node_srh;
+use crate::plan::{Plan, PlanKind};
+use crate::snapshot::Snapshot;
 use crate::spec::{MAIN_TABLE, flavor};
 use crate::stats::DropReason;
 use crate::tunnel::Tunnel;
@@ -36,7 +40,116 @@ fn towards(base: &RouteEntry, nh: IpAddr) -> RouteEntry {
     }
 }
 
+/// Whether an address is one the fast path leaves to the general path: multicast, link-local, or in ::/8.
+#[inline(always)]
+fn special(a: &[u8]) -> bool {
+    let hi = u16::from_be_bytes([a[0], a[1]]);
+    hi >= 0xff00 || hi & 0xffc0 == 0xfe80 || hi < 0x0100
+}
+
 impl Worker {
+    /// The fast path of the seg6local plans ([`PlanKind::End`], [`PlanKind::EndX`], [`PlanKind::EndDx6`]): the
+    /// packet is checked as the general path checks it (anything it would treat otherwise — TLVs, an HMAC
+    /// requirement, a hop limit running out, a next SID that is not a plain route — goes to the general path, with
+    /// nothing changed), then copied once behind the way out's Ethernet template and patched. `frame` passed the
+    /// fast path's common checks (our MAC, IPv6, no Hop-by-Hop, hop limit above 1, ordinary addresses).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn fast_local<'s>(
+        &mut self,
+        snap: &'s Snapshot,
+        in_dev: DevId,
+        ts: u64,
+        frame: &[u8],
+        out: &mut dyn FnMut(DevId, u64, &[u8]),
+        plan: &Plan,
+        hint: Option<RouteHint<'s>>,
+    ) -> Result<(), Option<RouteHint<'s>>> {
+        const E: usize = 14;
+        const H: usize = ipv6::HEADER_LEN;
+        let ip = &frame[E..];
+        let len = H + u16::from_be_bytes([ip[4], ip[5]]) as usize;
+        if plan.contains_local && snap.local6.contains(&s6l::dst_of(ip)) {
+            return Err(hint);
+        }
+        // An HMAC the interface requires is checked on the general path.
+        if snap.links[in_dev].sysctl.seg6_require_hmac > 0 || len < H + 8 {
+            return Err(hint);
+        }
+        // An SRH right after the IPv6 header, without TLVs (then Linux's validation reduces to these checks).
+        let srh_len = (usize::from(ip[H + 1]) + 1) * 8;
+        let (sl, le) = (usize::from(ip[H + 3]), usize::from(ip[H + 4]));
+        let plain_srh = ip[6] == proto::ROUTING
+            && ip[H + 2] == 4
+            && srh_len == 8 + 16 * (le + 1)
+            && H + srh_len <= len;
+        let start = self.rx_headroom & !63;
+        match plan.kind {
+            PlanKind::End | PlanKind::EndX => {
+                if !plain_srh || sl == 0 || sl > le + 1 {
+                    return Err(hint);
+                }
+                let seg = H + 8 + 16 * (sl - 1);
+                let next = &ip[seg..seg + 16];
+                let way = if plan.kind == PlanKind::EndX {
+                    plan
+                } else {
+                    // The next SID must lead to plain forwarding (not to another SID or tunnel), by a route with
+                    // none of our addresses inside (so it is not ours either, with no hash lookup).
+                    if special(next) {
+                        return Err(hint);
+                    }
+                    let nd = Ipv6Addr::from(<[u8; 16]>::try_from(next).expect("16 bytes"));
+                    match snap
+                        .fib()
+                        .best_v6(nd)
+                        .and_then(|b| snap.plan(b.plan_or_max()))
+                    {
+                        Some(p) if p.kind == PlanKind::Forward && !p.contains_local => p,
+                        _ => return Err(hint),
+                    }
+                };
+                if len > way.max_len {
+                    return Err(hint);
+                }
+                let template = snap.template(way);
+                let t = template.len();
+                let data = self.buf.place(start, t + len);
+                copy_bytes(&mut data[t..], &ip[..len]);
+                copy_bytes(&mut data[..t], template);
+                data[t + 7] = ip[7] - 1;
+                data[t + 24..t + 40].copy_from_slice(next);
+                data[t + H + 3] = (sl - 1) as u8;
+                out(way.egress, ts, data);
+            }
+            PlanKind::EndDx6 => {
+                let at = match ip[6] {
+                    proto::IPV6 => H,
+                    proto::ROUTING if plain_srh && sl == 0 && ip[H] == proto::IPV6 => H + srh_len,
+                    _ => return Err(hint),
+                };
+                let inner = &ip[at..len];
+                if inner.len() < H || inner[0] >> 4 != 6 || inner[7] <= 1 {
+                    return Err(hint);
+                }
+                let ilen = H + u16::from_be_bytes([inner[4], inner[5]]) as usize;
+                if ilen > inner.len() || ilen > plan.max_len {
+                    return Err(hint);
+                }
+                let template = snap.template(plan);
+                let t = template.len();
+                let data = self.buf.place(start, t + ilen);
+                copy_bytes(&mut data[t..], &inner[..ilen]);
+                copy_bytes(&mut data[..t], template);
+                data[t + 7] = inner[7] - 1;
+                out(plan.egress, ts, data);
+            }
+            _ => return Err(hint),
+        }
+        self.fast_sent += 1;
+        Ok(())
+    }
+
     /// A packet whose route carries the seg6local behaviour `tid`: runs its handler and counts the result in the
     /// route's counters when it has `count` (packets and bytes, as received, for packets processed correctly;
     /// errors for the others).
