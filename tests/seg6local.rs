@@ -519,3 +519,27 @@ proptest::proptest! {
         proptest::prop_assert_eq!((fast.0, fast.1), (slow.0, slow.1));
     }
 }
+
+#[test]
+fn bench_families_take_the_fast_path_without_reallocation() {
+    use lwt6::bench::{self, Family, LocalKey, Options, Strategy};
+    let opts = Options::default();
+    for k in LocalKey::ALL {
+        let family = Family::Local(k);
+        assert_eq!(Family::from_name(&family.name()), Some(family));
+        let frames = bench::family_frames(family, opts.frame_len, 2);
+        let mut r = bench::router(family, 2, Strategy::Lwt6, &opts).unwrap();
+        let mut sent = 0;
+        r.process_batch(
+            frames.iter().map(|f| (0usize, 0u64, f.as_slice())),
+            &mut |_, _, _| sent += 1,
+        );
+        let s = &r.worker.stats;
+        assert_eq!(
+            (sent, s.fast_path, s.reallocs),
+            (frames.len(), frames.len() as u64, 0),
+            "{}",
+            family.name()
+        );
+    }
+}

@@ -156,7 +156,8 @@ pub struct SweepArgs {
 /// `lwt6 bench floor`.
 #[derive(Debug, Args)]
 pub struct FloorArgs {
-    /// Family (`seg6-encap`, `seg6-inline`, `ioam6-inline`, `rpl`, `ipv6`, ...).
+    /// Family (`seg6-encap`, `seg6-inline`, `ioam6-inline`, `rpl`, `ipv6`, ...; seg6local: `end`, `end-x`,
+    /// `end-dx6`, whose size is the SIDs in the received SRH).
     #[arg(long, default_value = "seg6-encap")]
     pub family: String,
     /// Size (SIDs, trace bytes or addresses).

@@ -94,11 +94,12 @@ impl Worker {
                 let way = if plan.kind == PlanKind::EndX {
                     plan
                 } else {
-                    // The next SID must lead to plain forwarding (not to us, not to another SID or tunnel).
-                    let nd = Ipv6Addr::from(<[u8; 16]>::try_from(next).expect("16 bytes"));
-                    if special(next) || snap.local6.contains(&nd) {
+                    // The next SID must lead to plain forwarding (not to another SID or tunnel), by a route with
+                    // none of our addresses inside (so it is not ours either, with no hash lookup).
+                    if special(next) {
                         return Err(hint);
                     }
+                    let nd = Ipv6Addr::from(<[u8; 16]>::try_from(next).expect("16 bytes"));
                     match snap
                         .fib()
                         .best_v6(nd)

@@ -50,6 +50,25 @@ pub enum Family {
     IoamEncap,
     /// RPL source routing header; size = number of addresses.
     Rpl,
+    /// A seg6local endpoint behaviour (`lwt6 bench floor` only): frames are SRv6 packets around the 78-byte
+    /// frame's IPv6 packet, to the SID `fc00:1::e`; size = SIDs in their SRH (End, End.X).
+    Local(LocalKey),
+}
+
+/// The seg6local behaviours `lwt6 bench floor` measures (the ones with fast-path plans).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LocalKey {
+    /// End: the SRH advanced, the next SID looked up.
+    End,
+    /// End.X: the SRH advanced, out to nh6.
+    EndX,
+    /// End.DX6: the inner packet out to nh6.
+    EndDx6,
+}
+
+impl LocalKey {
+    /// Every one, in report order.
+    pub const ALL: [LocalKey; 3] = [LocalKey::End, LocalKey::EndX, LocalKey::EndDx6];
 }
 
 /// [`Seg6Mode`] with an order (for sorting sweep results).
@@ -103,12 +122,18 @@ impl Family {
             Family::IoamInline => "ioam6-inline".into(),
             Family::IoamEncap => "ioam6-encap".into(),
             Family::Rpl => "rpl".into(),
+            Family::Local(LocalKey::End) => "end".into(),
+            Family::Local(LocalKey::EndX) => "end-x".into(),
+            Family::Local(LocalKey::EndDx6) => "end-dx6".into(),
         }
     }
 
-    /// Parses [`name`](Self::name).
+    /// Parses [`name`](Self::name) (the sweep's families and the seg6local ones).
     pub fn from_name(s: &str) -> Option<Family> {
-        Family::all().into_iter().find(|f| f.name() == s)
+        Family::all()
+            .into_iter()
+            .chain(LocalKey::ALL.map(Family::Local))
+            .find(|f| f.name() == s)
     }
 
     /// Protocol (`ipv6`, `seg6`, `ioam6`, `rpl`).
@@ -118,6 +143,7 @@ impl Family {
             Family::Seg6(_) => "seg6",
             Family::IoamInline | Family::IoamEncap => "ioam6",
             Family::Rpl => "rpl",
+            Family::Local(_) => "seg6local",
         }
     }
 
@@ -128,6 +154,9 @@ impl Family {
             Family::Seg6(m) => m.name(),
             Family::IoamInline => "inline",
             Family::IoamEncap => "encap",
+            Family::Local(LocalKey::End) => "End",
+            Family::Local(LocalKey::EndX) => "End.X",
+            Family::Local(LocalKey::EndDx6) => "End.DX6",
         }
     }
 
@@ -146,6 +175,7 @@ impl Family {
             Family::Seg6(_) => "SIDs",
             Family::IoamInline | Family::IoamEncap => "trace bytes",
             Family::Rpl => "addresses",
+            Family::Local(_) => "SIDs",
         }
     }
 
@@ -156,6 +186,7 @@ impl Family {
             Family::Seg6(_) => (1..=40).collect(),
             Family::IoamInline | Family::IoamEncap => (4..=244).step_by(4).collect(),
             Family::Rpl => (1..=16).collect(),
+            Family::Local(_) => (2..=8).collect(),
         }
     }
 
@@ -184,6 +215,8 @@ impl Family {
             Family::IoamInline => Some(16 + skb::align(n, 8)),
             Family::IoamEncap => Some(40 + 16 + skb::align(n, 8)),
             Family::Rpl => None,
+            // Nothing is pushed: End and End.X rewrite fields, End.DX6 removes headers.
+            Family::Local(_) => Some(0),
         }
     }
 
@@ -214,6 +247,17 @@ impl Family {
                 "-6 route add fd00:99::/64 encap rpl segs {} dev r1",
                 segs(size)
             ),
+            Family::Local(LocalKey::End) => {
+                "-6 route add fc00:1::e/128 encap seg6local action End dev r0".into()
+            }
+            Family::Local(LocalKey::EndX) => {
+                "-6 route add fc00:1::e/128 encap seg6local action End.X nh6 fd00:2::2 dev r1"
+                    .into()
+            }
+            Family::Local(LocalKey::EndDx6) => {
+                "-6 route add fc00:1::e/128 encap seg6local action End.DX6 nh6 fd00:2::2 dev r1"
+                    .into()
+            }
         }
     }
 
@@ -400,6 +444,48 @@ pub fn frames(len: usize) -> Vec<Vec<u8>> {
                 *b = k as u8;
             }
             f
+        })
+        .collect()
+}
+
+/// The frames a family forwards: [`frames`], or for a seg6local family SRv6 packets to `fc00:1::e` around each
+/// of them (the received frame's IPv6 packet inside): End and End.X an outer IPv6 header and an SRH of `sids`
+/// segments (Segments Left 1, next SID `fc00::b`, which `fc00::/16` routes), End.DX6 an outer IPv6 header alone
+/// (as H.Encaps.Red with one SID sends it).
+pub fn family_frames(family: Family, len: usize, sids: usize) -> Vec<Vec<u8>> {
+    let plain = frames(len);
+    let Family::Local(k) = family else {
+        return plain;
+    };
+    let sid: std::net::Ipv6Addr = "fc00:1::e".parse().expect("address");
+    let n = sids.max(2);
+    plain
+        .into_iter()
+        .map(|f| {
+            let inner = &f[MAC_LEN..];
+            let srh_len = if k == LocalKey::EndDx6 { 0 } else { 8 + 16 * n };
+            let mut v = f[..MAC_LEN].to_vec();
+            v.extend_from_slice(&inner[..4]);
+            v.extend_from_slice(&((srh_len + inner.len()) as u16).to_be_bytes());
+            v.push(if srh_len > 0 { 43 } else { 41 });
+            v.push(64);
+            v.extend_from_slice(&inner[8..24]);
+            v.extend_from_slice(&sid.octets());
+            if srh_len > 0 {
+                // RFC 8754 §2: next header 41, Hdr Ext Len 2n, type 4, SL 1, Last Entry n-1; Segment List[1] is
+                // this SID, [0] the next one, the rest further SIDs.
+                v.extend_from_slice(&[41, (2 * n) as u8, 4, 1, (n - 1) as u8, 0, 0, 0]);
+                for i in 0..n {
+                    let s: std::net::Ipv6Addr = match i {
+                        0 => "fc00::b".parse().expect("address"),
+                        1 => sid,
+                        i => std::net::Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 1, i as u16),
+                    };
+                    v.extend_from_slice(&s.octets());
+                }
+            }
+            v.extend_from_slice(inner);
+            v
         })
         .collect()
 }
@@ -715,7 +801,7 @@ pub struct FloorReport {
 
 /// Measures lwt6 native on `family`/`size` (default: seg6 encap, 2 SIDs) beside the physical floor.
 pub fn floor(family: Family, size: usize, opts: &Options) -> Result<FloorReport, BenchError> {
-    let frames = frames(opts.frame_len);
+    let frames = family_frames(family, opts.frame_len, size);
     let mut r = router(family, size, Strategy::Lwt6, opts)?;
     let mut first: Vec<u8> = Vec::new();
     r.process_batch([(0usize, 0u64, frames[0].as_slice())], &mut |_, _, b| {
@@ -731,8 +817,12 @@ pub fn floor(family: Family, size: usize, opts: &Options) -> Result<FloorReport,
             reasons: "no output".into(),
         });
     }
-    // The template: everything in front of the received L3 packet (Ethernet + outer headers).
-    let template_len = first.len() - (frames[0].len() - MAC_LEN);
+    // The template: everything in front of the received L3 packet (Ethernet + outer headers); for a behaviour that
+    // removes headers (End.DX6), the Ethernet header.
+    let template_len = first
+        .len()
+        .checked_sub(frames[0].len() - MAC_LEN)
+        .unwrap_or(MAC_LEN);
     let template = first[..template_len].to_vec();
     run_once(&mut r, &frames, opts.packets / 4);
     let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
@@ -767,7 +857,7 @@ pub fn predicted_prefix_reallocs(
     let l = skb::ll_reserved_space(MAC_LEN, 0) as i64;
     let m = MAC_LEN as i64;
     let (h0, extra) = match family {
-        Family::Plain => return Some(0),
+        Family::Plain | Family::Local(_) => return Some(0),
         // After pskb_expand_head(mac_len) the headroom in front of the inner Ethernet header is rx + m, and the
         // pushed bytes are O (the inner Ethernet header is already inside the data).
         Family::Seg6(Seg6ModeKey::L2Encap | Seg6ModeKey::L2EncapRed) => (rx_headroom as i64 + m, 1),
@@ -799,7 +889,7 @@ pub fn analyzer_prefix_reallocs(
         Family::Seg6(m) => (Proto::Seg6, m.name()),
         Family::IoamInline => (Proto::Ioam6, "inline"),
         Family::IoamEncap => (Proto::Ioam6, "encap"),
-        Family::Plain | Family::Rpl => return None,
+        Family::Plain | Family::Rpl | Family::Local(_) => return None,
     };
     let mut sc = Scenario::paper(proto, mode, size);
     sc.cache_line = cache_line;
@@ -812,7 +902,7 @@ pub fn predicted_postfix_reallocs(family: Family, size: usize, rx_headroom: usiz
     let o = family.overhead(size)?;
     let l = skb::ll_reserved_space(MAC_LEN, 0);
     let (h0, extra) = match family {
-        Family::Plain => return Some(0),
+        Family::Plain | Family::Local(_) => return Some(0),
         Family::Seg6(Seg6ModeKey::L2Encap | Seg6ModeKey::L2EncapRed) => (rx_headroom + MAC_LEN, 1),
         _ => (rx_headroom + MAC_LEN, 0),
     };
