@@ -29,6 +29,8 @@ neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1
 -6 route add fc00:1::11/128 encap seg6local action End.T table 100 dev r0
 -6 route add fc00:1::d6/128 encap seg6local action End.DX6 nh6 fd00:2::3 dev r1
 -6 route add fc00:1::bf/128 encap seg6local action End.B6.Encaps.Red srh segs fc00::b,fc00::c dev r0
+-6 route add fc00:2::/32 encap seg6local action End.X nh6 fd00:2::3 flavors next-csid lblen 32 nflen 16 dev r1
+-6 route add fc00:1::12/128 encap seg6local action End.T table 100 flavors psp,usd dev r0
 ";
 
 const SRC: &str = "fd00:1::1";
@@ -252,6 +254,37 @@ fn next_csid_shifts_the_destination() {
     // RFC 9800 §4.1.1 with Linux's defaults (block 32, function 16): fc00:1:e0:b00:: -> fc00:1:b00::.
     let inp = cat(&[&RX, &ip6(0, 0, 13, 17, 64, SRC, "fc00:1:e0:b00::"), &udp()]);
     let exp = cat(&[&TX2, &ip6(0, 0, 13, 17, 63, SRC, "fc00:1:b00::"), &udp()]);
+    assert_eq!(one(inp), exp);
+}
+
+#[test]
+fn next_csid_on_end_x_goes_to_nh6() {
+    // RFC 9800 §4.1.1 on End.X: the shifted destination fc00:2:b00:: (no route of its own needed) to nh6.
+    let inp = cat(&[&RX, &ip6(0, 0, 13, 17, 64, SRC, "fc00:2:a00:b00::"), &udp()]);
+    let exp = cat(&[&TX3, &ip6(0, 0, 13, 17, 63, SRC, "fc00:2:b00::"), &udp()]);
+    assert_eq!(one(inp), exp);
+}
+
+#[test]
+fn psp_and_usd_on_end_t() {
+    // PSP at the penultimate segment, then the lookup in table 100 (fc99::/16 via fd00:2::3).
+    let inp = cat(&[
+        &RX,
+        &ip6(0, 0, 40 + 13, 43, 64, SRC, "fc00:1::12"),
+        &srh(17, 1, &["fc99::b", "fc00:1::12"]),
+        &udp(),
+    ]);
+    let exp = cat(&[&TX3, &ip6(0, 0, 13, 17, 63, SRC, "fc99::b"), &udp()]);
+    assert_eq!(one(inp), exp);
+    // USD at the last segment: the inner packet is looked up in table 100 too.
+    let inner = cat(&[&ip6(0, 7, 13, 17, 9, "fd00:9::1", "fc99::77"), &udp()]);
+    let inp = cat(&[
+        &RX,
+        &ip6(0, 0, 24 + inner.len(), 43, 64, SRC, "fc00:1::12"),
+        &srh(41, 0, &["fc00:1::12"]),
+        &inner,
+    ]);
+    let exp = cat(&[&TX3, &ip6(0, 7, 13, 17, 8, "fd00:9::1", "fc99::77"), &udp()]);
     assert_eq!(one(inp), exp);
 }
 

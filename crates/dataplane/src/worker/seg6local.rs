@@ -47,6 +47,17 @@ fn special(a: &[u8]) -> bool {
     hi >= 0xff00 || hi & 0xffc0 == 0xfe80 || hi < 0x0100
 }
 
+/// The way out's template: an Ethernet header (the plans of End.X, End.DX6 and plain forwarding) as one
+/// fixed-size move, without a call.
+#[inline(always)]
+fn copy_template(dst: &mut [u8], template: &[u8]) {
+    const E: usize = 14;
+    match (dst.first_chunk_mut::<E>(), template.first_chunk::<E>()) {
+        (Some(d), Some(t)) if template.len() == E => *d = *t,
+        _ => copy_bytes(dst, template),
+    }
+}
+
 impl Worker {
     /// The fast path of the seg6local plans ([`PlanKind::End`], [`PlanKind::EndX`], [`PlanKind::EndDx6`]): the
     /// packet is checked as the general path checks it (anything it would treat otherwise — TLVs, an HMAC
@@ -54,7 +65,7 @@ impl Worker {
     /// nothing changed), then copied once behind the way out's Ethernet template and patched. `frame` passed the
     /// fast path's common checks (our MAC, IPv6, no Hop-by-Hop, hop limit above 1, ordinary addresses).
     #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn fast_local<'s>(
         &mut self,
         snap: &'s Snapshot,
@@ -116,7 +127,7 @@ impl Worker {
                 let t = template.len();
                 let data = self.buf.place(start, t + len);
                 copy_bytes(&mut data[t..], &ip[..len]);
-                copy_bytes(&mut data[..t], template);
+                copy_template(&mut data[..t], template);
                 data[t + 7] = ip[7] - 1;
                 data[t + 24..t + 40].copy_from_slice(next);
                 data[t + H + 3] = (sl - 1) as u8;
@@ -140,7 +151,7 @@ impl Worker {
                 let t = template.len();
                 let data = self.buf.place(start, t + ilen);
                 copy_bytes(&mut data[t..], &inner[..ilen]);
-                copy_bytes(&mut data[..t], template);
+                copy_template(&mut data[..t], template);
                 data[t + 7] = inner[7] - 1;
                 out(plan.egress, ts, data);
             }
