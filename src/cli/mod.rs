@@ -47,6 +47,10 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Benchmarks: forwarding-rate sweeps of the real pipeline with three buffer strategies.
     Bench(bench::BenchArgs),
+    /// Run the live router on the interfaces the configuration names (root; docs/live.md).
+    Run(crate::live::RunArgs),
+    /// Send one request to a running router's control socket: a configuration line or `show routes|stats|neigh`.
+    Ctl(crate::live::CtlArgs),
 }
 
 /// `lwt6 pcap`.
@@ -161,6 +165,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Headroom(a) => headroom::run(a),
         Command::Audit(a) => audit::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Run(a) => crate::live::run(a),
+        Command::Ctl(a) => crate::live::ctl(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());
@@ -363,13 +369,22 @@ fn route_json(router: &Snapshot, r: &RouteEntry) -> serde_json::Value {
 fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
     let router = Snapshot::build_from(load_config(config)?)
         .map_err(|e| fail(format!("{}: {e}", config.display())))?;
+    let text = routes_text(&router, as_json);
+    if std::io::stdout().lock().write_all(text.as_bytes()).is_err() {
+        std::process::exit(0)
+    }
+    Ok(())
+}
+
+/// The routing table as `lwt6 show routes` prints it (`ip route` lines, or a JSON array), newline-terminated.
+pub fn routes_text(router: &Snapshot, as_json: bool) -> String {
     let fib = router.fib();
     let routes: Vec<&RouteEntry> = fib.routes_v6().chain(fib.routes_v4()).collect();
     if as_json {
-        let v: Vec<_> = routes.iter().map(|r| route_json(&router, r)).collect();
-        out!("{}", serde_json::Value::Array(v));
-        return Ok(());
+        let v: Vec<_> = routes.iter().map(|r| route_json(router, r)).collect();
+        return format!("{}\n", serde_json::Value::Array(v));
     }
+    let mut text = String::new();
     for r in routes {
         let dst = if r.prefix.prefix_len() == 0 {
             "default".to_string()
@@ -402,9 +417,10 @@ fn cmd_show_routes(config: &Path, as_json: bool) -> Result<(), Failure> {
         if r.tunnel.is_some() {
             line += &format!("  # effective mtu {ours} (linux reports {linux})");
         }
-        out!("{line}");
+        text += &line;
+        text.push('\n');
     }
-    Ok(())
+    text
 }
 
 /// Turns frames of other link types (raw IP, Linux cooked captures) into the Ethernet frames the interface with

@@ -1,5 +1,9 @@
-//! Packet I/O: capture files (pcap and pcapng) and live ports ([`port::Port`]).
+//! Packet I/O: capture files (pcap and pcapng), live ports ([`port::Port`]: [`afpacket`]) and what the system
+//! says about its interfaces ([`netdev`]).
 
+pub mod afpacket;
 pub mod linktype;
+pub mod netdev;
 pub mod pcap;
 pub mod port;
+pub mod sys;
