@@ -1,5 +1,6 @@
 #!/bin/bash
-# Install what the tests need: tshark, iproute2 (ip) and bpftrace (tests/audit.rs), scapy, pytest.
+# Install what the tests need: tshark, iproute2 (ip), bpftrace (tests/audit.rs), ping and ethtool (the live
+# testbed), scapy, pytest.
 # Idempotent and quick when everything is already present. Run as root.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -10,6 +11,9 @@ command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # Installed here, before the tests run in parallel: lwt6 audit would otherwise install it from two tests at once.
 command -v bpftrace >/dev/null 2>&1 || need_apt+=(bpftrace)
+# The live router's testbed (tests/kernel/test_live.py): ping through lwt6, checksum offload off on the hosts.
+command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
+command -v ethtool >/dev/null 2>&1 || need_apt+=(ethtool)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections

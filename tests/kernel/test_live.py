@@ -3,14 +3,16 @@ sender, for ICMPv6 errors) must get the same bytes from both. Then what only a l
 through the control socket under a steady stream, several workers on a multi-queue veth, the refusals."""
 import os
 import signal
+import socket
 import struct
+import subprocess
 import threading
 import time
 
 import pytest
 
 from ktlive import LIVE_BASE, LiveRouter, LiveTopo, run_lwt6
-from ktnet import NetnsError, require_root, xfer
+from ktnet import NetnsError, in_ns, require_root, xfer
 from ktpkt import MARKER, compare_frames, ioam_frame, ioam_hbh, udp4, udp6, with_marker
 
 SECRET = "mysecret"
@@ -211,6 +213,35 @@ def test_bad_control_line_is_rejected_and_changes_nothing(live, workdir):
         r.stop()
 
 
+def test_metrics(live, workdir):
+    """--metrics serves the counters in the Prometheus text format, totals and per worker."""
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--metrics", "127.0.0.1:9106"],
+                   label="metrics")
+    try:
+        xfer(live.s0, [udp6("fc00::1", size=8, tag=1), udp6("2001:db8::1", size=8, tag=2)], live.d0, expect=1,
+             timeout=1.0, keep=with_marker)
+        r.wait_rx(2)
+        time.sleep(0.05)
+
+        def scrape():
+            c = socket.create_connection(("127.0.0.1", 9106), timeout=2)
+            c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            data = b""
+            while chunk := c.recv(65536):
+                data += chunk
+            c.close()
+            return data.decode()
+        text = in_ns(live.rns, scrape)
+    finally:
+        final = r.stop()
+    assert text.startswith("HTTP/1.0 200 OK") and "text/plain; version=0.0.4" in text
+    assert f"\nlwt6_tx_frames_total {final['tx']}\n" in text, text
+    assert 'lwt6_drops_total{reason="no_route"} 1\n' in text
+    assert 'lwt6_worker_rx_frames_total{worker="0"}' in text
+    assert 'lwt6_link_rx_frames_total{link="r0"}' in text
+
+
 def test_sighup_reloads_only_a_valid_file(live, workdir):
     live.lwt6_mode()
     r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, label="hup")
@@ -299,3 +330,30 @@ def test_refusals(live, workdir):
         assert first.ctl("show", "stats").returncode == 0, "the running router was disturbed"
     finally:
         first.stop()
+
+
+def test_testbed_a_ping_through_lwt6(workdir):
+    """scripts/testbed.sh a: up, `lwt6 run` on its router, ping from the sender to the receiver through it (both
+    ways through lwt6), SIGTERM, down: no namespace left."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    prefix = f"l6t-{os.getpid()}-tba-"
+    env = dict(os.environ, LWT6_TESTBED_PREFIX=prefix, LWT6_TESTBED_DIR=os.path.join(workdir, "testbed-a"))
+    script = os.path.join(root, "scripts", "testbed.sh")
+    try:
+        up = subprocess.run([script, "a", "up"], env=env, capture_output=True, text=True)
+        assert up.returncode == 0, up.stderr
+        conf = os.path.join(workdir, "testbed-a", "router.conf")
+        with open(conf) as f:
+            r = LiveRouter(prefix + "rtr", f.read(), workdir, label="testbed-a")
+        try:
+            ping = subprocess.run(["ip", "netns", "exec", prefix + "snd", "ping", "-c", "3", "-i", "0.2", "-W", "2",
+                                   "fd00:2::2"], capture_output=True, text=True)
+        finally:
+            final = r.stop()
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+        assert final["tx"] >= 6 and final["balanced"], final
+    finally:
+        down = subprocess.run([script, "a", "down"], env=env, capture_output=True, text=True)
+    assert down.returncode == 0, down.stderr
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert prefix not in left, left
