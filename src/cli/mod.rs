@@ -51,6 +51,8 @@ pub enum Command {
     Run(crate::live::RunArgs),
     /// Send one request to a running router's control socket: a configuration line or `show routes|stats|neigh`.
     Ctl(crate::live::CtlArgs),
+    /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
+    Gen(crate::live::generator::GenArgs),
 }
 
 /// `lwt6 pcap`.
@@ -167,6 +169,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => crate::live::run(a),
         Command::Ctl(a) => crate::live::ctl(a),
+        Command::Gen(a) => crate::live::generator::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());

@@ -5,6 +5,7 @@
 
 pub mod control;
 pub mod engine;
+pub mod generator;
 pub mod links;
 pub mod metrics;
 
