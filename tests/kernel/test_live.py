@@ -2,9 +2,11 @@
 sender, for ICMPv6 errors) must get the same bytes from both. Then what only a live router has: routes changed
 through the control socket under a steady stream, several workers on a multi-queue veth, the refusals."""
 import os
+import shutil
 import signal
 import socket
 import struct
+import tempfile
 import subprocess
 import threading
 import time
@@ -12,6 +14,7 @@ import time
 import pytest
 
 from ktlive import LIVE_BASE, LiveRouter, LiveTopo, run_lwt6
+from ktlwt6 import lwt6_bin
 from ktnet import NetnsError, in_ns, require_root, xfer
 from ktpkt import MAC_D0, MARKER, compare_frames, ioam_frame, ioam_hbh, rpl_srh, udp4, udp6, udp_over_rh, with_marker
 
@@ -303,7 +306,7 @@ def test_two_workers_share_a_two_queue_veth(workdir):
 
 
 def test_refusals(live, workdir):
-    """Unknown interface, a MAC that contradicts the system, kernel forwarding on, kernel addresses on an
+    """Not root, unknown interface, a MAC that contradicts the system, kernel forwarding on, kernel addresses on an
     attached interface, a control socket in use: each refused with what to do."""
     live.lwt6_mode()
     sock = os.path.join(workdir, "refuse.sock")
@@ -314,6 +317,17 @@ def test_refusals(live, workdir):
             f.write("\n".join(lines) + "\n")
         return run_lwt6(live.rns, ["run", "-c", conf, "--control", sock, "--io", "packet"] + list(extra))
 
+    # Not root: a copy of the binary where any user may run it (the build tree may be in a private directory).
+    pub = tempfile.mkdtemp(prefix="lwt6-live-")
+    try:
+        os.chmod(pub, 0o755)
+        shutil.copy(lwt6_bin(), pub)
+        r = subprocess.run(["ip", "netns", "exec", live.rns, "setpriv", "--reuid=65534", "--regid=65534",
+                            "--clear-groups", os.path.join(pub, "lwt6"), "run", "-c", conf, "--control", sock],
+                           capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    finally:
+        shutil.rmtree(pub)
+    assert r.returncode == 1 and "must run as root" in r.stderr, r.stderr
     r = start(["link add r0", "link add nosuch0"])
     assert r.returncode == 1 and "line 2" in r.stderr and "'nosuch0'" in r.stderr, r.stderr
     r = start(["link add r0 address 02:00:00:00:99:99"])
