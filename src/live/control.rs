@@ -4,14 +4,15 @@
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
 //! or `show routes|stats|neigh [-j]`. The reply's first line is `ok` or `error: MESSAGE`; what follows is the
 //! output. A configuration line is applied to the running configuration as one atomic step
-//! ([`Builder::from_config`]); the result is built into a new snapshot and published, so that the workers take it
-//! at their next batch. A line with an error changes nothing and its reply names the token.
+//! ([`Builder::from_config`]); a line that adds a route changes the published table in place through a
+//! [`SnapshotWriter`], any other is built into a new snapshot and published; the workers take either at their next
+//! batch. A line with an error changes nothing and its reply names the token.
 
 use super::engine::WorkerReport;
 use crate::cli::{Failure, fail};
 use crate::config::Builder;
-use crate::snapshot::{Snapshot, SnapshotHandle};
-use crate::spec::{Config, shown_token};
+use crate::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
+use crate::spec::{Config, Route, shown_token};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -32,6 +33,8 @@ pub struct Control {
     pub reports: Vec<Arc<Mutex<WorkerReport>>>,
     /// The I/O back end's name.
     pub io: &'static str,
+    /// Applies route additions in place once the first one comes (see [`SnapshotWriter`]).
+    pub writer: Option<SnapshotWriter>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -227,10 +230,38 @@ impl Control {
         let mut b = Builder::from_config(self.cfg.clone());
         b.line(1, line).map_err(located)?;
         let cfg = b.finish().map_err(located)?;
-        let snap = Snapshot::build(&cfg).map_err(located)?;
-        self.handle.publish(snap);
+        // A line that only adds a route changes the published table in place (through the writer's two
+        // snapshots: no rebuild, no copy of the table); anything else builds a new snapshot.
+        if let Some(route) = self.only_added_route(&cfg) {
+            let writer = self
+                .writer
+                .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
+            writer
+                .apply(&[Change::AddRoute(route)])
+                .map_err(|(_, e)| located(e))?;
+        } else {
+            let snap = Snapshot::build(&cfg).map_err(located)?;
+            self.publish(snap);
+        }
         self.cfg = cfg;
         Ok(())
+    }
+
+    /// The route `new` adds to the running configuration, when that is all it changes.
+    fn only_added_route(&self, new: &Config) -> Option<Route> {
+        if new.routes.len() != self.cfg.routes.len() + 1 {
+            return None;
+        }
+        let route = new.routes.last()?.clone();
+        let mut expected = self.cfg.clone();
+        expected.routes.push(route.clone());
+        (expected == *new).then_some(route)
+    }
+
+    /// Publishes a snapshot built from scratch (the writer's spare no longer follows the published one).
+    fn publish(&mut self, snap: Snapshot) {
+        self.writer = None;
+        self.handle.publish(snap);
     }
 
     /// Replaces the whole configuration (a reloaded file) when it builds; the links must be the running ones.
@@ -249,7 +280,7 @@ impl Control {
             );
         }
         let snap = Snapshot::build(&cfg).map_err(|e| e.to_string())?;
-        self.handle.publish(snap);
+        self.publish(snap);
         self.cfg = cfg;
         Ok(())
     }
@@ -334,5 +365,95 @@ pub fn client(path: &PathBuf, line: &str) -> Result<String, Failure> {
             path.display(),
             reply.chars().take(80).collect::<String>()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn control() -> Control {
+        let cfg = crate::config::parse(
+            "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
+             addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n",
+        )
+        .unwrap();
+        let snap = Snapshot::build(&cfg).unwrap();
+        Control {
+            cfg,
+            handle: Arc::new(SnapshotHandle::new(snap)),
+            reports: vec![Arc::new(Mutex::new(WorkerReport::default()))],
+            io: "test",
+            writer: None,
+        }
+    }
+
+    fn routes(c: &Control) -> String {
+        crate::cli::routes_text(&c.handle.load(), false)
+    }
+
+    #[test]
+    fn route_additions_change_the_table_in_place_and_other_lines_rebuild_it() {
+        let mut c = control();
+        let (ok, _) = c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
+        assert!(ok);
+        assert!(
+            c.writer.is_some(),
+            "a route addition goes through the writer"
+        );
+        assert!(routes(&c).contains("fd00:55::/64 via fd00:2::2 dev r1"));
+        let (ok, _) =
+            c.handle_line("-6 route add fd00:56::/64 encap seg6 mode encap segs fc00::1 dev r1");
+        assert!(ok);
+        let shown = routes(&c);
+        assert!(
+            shown.contains("fd00:55::/64") && shown.contains("fd00:56::/64"),
+            "{shown}"
+        );
+        assert_eq!(c.cfg.routes.len(), 2);
+        let (ok, _) = c.handle_line("neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1");
+        assert!(ok);
+        assert!(c.writer.is_none(), "any other line rebuilds the snapshot");
+        assert!(
+            routes(&c).contains("fd00:56::/64"),
+            "the rebuilt snapshot keeps the added routes"
+        );
+        let (ok, neigh) = c.handle_line("show neigh");
+        assert!(
+            ok && neigh.contains("fd00:2::3 dev r1 lladdr 02:00:00:00:02:03 PERMANENT"),
+            "{neigh}"
+        );
+    }
+
+    #[test]
+    fn a_bad_line_changes_nothing() {
+        let mut c = control();
+        c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
+        let before = (routes(&c), c.cfg.clone());
+        for (line, token) in [
+            (
+                "-6 route add fd00:55::/64 via fd00:2::2 dev r1",
+                "fd00:55::/64",
+            ),
+            (
+                "-6 route add fd00:57::/64 via fd00:2::2 dev nosuch0",
+                "nosuch0",
+            ),
+            (
+                "-6 route add fd00:57::/64 encap seg6 mode encapz segs fc00::1 dev r1",
+                "encapz",
+            ),
+            ("link add r2", "link"),
+            ("show nothing", "nothing"),
+        ] {
+            let (ok, msg) = c.handle_line(line);
+            assert!(!ok, "{line}");
+            assert!(msg.contains(&format!("'{token}'")), "{line}: {msg}");
+            assert_eq!(
+                (routes(&c), c.cfg.clone()),
+                before,
+                "{line} changed something"
+            );
+        }
     }
 }

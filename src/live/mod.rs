@@ -241,6 +241,7 @@ fn serve(
         handle,
         reports: reports.clone(),
         io,
+        writer: None,
     };
     let fds = [signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
     'main: loop {
