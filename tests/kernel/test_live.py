@@ -256,6 +256,29 @@ def test_metrics(live, workdir):
     assert 'lwt6_link_rx_frames_total{link="r0"}' in text
 
 
+def test_malformed_frames_are_named_drops(live, workdir):
+    """Frames that are not for the router or not well formed are dropped by name, the counters balance, and the
+    router goes on forwarding; SIGINT stops it as SIGTERM does."""
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, label="malformed")
+    good = udp6("fc00::1", size=8, tag=1)
+    other_mac = bytes.fromhex("020000000999") + good[6:]
+    bad_type = good[:12] + b"\x12\x34" + good[14:]
+    bad_version = good[:14] + bytes([0x40 | (good[14] & 0x0F)]) + good[15:]
+    long_payload = good[:18] + (len(good) - 14 - 40 + 100).to_bytes(2, "big") + good[20:]
+    try:
+        got = xfer(live.s0, [other_mac, bad_type, bad_version, long_payload, good], live.d0, expect=1, timeout=1.0,
+                   keep=with_marker)
+        r.wait_rx(5)
+    finally:
+        final = r.stop(signal.SIGINT)
+    assert len(got[live.d0.label]) == 1, got
+    drops = final["drops"]
+    assert drops.get("not_for_us") == 1 and drops.get("unsupported_ethertype") == 1, drops
+    assert drops.get("ipv6_malformed") == 2, drops
+    assert final["tx"] == 1 and final["balanced"], final
+
+
 def test_sighup_reloads_only_a_valid_file(live, workdir):
     live.lwt6_mode()
     r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, label="hup")
