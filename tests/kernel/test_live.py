@@ -301,16 +301,19 @@ def test_sighup_reloads_only_a_valid_file(live, workdir):
     assert "not reloaded" in r.stderr and "'bogus'" in r.stderr, r.stderr
 
 
-def test_two_workers_share_a_two_queue_veth(workdir):
-    """Two workers on two-queue veths (fanout by flow hash): both get frames, every frame is forwarded once, and
-    the counters balance per worker and in total."""
+@pytest.mark.parametrize("fanout", ["hash", "queue"])
+def test_two_workers_share_a_two_queue_veth(workdir, fanout):
+    """Two workers on two-queue veths, sharing by flow hash or by receive queue (veth delivers a frame on the
+    receive queue of the transmit queue the sender's kernel chose by flow): both get frames, every frame is
+    forwarded once, and the counters balance per worker and in total."""
     try:
-        t = LiveTopo("lq", queues=2)
+        t = LiveTopo("lq" + fanout[0], queues=2)
     except NetnsError as e:
         pytest.fail(f"cannot build the two-queue topology: {e}", pytrace=False)
     try:
         t.lwt6_mode()
-        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2"], label="mq")
+        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2", "--fanout", fanout],
+                       label="mq-" + fanout)
         try:
             frames = [udp6(f"fc00::{i:x}", src=f"fd00:1::{(i * 7) % 200 + 1:x}", size=16, tag=i % 256)
                       for i in range(1, 401)]
