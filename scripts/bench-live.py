@@ -22,6 +22,7 @@ from ktlive import LIVE_BASE, LiveRouter, LiveTopo  # noqa: E402
 from ktpkt import udp6  # noqa: E402
 
 LOSS = 0.001
+SENDER_CPU = "0"
 CASES = {
     "plain IPv6": ([], "fc00::99"),
     "seg6 encap, 3 SIDs": (["-6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1,fc00::2,fc00::3 dev r1"],
@@ -35,9 +36,19 @@ def rx_packets(topo):
     return json.loads(out)[0]["stats64"]["rx"]["packets"]
 
 
+def steer(topo, cpus):
+    """Receive Packet Steering on the router's r0: the router's receive work (the kernel's forwarding, or the
+    delivery to lwt6's sockets) runs on `cpus` (a hex mask), not in the sender's context."""
+    q = subprocess.run(["ip", "netns", "exec", topo.rns, "sh", "-c",
+                        f"for f in /sys/class/net/r0/queues/rx-*/rps_cpus; do echo {cpus} > $f; done"],
+                       capture_output=True, text=True)
+    if q.returncode != 0:
+        raise RuntimeError(q.stderr)
+
+
 def trial(topo, lwt6, frame_hex, rate, ms, flows):
     before = rx_packets(topo)
-    g = subprocess.run(["ip", "netns", "exec", topo.topo.name(topo.s), lwt6, "gen", "--dev", "s0", "--frame",
+    g = subprocess.run(["ip", "netns", "exec", topo.topo.name(topo.s), "taskset", "-c", SENDER_CPU, lwt6, "gen", "--dev", "s0", "--frame",
                         frame_hex, "--rate", str(rate), "--duration-ms", str(ms), "--flows", str(flows)],
                        capture_output=True, text=True)
     if g.returncode != 0:
@@ -70,12 +81,16 @@ def main():
     ap.add_argument("--trial-ms", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--flows", type=int, default=64)
+    ap.add_argument("--router-cpus", default="1", help="CPUs lwt6 run is pinned to (taskset -c; empty: none)")
+    ap.add_argument("--rps", default="2", help="r0's rps_cpus mask (the router's CPUs; empty: no steering)")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-live.json"))
     a = ap.parse_args()
     os.environ["LWT6_BIN"] = a.lwt6
     topo = LiveTopo("bl", queues=2)
     results = []
     try:
+        if a.rps:
+            steer(topo, a.rps)
         for name, (routes, dst) in CASES.items():
             frame_hex = udp6(dst, size=16).hex()
             topo.kernel_mode(LIVE_BASE + routes)
@@ -90,7 +105,7 @@ def main():
             for workers in (1, 2):
                 r = LiveRouter(topo.rns, "\n".join(LIVE_BASE + routes) + "\n", "/tmp" if not os.path.isdir(
                     os.path.join(ROOT, "target")) else os.path.join(ROOT, "target"),
-                    args=["--workers", str(workers)], label=f"bench-live-{workers}")
+                    args=["--workers", str(workers)], label=f"bench-live-{workers}", cpus=a.router_cpus)
                 try:
                     zl, gmax, lim = zero_loss(topo, a.lwt6, frame_hex, a.trial_ms, a.flows, a.steps)
                 finally:

@@ -89,14 +89,15 @@ class LiveTopo:
 class LiveRouter:
     """`lwt6 run` in a namespace; `stop()` sends SIGTERM and returns the final counters (JSON)."""
 
-    def __init__(self, ns, conf_text, workdir, args=(), label="live"):
+    def __init__(self, ns, conf_text, workdir, args=(), label="live", cpus=None):
         self.ns = ns
         self.dir = workdir
         self.conf = os.path.join(workdir, f"{label}.conf")
         with open(self.conf, "w") as f:
             f.write(conf_text)
         self.sock = os.path.join(workdir, f"{label}.sock")
-        self.argv = ["ip", "netns", "exec", ns, str(lwt6_bin()), "run", "-c", self.conf, "--control", self.sock,
+        pin = ["taskset", "-c", cpus] if cpus else []
+        self.argv = ["ip", "netns", "exec", ns] + pin + [str(lwt6_bin()), "run", "-c", self.conf, "--control", self.sock,
                      "-j"] + list(args)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
