@@ -130,15 +130,33 @@ pub fn kernel_conflicts(devs: &[NetDev]) -> Vec<(String, String)> {
                 format!("ip link set {} up", d.name),
             ));
         }
-        if !d.ipv6.is_empty() {
+        // IPv6 enabled is enough: an interface without addresses yet gets a link-local one when its carrier
+        // comes up, and the kernel then answers on it.
+        // (The interface's directory under /proc/sys keeps the dots of its name, e.g. a VLAN's `eth0.100`;
+        // sysctl(8) writes those dots as slashes.)
+        let enabled =
+            std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", d.name))
+                .is_ok_and(|v| v.trim() != "1");
+        if enabled || !d.ipv6.is_empty() {
             let shown: Vec<String> = d.ipv6.iter().map(|a| a.to_string()).collect();
-            out.push((
+            let what = if shown.is_empty() {
+                format!(
+                    "IPv6 is enabled on {} (the kernel would take addresses on it)",
+                    d.name
+                )
+            } else {
                 format!(
                     "the kernel has IPv6 addresses on {} ({})",
                     d.name,
                     shown.join(", ")
+                )
+            };
+            out.push((
+                what,
+                format!(
+                    "sysctl -w net.ipv6.conf.{}.disable_ipv6=1",
+                    d.name.replace('.', "/")
                 ),
-                format!("sysctl -w net.ipv6.conf.{}.disable_ipv6=1", d.name),
             ));
         }
         if d.has_ipv4 {
