@@ -1,5 +1,6 @@
 #!/bin/bash
-# Install what the tests need: tshark, iproute2 (ip) and bpftrace (tests/audit.rs), scapy, pytest, grpcio and
+# Install what the tests need: tshark, iproute2 (ip), bpftrace (tests/audit.rs), ping and ethtool (the live
+# testbed), groff and systemd-analyze (tests/install.rs), g++ (scripts/fuzz.sh), scapy, pytest, grpcio and
 # grpcio-tools (the IOAM collector of tests/kernel/test_ioam_export.py).
 # Idempotent and quick when everything is already present. Run as root.
 set -euo pipefail
@@ -16,6 +17,9 @@ command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # scripts/fuzz.sh: libfuzzer-sys compiles libFuzzer's C++ sources with the system C++ compiler.
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+# The live router's testbed (tests/kernel/test_live.py): ping through lwt6, checksum offload off on the hosts.
+command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
+command -v ethtool >/dev/null 2>&1 || need_apt+=(ethtool)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections

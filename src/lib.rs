@@ -7,7 +7,8 @@
 //!   its [`plan`]s), [`worker`] (the pipeline, per thread), [`buffer`], [`copy`], [`tunnel`], [`node`],
 //!   [`router`] (one snapshot handle and one worker), [`headroom`] (how room is made for added headers), [`stats`].
 //! - [`config`] (`lwt6-config`): iproute2 syntax into [`spec`] types.
-//! - [`io`] (`lwt6-io`): pcap / pcapng files.
+//! - [`io`] (`lwt6-io`): pcap / pcapng files, AF_PACKET ports, interface queries.
+//! - [`live`]: `lwt6 run`, the live router (workers, control socket, metrics).
 //! - `lwt6-lab`: [`analysis`], [`audit`], [`bench`](mod@bench), [`decode`].
 #![deny(unsafe_code)]
 
@@ -20,3 +21,4 @@ pub use lwt6_lab::{analysis, audit, bench, decode};
 pub use lwt6_wire as wire;
 
 pub mod cli;
+pub mod live;

@@ -54,6 +54,12 @@ pub enum Command {
     Completions(install::CompletionsArgs),
     /// Print the manual page (roff), or write one page per subcommand into a directory.
     Man(install::ManArgs),
+    /// Run the live router on the interfaces the configuration names (root; docs/live.md).
+    Run(crate::live::RunArgs),
+    /// Send one request to a running router's control socket: a configuration line or `show routes|stats|neigh`.
+    Ctl(crate::live::CtlArgs),
+    /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
+    Gen(crate::live::generator::GenArgs),
 }
 
 /// `lwt6 pcap`.
@@ -192,6 +198,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bench(a) => bench::run(a),
         Command::Completions(a) => install::completions(&a),
         Command::Man(a) => install::man(&a),
+        Command::Run(a) => crate::live::run(a),
+        Command::Ctl(a) => crate::live::ctl(a),
+        Command::Gen(a) => crate::live::generator::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());
@@ -549,18 +558,28 @@ fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Fail
         .map_err(|e| fail(format!("{}: {e}", config.display())))?;
     // Before any traffic every counter is zero.
     let zeros = vec![LocalCounters::default(); router.tunnels.len()];
-    let counters = stats.then_some(zeros.as_slice());
-    if as_json {
-        let v: Vec<_> = all_routes(&router)
-            .map(|(t, r)| route_json(&router, t, r, counters))
-            .collect();
-        out!("{}", serde_json::Value::Array(v));
-        return Ok(());
-    }
-    for (t, r) in all_routes(&router) {
-        out!("{}", route_line(&router, t, r, counters));
+    let text = routes_text(&router, as_json, stats.then_some(zeros.as_slice()));
+    if std::io::stdout().lock().write_all(text.as_bytes()).is_err() {
+        std::process::exit(0)
     }
     Ok(())
+}
+
+/// The routing table as `lwt6 show routes` prints it (`ip route show table all` lines, or a JSON array as `ip -j`
+/// prints it), newline-terminated; with `ip -s` counters for seg6local `count` routes when `counters` are given.
+pub fn routes_text(router: &Snapshot, as_json: bool, counters: Option<&[LocalCounters]>) -> String {
+    if as_json {
+        let v: Vec<_> = all_routes(router)
+            .map(|(t, r)| route_json(router, t, r, counters))
+            .collect();
+        return format!("{}\n", serde_json::Value::Array(v));
+    }
+    let mut text = String::new();
+    for (t, r) in all_routes(router) {
+        text += &route_line(router, t, r, counters);
+        text.push('\n');
+    }
+    text
 }
 
 /// The seg6local routes with `count`, with their tables.

@@ -189,6 +189,35 @@ struct Forwarding<'s> {
     dst_mac: Mac,
 }
 
+/// A batch in progress on one snapshot ([`Worker::start_batch`]).
+#[derive(Debug)]
+pub struct Batch<'w, 's> {
+    worker: &'w mut Worker,
+    snap: &'s Snapshot,
+    fast: bool,
+}
+
+impl Batch<'_, '_> {
+    /// Processes one received frame of the batch; every frame sent is passed to `out`.
+    #[inline]
+    pub fn process(
+        &mut self,
+        in_dev: DevId,
+        ts_ns: u64,
+        frame: &[u8],
+        out: &mut dyn FnMut(DevId, u64, &[u8]),
+    ) {
+        self.worker
+            .process_one(self.snap, in_dev, ts_ns, frame, out, self.fast);
+    }
+}
+
+impl Drop for Batch<'_, '_> {
+    fn drop(&mut self) {
+        self.worker.flush_counters();
+    }
+}
+
 impl Worker {
     /// A worker for `snap`: its rx headroom, a page-aligned receive buffer, empty counters.
     pub fn new(snap: &Snapshot) -> Worker {
@@ -243,6 +272,18 @@ impl Worker {
             self.process_one(snap, dev, ts, frame, out, fast);
         }
         self.flush_counters();
+    }
+
+    /// Starts a batch on `snap` for a receive loop that hands frames over one at a time (from a port's callback):
+    /// the same per-batch work as [`Worker::process_batch`], finished (counters added) when the [`Batch`] is
+    /// dropped.
+    pub fn start_batch<'w, 's>(&'w mut self, snap: &'s Snapshot) -> Batch<'w, 's> {
+        let fast = self.begin(snap);
+        Batch {
+            worker: self,
+            snap,
+            fast,
+        }
     }
 
     /// Processes one received frame on `snap`.

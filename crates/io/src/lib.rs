@@ -1,9 +1,13 @@
-//! Packet I/O: capture files (pcap and pcapng) and live ports ([`port::Port`]).
+//! Packet I/O: capture files (pcap and pcapng), live ports ([`port::Port`]: [`afpacket`]) and what the system
+//! says about its interfaces ([`netdev`]).
 
+pub mod afpacket;
 #[cfg(target_os = "linux")]
 pub mod afxdp;
 #[cfg(target_os = "linux")]
 pub mod generator;
 pub mod linktype;
+pub mod netdev;
 pub mod pcap;
 pub mod port;
+pub mod sys;

@@ -1,0 +1,467 @@
+//! The control socket of a live router: a Unix stream socket taking one request line per connection, and
+//! `lwt6 ctl`, its client.
+//!
+//! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
+//! or `show routes|stats|neigh [-j]`. The reply's first line is `ok` or `error: MESSAGE`; what follows is the
+//! output. A configuration line is applied to the running configuration as one atomic step
+//! ([`Builder::from_config`]); a line that adds a route changes the published table in place through a
+//! [`SnapshotWriter`], any other is built into a new snapshot and published; the workers take either at their next
+//! batch. A line with an error changes nothing and its reply names the token.
+
+use super::engine::WorkerReport;
+use crate::cli::{Failure, fail};
+use crate::config::Builder;
+use crate::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
+use crate::spec::{Config, Route, shown_token};
+use serde_json::json;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Longest request line accepted.
+const MAX_REQUEST: u64 = 64 * 1024;
+
+/// The running router as the control thread sees it.
+pub struct Control {
+    /// The configuration the published snapshot was built from.
+    pub cfg: Config,
+    /// Where snapshots are published.
+    pub handle: Arc<SnapshotHandle>,
+    /// Every worker's last published counters.
+    pub reports: Vec<Arc<Mutex<WorkerReport>>>,
+    /// The I/O back end's name.
+    pub io: &'static str,
+    /// Applies route additions in place once the first one comes (see [`SnapshotWriter`]).
+    pub writer: Option<SnapshotWriter>,
+}
+
+/// Merges the workers' reports: the total, and each worker's.
+pub fn gather(reports: &[Arc<Mutex<WorkerReport>>]) -> (WorkerReport, Vec<WorkerReport>) {
+    let each: Vec<WorkerReport> = reports
+        .iter()
+        .map(|r| r.lock().map(|r| r.clone()).unwrap_or_default())
+        .collect();
+    let mut total = WorkerReport::default();
+    for r in &each {
+        total.merge(r);
+    }
+    (total, each)
+}
+
+/// A report as JSON (`show stats -j`, the final counters of `lwt6 run -j`).
+pub fn report_json(r: &WorkerReport, names: &[String]) -> serde_json::Value {
+    let mut v = r.stats.to_json();
+    let mut links = serde_json::Map::new();
+    for (i, n) in names.iter().enumerate() {
+        links.insert(
+            n.clone(),
+            json!({
+                "rx": r.rx_by_dev.get(i).copied().unwrap_or(0),
+                "tx": r.tx_by_dev.get(i).copied().unwrap_or(0),
+            }),
+        );
+    }
+    v["links"] = json!(links);
+    v["tx_refused"] = json!(r.tx_refused);
+    v["tx_unsent_at_stop"] = json!(r.tx_unsent_at_stop);
+    v["port_errors"] = json!(r.port_errors);
+    v["last_port_error"] = json!(r.last_error);
+    v
+}
+
+/// A report as text, one counter a line.
+pub fn report_text(r: &WorkerReport, names: &[String]) -> String {
+    let st = &r.stats;
+    let mut s = format!(
+        "frames in {}, forwarded {}, dropped {}, icmp errors sent {}, buffer reallocations {}, fast path {}\n",
+        st.rx,
+        st.tx,
+        st.dropped(),
+        st.icmp_tx,
+        st.reallocs,
+        st.fast_path
+    );
+    for (k, v) in &st.encapsulated {
+        s += &format!("  encapsulated {k}: {v}\n");
+    }
+    if st.ioam_transit_filled > 0 {
+        s += &format!(
+            "  ioam traces filled in transit: {}\n",
+            st.ioam_transit_filled
+        );
+    }
+    for (reason, n) in &st.drops {
+        s += &format!("  drop {:<28} {n}\n", reason.name());
+    }
+    for (i, n) in names.iter().enumerate() {
+        let (rx, tx) = (
+            r.rx_by_dev.get(i).copied().unwrap_or(0),
+            r.tx_by_dev.get(i).copied().unwrap_or(0),
+        );
+        s += &format!("  link {n:<15} rx {rx} tx {tx}\n");
+    }
+    if r.tx_refused > 0 || r.tx_unsent_at_stop > 0 {
+        s += &format!(
+            "  lost on transmit: refused by a full queue {}, unsent at stop {}\n",
+            r.tx_refused, r.tx_unsent_at_stop
+        );
+    }
+    if let Some(e) = &r.last_error {
+        s += &format!("  port errors {} (last: {e})\n", r.port_errors);
+    }
+    s
+}
+
+fn mac_text(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+impl Control {
+    fn link_names(&self) -> Vec<String> {
+        self.cfg.links.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Answers one request: `(true, output)` or `(false, error message)`.
+    pub fn handle_line(&mut self, line: &str) -> (bool, String) {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        match toks.first().copied() {
+            None => (false, "empty request".into()),
+            Some("show") => self.show(&toks[1..]),
+            Some("link") => (
+                false,
+                "'link': interfaces are attached when the router starts; restart it to change them"
+                    .into(),
+            ),
+            Some(_) => match self.apply(line) {
+                Ok(()) => (true, String::new()),
+                Err(e) => (false, e),
+            },
+        }
+    }
+
+    fn show(&self, args: &[&str]) -> (bool, String) {
+        let (what, json) = match args {
+            [w] => (*w, false),
+            [w, "-j"] | [w, "--json"] => (*w, true),
+            [w, x, ..] => {
+                return (
+                    false,
+                    format!("'{}': expected -j or nothing after {w}", shown_token(x)),
+                );
+            }
+            [] => {
+                return (
+                    false,
+                    "show what? (expected one of: routes, stats, neigh)".into(),
+                );
+            }
+        };
+        match what {
+            "routes" => {
+                // With the workers' `count` counters of seg6local routes, as `ip -s route` shows them.
+                let (total, _) = gather(&self.reports);
+                let snap = self.handle.load();
+                (
+                    true,
+                    crate::cli::routes_text(&snap, json, Some(&total.stats.seg6local)),
+                )
+            }
+            "stats" => {
+                let names = self.link_names();
+                let (total, each) = gather(&self.reports);
+                if json {
+                    let workers: Vec<_> = each.iter().map(|r| report_json(r, &names)).collect();
+                    let mut v = report_json(&total, &names);
+                    v["io"] = json!(self.io);
+                    v["workers"] = json!(workers);
+                    (true, format!("{v}\n"))
+                } else {
+                    let mut s = format!("io {}, {} workers\n", self.io, each.len());
+                    s += &report_text(&total, &names);
+                    for (i, r) in each.iter().enumerate() {
+                        s += &format!(
+                            "worker {i}: frames in {}, forwarded {}, dropped {}\n",
+                            r.stats.rx,
+                            r.stats.tx,
+                            r.stats.dropped()
+                        );
+                    }
+                    (true, s)
+                }
+            }
+            "neigh" => {
+                let rows: Vec<(String, String, String)> = self
+                    .cfg
+                    .neighs
+                    .iter()
+                    .map(|n| (n.addr.to_string(), n.dev.clone(), mac_text(&n.lladdr)))
+                    .collect();
+                if json {
+                    let v: Vec<_> = rows
+                        .iter()
+                        .map(|(a, d, m)| json!({"dst": a, "dev": d, "lladdr": m, "state": ["PERMANENT"]}))
+                        .collect();
+                    (true, format!("{}\n", serde_json::Value::Array(v)))
+                } else {
+                    let s: String = rows
+                        .iter()
+                        .map(|(a, d, m)| format!("{a} dev {d} lladdr {m} PERMANENT\n"))
+                        .collect();
+                    (true, s)
+                }
+            }
+            w => (
+                false,
+                format!(
+                    "'{}': expected one of: routes, stats, neigh",
+                    shown_token(w)
+                ),
+            ),
+        }
+    }
+
+    /// Applies a configuration line to the running configuration and publishes the result; nothing changes when
+    /// it fails.
+    fn apply(&mut self, line: &str) -> Result<(), String> {
+        let located = |e: crate::spec::ConfigError| {
+            if e.token.is_empty() {
+                e.reason
+            } else {
+                format!("'{}': {}", shown_token(&e.token), e.reason)
+            }
+        };
+        let mut b = Builder::from_config(self.cfg.clone());
+        b.line(1, line).map_err(located)?;
+        let cfg = b.finish().map_err(located)?;
+        // A line that only adds a route changes the published table in place (through the writer's two
+        // snapshots: no rebuild, no copy of the table); anything else builds a new snapshot.
+        if let Some(route) = self.only_added_route(&cfg) {
+            let writer = self
+                .writer
+                .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
+            writer
+                .apply(&[Change::AddRoute(route)])
+                .map_err(|(_, e)| located(e))?;
+        } else {
+            let snap = Snapshot::build(&cfg).map_err(located)?;
+            self.publish(snap);
+        }
+        self.cfg = cfg;
+        Ok(())
+    }
+
+    /// The route `new` adds to the running configuration, when that is all it changes.
+    fn only_added_route(&self, new: &Config) -> Option<Route> {
+        if new.routes.len() != self.cfg.routes.len() + 1 {
+            return None;
+        }
+        let route = new.routes.last()?.clone();
+        let mut expected = self.cfg.clone();
+        expected.routes.push(route.clone());
+        (expected == *new).then_some(route)
+    }
+
+    /// Publishes a snapshot built from scratch (the writer's spare no longer follows the published one).
+    fn publish(&mut self, snap: Snapshot) {
+        self.writer = None;
+        self.handle.publish(snap);
+    }
+
+    /// Replaces the whole configuration (a reloaded file) when it builds; the links must be the running ones.
+    pub fn replace(&mut self, cfg: Config) -> Result<(), String> {
+        let now: Vec<_> = self
+            .cfg
+            .links
+            .iter()
+            .map(|l| (&l.name, l.mac, l.mtu))
+            .collect();
+        let new: Vec<_> = cfg.links.iter().map(|l| (&l.name, l.mac, l.mtu)).collect();
+        if now != new {
+            return Err(
+                "the links differ from the running ones (restart the router to change interfaces)"
+                    .into(),
+            );
+        }
+        let snap = Snapshot::build(&cfg).map_err(|e| e.to_string())?;
+        self.publish(snap);
+        self.cfg = cfg;
+        Ok(())
+    }
+
+    /// Serves one connection: reads a request line, writes the reply.
+    pub fn serve(&mut self, stream: UnixStream) {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+        let mut line = String::new();
+        let read = BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line);
+        let (ok, body) = match read {
+            Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST => {
+                (false, format!("request longer than {MAX_REQUEST} bytes"))
+            }
+            Ok(_) => self.handle_line(line.trim_end_matches(['\n', '\r'])),
+            Err(e) => (false, format!("reading the request: {e}")),
+        };
+        let mut w = &stream;
+        let head = if ok {
+            "ok\n".to_string()
+        } else {
+            format!("error: {body}\n")
+        };
+        let _ = w.write_all(head.as_bytes());
+        if ok {
+            let _ = w.write_all(body.as_bytes());
+        }
+    }
+}
+
+/// Opens the control socket at `path` (its directory created). Refuses when another router answers on it;
+/// removes a stale socket file left by one that died.
+pub fn listen(path: &Path) -> Result<UnixListener, Failure> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| fail(format!("control socket directory {}: {e}", dir.display())))?;
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(fail(format!(
+                "control socket {} is in use: another router answers on it (stop it, or choose another with --control)",
+                path.display()
+            )));
+        }
+        std::fs::remove_file(path).map_err(|e| {
+            fail(format!(
+                "removing the stale control socket {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    let l = UnixListener::bind(path)
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    l.set_nonblocking(true)
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    Ok(l)
+}
+
+/// `lwt6 ctl`: sends one request, prints the reply; fails with the router's error message.
+pub fn client(path: &PathBuf, line: &str) -> Result<String, Failure> {
+    let mut s = UnixStream::connect(path).map_err(|e| {
+        fail(format!(
+            "control socket {}: {e} (is `lwt6 run` running? see --control)",
+            path.display()
+        ))
+    })?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    s.write_all(format!("{line}\n").as_bytes())
+        .and_then(|_| s.shutdown(std::net::Shutdown::Write))
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply)
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    match reply.split_once('\n') {
+        Some(("ok", body)) => Ok(body.to_string()),
+        Some((head, _)) if head.starts_with("error: ") => {
+            Err(fail(head["error: ".len()..].to_string()))
+        }
+        _ => Err(fail(format!(
+            "control socket {}: unexpected reply {:?}",
+            path.display(),
+            reply.chars().take(80).collect::<String>()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn control() -> Control {
+        let cfg = crate::config::parse(
+            "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
+             addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n",
+        )
+        .unwrap();
+        let snap = Snapshot::build(&cfg).unwrap();
+        Control {
+            cfg,
+            handle: Arc::new(SnapshotHandle::new(snap)),
+            reports: vec![Arc::new(Mutex::new(WorkerReport::default()))],
+            io: "test",
+            writer: None,
+        }
+    }
+
+    fn routes(c: &Control) -> String {
+        crate::cli::routes_text(&c.handle.load(), false, None)
+    }
+
+    #[test]
+    fn route_additions_change_the_table_in_place_and_other_lines_rebuild_it() {
+        let mut c = control();
+        let (ok, _) = c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
+        assert!(ok);
+        assert!(
+            c.writer.is_some(),
+            "a route addition goes through the writer"
+        );
+        assert!(routes(&c).contains("fd00:55::/64 via fd00:2::2 dev r1"));
+        let (ok, _) =
+            c.handle_line("-6 route add fd00:56::/64 encap seg6 mode encap segs fc00::1 dev r1");
+        assert!(ok);
+        let shown = routes(&c);
+        assert!(
+            shown.contains("fd00:55::/64") && shown.contains("fd00:56::/64"),
+            "{shown}"
+        );
+        assert_eq!(c.cfg.routes.len(), 2);
+        let (ok, _) = c.handle_line("neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1");
+        assert!(ok);
+        assert!(c.writer.is_none(), "any other line rebuilds the snapshot");
+        assert!(
+            routes(&c).contains("fd00:56::/64"),
+            "the rebuilt snapshot keeps the added routes"
+        );
+        let (ok, neigh) = c.handle_line("show neigh");
+        assert!(
+            ok && neigh.contains("fd00:2::3 dev r1 lladdr 02:00:00:00:02:03 PERMANENT"),
+            "{neigh}"
+        );
+    }
+
+    #[test]
+    fn a_bad_line_changes_nothing() {
+        let mut c = control();
+        c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
+        let before = (routes(&c), c.cfg.clone());
+        for (line, token) in [
+            (
+                "-6 route add fd00:55::/64 via fd00:2::2 dev r1",
+                "fd00:55::/64",
+            ),
+            (
+                "-6 route add fd00:57::/64 via fd00:2::2 dev nosuch0",
+                "nosuch0",
+            ),
+            (
+                "-6 route add fd00:57::/64 encap seg6 mode encapz segs fc00::1 dev r1",
+                "encapz",
+            ),
+            ("link add r2", "link"),
+            ("show nothing", "nothing"),
+        ] {
+            let (ok, msg) = c.handle_line(line);
+            assert!(!ok, "{line}");
+            assert!(msg.contains(&format!("'{token}'")), "{line}: {msg}");
+            assert_eq!(
+                (routes(&c), c.cfg.clone()),
+                before,
+                "{line} changed something"
+            );
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The worker threads of a live router: each owns a [`Worker`], one port per attached interface and a staging
+//! queue per egress interface. Per round: load the snapshot once, receive a batch from every port (each frame
+//! processed as it is handed over), send what was staged, flush. No lock and no atomic per packet: the counters
+//! are the worker's own and are copied to the control thread every few milliseconds.
+
+use crate::io::port::Port;
+use crate::io::sys;
+use crate::snapshot::SnapshotHandle;
+use crate::stats::Stats;
+use crate::worker::Worker;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Frames received from one port per round at most.
+const RX_BATCH: usize = 64;
+/// How often a busy worker publishes its counters.
+const PUBLISH_EVERY: Duration = Duration::from_millis(5);
+/// How long an idle worker waits for frames before looking at the stop flag again.
+const IDLE_WAIT_MS: i32 = 20;
+/// Rounds a stopping worker still runs to drain what the kernel has queued for it.
+const DRAIN_ROUNDS: usize = 256;
+
+/// What a worker reports to the control thread: the dataplane's counters and the live path's own.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerReport {
+    /// The dataplane's counters (received = sent + dropped by reason).
+    pub stats: Stats,
+    /// Frames received, per interface (index = device id).
+    pub rx_by_dev: Vec<u64>,
+    /// Frames handed to the ports, per interface (forwarded frames and ICMP errors).
+    pub tx_by_dev: Vec<u64>,
+    /// Frames the dataplane sent that a port refused (its transmit queue stayed full): lost on the way out.
+    pub tx_refused: u64,
+    /// Frames still queued in a port when the worker stopped, that the kernel never took.
+    pub tx_unsent_at_stop: u64,
+    /// Port errors (receive or send system calls failing for a reason other than "try again").
+    pub port_errors: u64,
+    /// The last port error.
+    pub last_error: Option<String>,
+}
+
+impl WorkerReport {
+    /// Adds another worker's report to this one.
+    pub fn merge(&mut self, o: &WorkerReport) {
+        self.stats.merge(&o.stats);
+        for (v, w) in [
+            (&mut self.rx_by_dev, &o.rx_by_dev),
+            (&mut self.tx_by_dev, &o.tx_by_dev),
+        ] {
+            if v.len() < w.len() {
+                v.resize(w.len(), 0);
+            }
+            for (a, b) in v.iter_mut().zip(w) {
+                *a += b;
+            }
+        }
+        self.tx_refused += o.tx_refused;
+        self.tx_unsent_at_stop += o.tx_unsent_at_stop;
+        self.port_errors += o.port_errors;
+        if o.last_error.is_some() {
+            self.last_error.clone_from(&o.last_error);
+        }
+    }
+}
+
+/// Frames staged for one egress interface during a round, back to back.
+#[derive(Debug, Default)]
+struct Stage {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Stage {
+    fn push(&mut self, frame: &[u8]) {
+        self.bytes.extend_from_slice(frame);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&e| {
+            let f = &self.bytes[start..e];
+            start = e;
+            f
+        })
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+}
+
+/// One worker thread's ports and shared state.
+pub struct WorkerCtx<P> {
+    /// Ports, indexed by device id.
+    pub ports: Vec<P>,
+    /// Where snapshots are published.
+    pub handle: Arc<SnapshotHandle>,
+    /// Set by the control thread to stop the worker (read once per round).
+    pub stop: Arc<AtomicBool>,
+    /// Where the worker publishes its counters.
+    pub report: Arc<Mutex<WorkerReport>>,
+    /// Called for each port once it is drained at stop: how many frames it still holds that the kernel never
+    /// took (AF_PACKET: after waiting a while for it to take them).
+    pub close: fn(&mut P) -> u64,
+}
+
+impl<P> std::fmt::Debug for WorkerCtx<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerCtx")
+            .field("ports", &self.ports.len())
+            .finish()
+    }
+}
+
+/// The worker thread's loop; returns when the stop flag is set and the ports are drained.
+pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
+    let ndev = ctx.ports.len();
+    let mut worker = Worker::new(&ctx.handle.load());
+    let mut rep = WorkerReport {
+        rx_by_dev: vec![0; ndev],
+        tx_by_dev: vec![0; ndev],
+        ..Default::default()
+    };
+    let mut stages: Vec<Stage> = (0..ndev).map(|_| Stage::default()).collect();
+    let fds: Vec<RawFd> = ctx.ports.iter().map(|p| p.raw_fd()).collect();
+    let mut last_publish = Instant::now();
+    let mut draining = None;
+    loop {
+        if draining.is_none() && ctx.stop.load(Ordering::Relaxed) {
+            draining = Some(0usize);
+        }
+        let snap = ctx.handle.load();
+        // A route added at run time may need more room in front of received frames than the start did.
+        worker.rx_headroom = worker.rx_headroom.max(snap.rx_headroom);
+        let ts = sys::realtime_ns();
+        let mut got = 0;
+        let errors_before = rep.port_errors;
+        {
+            let mut batch = worker.start_batch(&snap);
+            for (dev, port) in ctx.ports.iter_mut().enumerate() {
+                let mut out = |odev: usize, _ts: u64, frame: &[u8]| stages[odev].push(frame);
+                let r = port.recv_batch(RX_BATCH, &mut |frame| {
+                    batch.process(dev, ts, frame, &mut out);
+                });
+                match r {
+                    Ok(n) => {
+                        rep.rx_by_dev[dev] += n as u64;
+                        got += n;
+                    }
+                    Err(e) => {
+                        rep.port_errors += 1;
+                        rep.last_error = Some(format!("receive: {e}"));
+                    }
+                }
+            }
+        }
+        drop(snap);
+        for (dev, port) in ctx.ports.iter_mut().enumerate() {
+            let stage = &mut stages[dev];
+            if stage.ends.is_empty() {
+                continue;
+            }
+            for frame in stage.frames() {
+                match port.send(frame) {
+                    Ok(true) => rep.tx_by_dev[dev] += 1,
+                    Ok(false) => rep.tx_refused += 1,
+                    Err(e) => {
+                        rep.tx_refused += 1;
+                        rep.port_errors += 1;
+                        rep.last_error = Some(format!("send: {e}"));
+                    }
+                }
+            }
+            if let Err(e) = port.flush() {
+                rep.port_errors += 1;
+                rep.last_error = Some(format!("send: {e}"));
+            }
+            stage.clear();
+        }
+        let idle = got == 0;
+        if let Some(rounds) = &mut draining {
+            *rounds += 1;
+            if idle || *rounds >= DRAIN_ROUNDS {
+                break;
+            }
+        }
+        if idle || last_publish.elapsed() >= PUBLISH_EVERY {
+            rep.stats.clone_from(&worker.stats);
+            if let Ok(mut r) = ctx.report.lock() {
+                r.clone_from(&rep);
+            }
+            last_publish = Instant::now();
+        }
+        if rep.port_errors > errors_before {
+            // A port in error (its interface went down, say) is readable at once: do not spin on it.
+            std::thread::sleep(Duration::from_millis(IDLE_WAIT_MS as u64));
+        } else if idle && sys::poll_readable(&fds, IDLE_WAIT_MS).is_err() {
+            std::thread::sleep(Duration::from_millis(IDLE_WAIT_MS as u64));
+        }
+    }
+    for p in &mut ctx.ports {
+        rep.tx_unsent_at_stop += (ctx.close)(p);
+    }
+    rep.stats.clone_from(&worker.stats);
+    if let Ok(mut r) = ctx.report.lock() {
+        r.clone_from(&rep);
+    }
+}

@@ -1,0 +1,410 @@
+"""The live router, `lwt6 run` over AF_PACKET, against the kernel router in the same topology: the receiver (and the
+sender, for ICMPv6 errors) must get the same bytes from both. Then what only a live router has: routes changed
+through the control socket under a steady stream, several workers on a multi-queue veth, the refusals."""
+import os
+import shutil
+import signal
+import socket
+import struct
+import tempfile
+import subprocess
+import threading
+import time
+
+import pytest
+
+from ktlive import LIVE_BASE, LiveRouter, LiveTopo, run_lwt6
+from ktlwt6 import lwt6_bin
+from ktnet import NetnsError, in_ns, require_root, xfer
+from ktpkt import MAC_D0, MARKER, compare_frames, ioam_frame, ioam_hbh, rpl_srh, udp4, udp6, udp_over_rh, with_marker
+
+SECRET = "mysecret"
+
+# One router description for every differential case: each case has its own destination prefix.
+CASES_CONFIG = [
+    f"sr hmac set 42 sha256 secret {SECRET}",
+    "-6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1,fc00::2,fc00::3 dev r1",
+    "-6 route add fd00:92::/64 encap seg6 mode inline segs fc00::1,fc00::2 dev r1",
+    "-6 route add fd00:93::/64 encap seg6 mode encap.red segs fc00::1,fc00::2,fc00::3 dev r1",
+    "-6 route add fd00:94::/64 encap seg6 mode l2encap segs fc00::1,fc00::2 dev r1",
+    "-6 route add fd00:95::/64 encap seg6 mode l2encap.red segs fc00::1,fc00::2 dev r1",
+    "-6 route add fd00:96::/64 encap seg6 mode encap segs fc00::1,fc00::2 hmac 42 dev r1",
+    "-6 route add fd00:98::/64 encap seg6 mode inline segs fc00::1,fc00::2,fc00::3 hmac 42 dev r1",
+    "-6 route add fd00:9a::/64 via fd00:2::2 dev r1 mtu lock 1400",
+    "-4 route add 10.99.0.0/24 encap seg6 mode encap segs fc00::1,fc00::2 dev r1",
+    "ioam namespace add 123 data 0xdeadbeef wide 0xcafec0dedeadbeef",
+    "sysctl net.ipv6.ioam6_id=0x111111",
+    "sysctl net.ipv6.conf.r0.ioam6_enabled=1",
+    "sysctl net.ipv6.conf.r0.ioam6_id=0x0a0a",
+    "sysctl net.ipv6.conf.r1.ioam6_id=0x0c0c",
+    "sysctl net.ipv6.conf.all.rpl_seg_enabled=1",
+    "sysctl net.ipv6.conf.r0.rpl_seg_enabled=1",
+    f"neigh add fd00:2::5 lladdr {MAC_D0} dev r1",
+]
+
+
+def case_frames():
+    """(case id, frame): every seg6 mode, HMAC, IPv4 inner, IOAM transit, RPL intermediate, plain forwarding and
+    ICMPv6 errors."""
+    f = []
+    for pfx, mode in [("91", "encap3"), ("92", "inline2"), ("93", "encap.red3"), ("94", "l2encap2"),
+                      ("95", "l2encap.red2"), ("96", "encap2-hmac"), ("98", "inline3-hmac")]:
+        f.append((f"seg6-{mode}", udp6(f"fd00:{pfx}::1", fl=0x12345, tc=0xb8, hlim=64, size=40, tag=1)))
+        f.append((f"seg6-{mode}-b", udp6(f"fd00:{pfx}::77", fl=0, tc=0, hlim=9, size=300, tag=2)))
+    f.append(("seg6-encap-ipv4", udp4("10.99.0.1", tos=0xb8, ttl=64, ident=0x4242, size=20, tag=3)))
+    f.append(("plain", udp6("fc00::99", hlim=64, size=100, tag=4)))
+    f.append(("ioam-transit", ioam_frame(ioam_hbh(123, 0xC40000, 6), dst="fc00::5", hlim=64, size=16, tag=5)))
+    # RPL intermediate node (addressed to fd00:2::1, the router): same-size recompression only, where the
+    # kernel is a valid oracle (docs/references.md §3.4)
+    for cid, addrs, sl in [("rpl-two-addr-first-hop", ["fd00:2::5", "fd00:2::2"], 2),
+                           ("rpl-five-addr", ["fd00:2::5", "fd00:3::1", "fd00:4::1", "fd00:5::1", "fd00:2::2"], 5)]:
+        f.append((cid, udp_over_rh("fd00:2::1", rpl_srh(addrs, sl, "fd00:2::1"), addrs[-1], hlim=64, size=40,
+                                   tag=10)))
+    f.append(("icmp-time-exceeded", udp6("fc00::99", hlim=1, size=32, tag=6)))
+    f.append(("icmp-unreachable", udp6("2001:db8::1", hlim=64, size=32, tag=7)))
+    f.append(("icmp-packet-too-big", udp6("fd00:9a::5", hlim=64, size=1400, tag=8)))
+    f.append(("icmp-packet-too-big-tunnel", udp6("fd00:91::5", hlim=64, size=1440, tag=8)))
+    return f
+
+
+def no_icmp_flow_label(frame):
+    """The kernel's ICMPv6 errors carry a flow label hashed with a per-boot secret; lwt6 sends 0
+    (docs/linux-compat.md). Compared without it."""
+    frame = bytearray(frame)
+    if len(frame) > 54 and frame[12:14] == b"\x86\xdd" and frame[20] == 58:
+        frame[15] &= 0xF0
+        frame[16] = frame[17] = 0
+    return bytes(frame)
+
+
+def noise(final):
+    """Frames the sender's own kernel sends on its own (MLD reports, router solicitations): multicast, dropped by name."""
+    return final["drops"].get("multicast_destination", 0)
+
+
+@pytest.fixture(scope="module")
+def live(request):
+    try:
+        require_root()
+        t = LiveTopo("lv")
+    except NetnsError as e:
+        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
+    request.addfinalizer(t.destroy)
+    return t
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("live"))
+
+
+def send_cases(topo):
+    """Each case's frame alone (so that every output belongs to one case): {case: (to sender, to receiver)}."""
+    got = {}
+    for cid, fr in case_frames():
+        r = xfer(topo.s0, [fr], [topo.s0, topo.d0], timeout=0.25, keep=with_marker)
+        got[cid] = ([no_icmp_flow_label(x) for x in r[topo.s0.label]],
+                    [no_icmp_flow_label(x) for x in r[topo.d0.label]])
+    return got
+
+
+@pytest.fixture(scope="module")
+def kernel_outputs(live):
+    live.kernel_mode(LIVE_BASE + CASES_CONFIG)
+    try:
+        return send_cases(live)
+    finally:
+        live.lwt6_mode()
+
+
+def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs):
+    """For every case the receiver and the sender get from `lwt6 run` exactly the bytes the kernel router gave
+    them; the counters balance and every frame the kernel did not forward is a named drop."""
+    assert kernel_outputs["seg6-encap3"][1], "the kernel forwarded nothing: the harness is broken"
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, label="diff")
+    try:
+        ours = send_cases(live)
+    finally:
+        final = r.stop()
+    for cid, _ in case_frames():
+        kb, kf = kernel_outputs[cid]
+        lb, lf = ours[cid]
+        assert kf or cid.startswith("icmp"), f"{cid}: the kernel forwarded nothing: the case tests nothing"
+        compare_frames(kf, lf, f"{cid}: frames at the receiver")
+        if cid == "icmp-packet-too-big-tunnel":
+            # docs/linux-compat.md, difference 1: Linux sends this Packet Too Big to itself (the outer source);
+            # lwt6 to the original sender, with the MTU left inside the tunnel (1500 - 40 - 8 - 3 * 16).
+            assert kb == [] and len(lb) == 1, (kb, lb)
+            assert lb[0][54] == 2 and struct.unpack("!I", lb[0][58:62])[0] == 1500 - 96, lb[0][:70].hex()
+            continue
+        compare_frames(kb, lb, f"{cid}: frames back at the sender")
+    n = len(case_frames())
+    assert final["rx"] - noise(final) == n and final["balanced"], final
+    assert final["icmp_errors_sent"] == 4, final
+    assert set(final["drops"]) - {"multicast_destination"} == {"hop_limit_exceeded", "no_route", "mtu_exceeded"}, \
+        final["drops"]
+
+
+def test_route_added_under_traffic_takes_effect_without_loss(live, workdir):
+    """A steady stream to fd00:97::/64 goes out plainly (default route); `lwt6 ctl route add` an encap route for
+    it in the middle: every frame arrives, in order, plain up to one point and encapsulated from there on."""
+    live.lwt6_mode()
+    conf = LIVE_BASE + ["-6 route add default via fd00:2::2 dev r1"]
+    r = LiveRouter(live.rns, "\n".join(conf) + "\n", workdir, label="swap")
+    total, added = 4000, {}
+    try:
+        for p in (live.s0, live.d0):
+            p.drain()
+        received = []
+        done = threading.Event()
+
+        def receive():
+            import select
+            while not done.is_set() or select.select([live.d0.sock], [], [], 0.3)[0]:
+                if not select.select([live.d0.sock], [], [], 0.05)[0]:
+                    continue
+                while True:
+                    try:
+                        data, addr = live.d0.sock.recvfrom(65535)
+                    except BlockingIOError:
+                        break
+                    if with_marker(data):
+                        received.append(data)
+        th = threading.Thread(target=receive)
+        th.start()
+        template = udp6("fd00:97::1", hlim=64, size=16, tag=0)
+        at = template.index(MARKER) + len(MARKER)
+        for i in range(total):
+            # The sequence number in the tag bytes after the marker (the UDP checksum is not the router's concern).
+            fr = bytearray(template)
+            fr[at:at + 2] = struct.pack("<H", i)
+            live.s0.send(bytes(fr))
+            if i == total // 2:
+                res = r.ctl("route", "add", "fd00:97::/64", "encap", "seg6", "mode", "encap", "segs",
+                            "fc00::1", "dev", "r1")
+                added["rc"], added["err"] = res.returncode, res.stderr
+            if i % 40 == 39:
+                time.sleep(0.002)
+        r.wait_rx(total)
+        time.sleep(0.3)
+        done.set()
+        th.join()
+    finally:
+        final = r.stop()
+    assert added["rc"] == 0, added["err"]
+    assert final["rx"] - noise(final) == total and final["tx"] == total and final["balanced"], final
+    assert len(received) == total, f"{total - len(received)} frames lost ({final})"
+    encapsulated = [fr[20] == 43 for fr in received]   # outer next header: routing header (SRH)
+    assert True in encapsulated, "the added route never took effect"
+    switch = encapsulated.index(True)
+    assert 0 < switch and all(encapsulated[switch:]), "a frame went out on the old route after the new one"
+    seqs = [struct.unpack("<H", fr[fr.index(MARKER) + len(MARKER):][:2])[0] for fr in received]
+    assert seqs == list(range(total)), "frames lost, duplicated or reordered"
+
+
+def test_bad_control_line_is_rejected_and_changes_nothing(live, workdir):
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, label="badline")
+    try:
+        before = r.ctl("show", "routes").stdout
+        bad = r.ctl("route", "add", "fd00:55::/64", "encap", "seg6", "mode", "encapz", "segs", "fc00::1", "dev", "r1")
+        assert bad.returncode == 1 and "'encapz'" in bad.stderr, bad.stderr
+        bad = r.ctl("route", "add", "fd00:55::/64", "dev", "nosuch0")
+        assert bad.returncode == 1 and "'nosuch0'" in bad.stderr, bad.stderr
+        bad = r.ctl("link", "add", "r9")
+        assert bad.returncode == 1 and "restart" in bad.stderr, bad.stderr
+        assert r.ctl("show", "routes").stdout == before
+        ok = r.ctl("route", "add", "fd00:55::/64", "via", "fd00:2::2", "dev", "r1")
+        assert ok.returncode == 0, ok.stderr
+        assert "fd00:55::/64 via fd00:2::2 dev r1" in r.ctl("show", "routes").stdout
+        neigh = r.ctl("show", "neigh")
+        assert "fd00:2::2 dev r1 lladdr 02:00:00:00:02:02 PERMANENT" in neigh.stdout, neigh.stdout
+        # the router still forwards
+        got = xfer(live.s0, [udp6("fc00::1", size=8, tag=9)], live.d0, expect=1, timeout=1.0, keep=with_marker)
+        assert len(got[live.d0.label]) == 1
+    finally:
+        r.stop()
+
+
+def test_metrics(live, workdir):
+    """--metrics serves the counters in the Prometheus text format, totals and per worker."""
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--metrics", "127.0.0.1:9106"],
+                   label="metrics")
+    try:
+        xfer(live.s0, [udp6("fc00::1", size=8, tag=1), udp6("2001:db8::1", size=8, tag=2)], live.d0, expect=1,
+             timeout=1.0, keep=with_marker)
+        r.wait_rx(2)
+        time.sleep(0.05)
+
+        def scrape():
+            c = socket.create_connection(("127.0.0.1", 9106), timeout=2)
+            c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            data = b""
+            while chunk := c.recv(65536):
+                data += chunk
+            c.close()
+            return data.decode()
+        text = in_ns(live.rns, scrape)
+    finally:
+        final = r.stop()
+    assert text.startswith("HTTP/1.0 200 OK") and "text/plain; version=0.0.4" in text
+    assert f"\nlwt6_tx_frames_total {final['tx']}\n" in text, text
+    assert 'lwt6_drops_total{reason="no_route"} 1\n' in text
+    assert 'lwt6_worker_rx_frames_total{worker="0"}' in text
+    assert 'lwt6_link_rx_frames_total{link="r0"}' in text
+
+
+def test_malformed_frames_are_named_drops(live, workdir):
+    """Frames that are not for the router or not well formed are dropped by name, the counters balance, and the
+    router goes on forwarding; SIGINT stops it as SIGTERM does."""
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, label="malformed")
+    good = udp6("fc00::1", size=8, tag=1)
+    other_mac = bytes.fromhex("020000000999") + good[6:]
+    bad_type = good[:12] + b"\x12\x34" + good[14:]
+    bad_version = good[:14] + bytes([0x40 | (good[14] & 0x0F)]) + good[15:]
+    long_payload = good[:18] + (len(good) - 14 - 40 + 100).to_bytes(2, "big") + good[20:]
+    try:
+        got = xfer(live.s0, [other_mac, bad_type, bad_version, long_payload, good], live.d0, expect=1, timeout=1.0,
+                   keep=with_marker)
+        r.wait_rx(5)
+    finally:
+        final = r.stop(signal.SIGINT)
+    assert len(got[live.d0.label]) == 1, got
+    drops = final["drops"]
+    assert drops.get("not_for_us") == 1 and drops.get("unsupported_ethertype") == 1, drops
+    assert drops.get("ipv6_malformed") == 2, drops
+    assert final["tx"] == 1 and final["balanced"], final
+
+
+def test_sighup_reloads_only_a_valid_file(live, workdir):
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, label="hup")
+    try:
+        with open(r.conf, "a") as f:
+            f.write("-6 route add fd00:56::/64 via fd00:2::2 dev r1\n")
+        r.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while "fd00:56::/64" not in r.ctl("show", "routes").stdout and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "fd00:56::/64" in r.ctl("show", "routes").stdout
+        with open(r.conf, "a") as f:
+            f.write("-6 route add fd00:57::/64 via fd00:2::2 dev r1 bogus\n")
+        r.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        routes = r.ctl("show", "routes").stdout
+        assert "fd00:56::/64" in routes and "fd00:57::" not in routes
+    finally:
+        r.stop()
+    assert "not reloaded" in r.stderr and "'bogus'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fanout", ["hash", "queue"])
+def test_two_workers_share_a_two_queue_veth(workdir, fanout):
+    """Two workers on two-queue veths, sharing by flow hash or by receive queue (veth delivers a frame on the
+    receive queue of the transmit queue the sender's kernel chose by flow): both get frames, every frame is
+    forwarded once, and the counters balance per worker and in total."""
+    try:
+        t = LiveTopo("lq" + fanout[0], queues=2)
+    except NetnsError as e:
+        pytest.fail(f"cannot build the two-queue topology: {e}", pytrace=False)
+    try:
+        t.lwt6_mode()
+        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2", "--fanout", fanout],
+                       label="mq-" + fanout)
+        try:
+            frames = [udp6(f"fc00::{i:x}", src=f"fd00:1::{(i * 7) % 200 + 1:x}", size=16, tag=i % 256)
+                      for i in range(1, 401)]
+            got = xfer(t.s0, frames, t.d0, expect=len(frames), timeout=3.0, keep=with_marker)
+        finally:
+            final = r.stop()
+        assert len(got[t.d0.label]) == len(frames)
+        assert final["tx"] == len(frames) and final["balanced"], final
+        assert final["rx"] - noise(final) == len(frames), final
+        assert len(final["workers"]) == 2
+        for w in final["workers"]:
+            assert w["tx"] > 0 and w["balanced"], final["workers"]
+        assert sum(w["rx"] for w in final["workers"]) == final["rx"]
+    finally:
+        t.destroy()
+
+
+def test_refusals(live, workdir):
+    """Not root, unknown interface, a MAC that contradicts the system, kernel forwarding on, kernel addresses on an
+    attached interface, a control socket in use: each refused with what to do."""
+    live.lwt6_mode()
+    sock = os.path.join(workdir, "refuse.sock")
+    conf = os.path.join(workdir, "refuse.conf")
+
+    def start(lines, *extra):
+        with open(conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return run_lwt6(live.rns, ["run", "-c", conf, "--control", sock, "--io", "packet"] + list(extra))
+
+    # Not root: a copy of the binary where any user may run it (the build tree may be in a private directory).
+    pub = tempfile.mkdtemp(prefix="lwt6-live-")
+    try:
+        os.chmod(pub, 0o755)
+        shutil.copy(lwt6_bin(), pub)
+        r = subprocess.run(["ip", "netns", "exec", live.rns, "setpriv", "--reuid=65534", "--regid=65534",
+                            "--clear-groups", os.path.join(pub, "lwt6"), "run", "-c", conf, "--control", sock],
+                           capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    finally:
+        shutil.rmtree(pub)
+    assert r.returncode == 1 and "must run as root" in r.stderr, r.stderr
+    r = start(["link add r0", "link add nosuch0"])
+    assert r.returncode == 1 and "line 2" in r.stderr and "'nosuch0'" in r.stderr, r.stderr
+    r = start(["link add r0 address 02:00:00:00:99:99"])
+    assert r.returncode == 1 and "line 1" in r.stderr and "'02:00:00:00:99:99'" in r.stderr, r.stderr
+    r = start(["link add r0 mtu 9000"])
+    assert r.returncode == 1 and "'9000'" in r.stderr and "mtu 1500" in r.stderr, r.stderr
+    with open(conf, "w") as f:
+        f.write("link add r0\n")
+    r = run_lwt6(live.rns, ["run", "-c", conf, "--io", "xdp", "--control", sock])
+    assert r.returncode == 1 and "--io xdp" in r.stderr, r.stderr
+    live.topo.sysctl(live.r, "net.ipv6.conf.all.forwarding", 1)
+    live.topo.sysctl(live.r, "net.ipv6.conf.r0.disable_ipv6", 0)
+    try:
+        r = start(["link add r0"])
+        assert r.returncode == 1, r.stderr
+        assert "sysctl -w net.ipv6.conf.all.forwarding=0" in r.stderr, r.stderr
+        assert "sysctl -w net.ipv6.conf.r0.disable_ipv6=1" in r.stderr, r.stderr
+    finally:
+        live.lwt6_mode()
+    assert not os.path.exists(sock)
+    first = LiveRouter(live.rns, "link add r0\n", workdir, label="refuse")
+    try:
+        r = run_lwt6(live.rns, ["run", "-c", first.conf, "--control", first.sock])
+        assert r.returncode == 1 and "in use" in r.stderr, r.stderr
+        assert first.ctl("show", "stats").returncode == 0, "the running router was disturbed"
+    finally:
+        first.stop()
+
+
+def test_testbed_a_ping_through_lwt6(workdir):
+    """scripts/testbed.sh a: up, `lwt6 run` on its router, ping from the sender to the receiver through it (both
+    ways through lwt6), SIGTERM, down: no namespace left."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    prefix = f"l6t-{os.getpid()}-tba-"
+    env = dict(os.environ, LWT6_TESTBED_PREFIX=prefix, LWT6_TESTBED_DIR=os.path.join(workdir, "testbed-a"))
+    script = os.path.join(root, "scripts", "testbed.sh")
+    try:
+        up = subprocess.run([script, "a", "up"], env=env, capture_output=True, text=True)
+        assert up.returncode == 0, up.stderr
+        conf = os.path.join(workdir, "testbed-a", "router.conf")
+        with open(conf) as f:
+            r = LiveRouter(prefix + "rtr", f.read(), workdir, label="testbed-a")
+        try:
+            ping = subprocess.run(["ip", "netns", "exec", prefix + "snd", "ping", "-c", "3", "-i", "0.2", "-W", "2",
+                                   "fd00:2::2"], capture_output=True, text=True)
+        finally:
+            final = r.stop()
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+        assert final["tx"] >= 6 and final["balanced"], final
+    finally:
+        down = subprocess.run([script, "a", "down"], env=env, capture_output=True, text=True)
+    assert down.returncode == 0, down.stderr
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert prefix not in left, left
