@@ -1,0 +1,66 @@
+//! Inputs from the fuzz targets (docs/fuzzing.md), kept as ordinary tests: each one is refused for its named
+//! reason, with no panic, by the code the fuzzer exercised.
+//!
+//! The campaign found no crash in lwt6. The input here has the shape of the one that found the planted bug of
+//! docs/fuzzing.md (the SRH segment-list check of `srh::Header::new_checked` off by one): a header one segment too
+//! short for its Last Entry. With the off-by-one back, the first test fails; the second pins what the pipeline does
+//! with the same header addressed to the router (it checks SRHs with `srh::validate`, which that bug leaves alone).
+
+use lwt6::bench::soak::ROUTER_CONF;
+use lwt6::router::Router;
+use lwt6::stats::DropReason;
+use lwt6::wire::srh::{Header, SrhRepr, validate};
+use lwt6::wire::{Error, proto};
+
+/// An SRH whose Last Entry (1) names two segments while Hdr Ext Len (2) leaves room for one: 24 bytes.
+/// (The shape of the input the fuzzer produced against the planted bug; bytes written by hand from RFC 8754 §2.)
+const SHORT_BY_ONE: [u8; 24] = [
+    // Next header UDP, hdr ext len 2, type 4, segments left 1, last entry 1, flags, tag.
+    17, 2, 4, 1, 1, 0, 0, 0, //
+    0xfd, 0, 0, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, // segment 0: fd00:90::5
+];
+
+#[test]
+fn srh_one_segment_short_is_refused_by_the_checked_view() {
+    assert_eq!(
+        Header::new_checked(&SHORT_BY_ONE[..]).err(),
+        Some(Error::Malformed("srh: segment list exceeds header length"))
+    );
+    assert!(validate(&SHORT_BY_ONE, false).is_err());
+    assert!(validate(&SHORT_BY_ONE, true).is_err());
+    // Every Last Entry from 1 up with the same length is refused the same way, and the exact fit is accepted.
+    for le in 1..=u8::MAX {
+        let mut h = SHORT_BY_ONE;
+        h[4] = le;
+        assert!(Header::new_checked(&h[..]).is_err(), "last entry {le}");
+    }
+    let mut fit = SHORT_BY_ONE;
+    fit[4] = 0;
+    fit[3] = 0;
+    let h = Header::new_checked(&fit[..]).expect("one segment fits in 24 bytes");
+    assert_eq!(SrhRepr::parse(&h).map(|r| r.segments.len()), Ok(1));
+}
+
+#[test]
+fn srh_one_segment_short_addressed_to_the_router_is_a_named_drop() {
+    let cfg = lwt6::config::parse(ROUTER_CONF).unwrap();
+    let mut r = Router::build(&cfg).unwrap();
+    // Ethernet to r0, IPv6 from fd00:1::1 to the router (fd00:1::2), the short SRH, 8 bytes of UDP.
+    let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
+    f.extend_from_slice(&[0x60, 0, 0, 0, 0, 32, proto::ROUTING, 64]);
+    f.extend_from_slice(&[0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    f.extend_from_slice(&[0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    f.extend_from_slice(&SHORT_BY_ONE);
+    f.extend_from_slice(&[0, 1, 0, 9, 0, 8, 0, 0]);
+    let mut sent = 0;
+    r.process_batch([(0usize, 0u64, f.as_slice())], &mut |_, _, _| sent += 1);
+    let s = &r.worker.stats;
+    assert!(s.balanced());
+    assert_eq!(sent, s.icmp_tx, "nothing forwarded (at most an ICMP error)");
+    assert_eq!(s.dropped(), 1, "{s:?}");
+    assert_eq!(
+        s.drops.get(&DropReason::SrhMalformed).copied(),
+        Some(1),
+        "{s:?}"
+    );
+}
