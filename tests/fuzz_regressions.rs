@@ -1,10 +1,11 @@
 //! Inputs from the fuzz targets (docs/fuzzing.md), kept as ordinary tests: each one is refused for its named
 //! reason, with no panic, by the code the fuzzer exercised.
 //!
-//! The campaign found no crash in lwt6. The input here has the shape of the one that found the planted bug of
-//! docs/fuzzing.md (the SRH segment-list check of `srh::Header::new_checked` off by one): a header one segment too
-//! short for its Last Entry. With the off-by-one back, the first test fails; the second pins what the pipeline does
-//! with the same header addressed to the router (it checks SRHs with `srh::validate`, which that bug leaves alone).
+//! The campaign found no crash in lwt6. The inputs here are the one the `srh` target found against the planted bug
+//! of docs/fuzzing.md (the SRH segment-list check of `srh::Header::new_checked` off by one), and a hand-written one
+//! of the same kind: a header too short for the segments its Last Entry names. With the off-by-one back, the first
+//! test fails; the second pins what the pipeline does with such a header addressed to the router (it checks SRHs
+//! with `srh::validate`, which that bug leaves alone).
 
 use lwt6::bench::soak::ROUTER_CONF;
 use lwt6::router::Router;
@@ -12,8 +13,18 @@ use lwt6::stats::DropReason;
 use lwt6::wire::srh::{Header, SrhRepr, validate};
 use lwt6::wire::{Error, proto};
 
-/// An SRH whose Last Entry (1) names two segments while Hdr Ext Len (2) leaves room for one: 24 bytes.
-/// (The shape of the input the fuzzer produced against the planted bug; bytes written by hand from RFC 8754 §2.)
+/// What the `srh` target found against the planted bug (fuzz/artifacts/srh/crash-5b5f86f9..., 1599 executions
+/// from the seeds): Hdr Ext Len 1 (a 16-byte header) with Last Entry 0, one segment of 16 bytes that does not fit.
+const FUZZ_CRASH: [u8; 76] = [
+    0x29, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0xf9, 0x00, 0xfc, 0x0c, 0x00, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x0a,
+];
+
+/// An SRH whose Last Entry (1) names two segments while Hdr Ext Len (2) leaves room for one: 24 bytes
+/// (written by hand from RFC 8754 §2).
 const SHORT_BY_ONE: [u8; 24] = [
     // Next header UDP, hdr ext len 2, type 4, segments left 1, last entry 1, flags, tag.
     17, 2, 4, 1, 1, 0, 0, 0, //
@@ -22,6 +33,11 @@ const SHORT_BY_ONE: [u8; 24] = [
 
 #[test]
 fn srh_one_segment_short_is_refused_by_the_checked_view() {
+    assert_eq!(
+        Header::new_checked(&FUZZ_CRASH[..]).err(),
+        Some(Error::Malformed("srh: segment list exceeds header length"))
+    );
+    assert!(validate(&FUZZ_CRASH[..16], false).is_err());
     assert_eq!(
         Header::new_checked(&SHORT_BY_ONE[..]).err(),
         Some(Error::Malformed("srh: segment list exceeds header length"))
