@@ -89,6 +89,7 @@ def main():
     sep = b"LWT6"
     for i, f in enumerate(frames):
         put("ethernet", f)
+        put("decode", f)
         put("pipeline", bytes([i % 2]) + f)
         ethertype = f[12:14]
         if ethertype == b"\x08\x00":
