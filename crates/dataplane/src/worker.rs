@@ -78,6 +78,8 @@ pub struct Worker {
     stale_seen: HashSet<(DevId, IpAddr)>,
     /// The IPv4 identification of the next datagram this worker originates.
     ip_ident: u16,
+    /// The Ethernet source of the frame being processed (set by `ethernet_in`).
+    eth_src: Mac,
     icmp: Vec<u8>,
     /// Echo replies and ICMPv4 errors are built here (as large as needed).
     icmp_big: Vec<u8>,
@@ -101,8 +103,6 @@ struct Cx<'s, 'o> {
     snap: &'s Snapshot,
     in_dev: DevId,
     ts: u64,
-    /// The frame's Ethernet source (set by `ethernet_in`).
-    eth_src: Mac,
     out: &'o mut dyn FnMut(DevId, u64, &[u8]),
 }
 
@@ -187,6 +187,7 @@ impl Worker {
             events: Vec::new(),
             stale_seen: HashSet::new(),
             ip_ident: 0,
+            eth_src: [0; 6],
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
             icmp_big: Vec::new(),
             freq: vec![0; n],
@@ -305,10 +306,8 @@ impl Worker {
             snap,
             in_dev,
             ts,
-            eth_src: [0; 6],
             out,
         };
-        self.stats.rx += 1;
         self.process_slow(&mut cx, frame, hint);
     }
 
@@ -316,6 +315,14 @@ impl Worker {
     /// its helpers to be inlined.)
     #[inline(never)]
     fn process_slow(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
+        self.stats.rx += 1;
+        self.general(cx, frame, hint);
+    }
+
+    /// The general path's work on a frame already counted as received (a new one, or one leaving a pending
+    /// queue).
+    #[inline(always)]
+    fn general(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
         let mut buf = std::mem::replace(&mut self.buf, PacketBuf::new(0));
         buf.load(frame, self.rx_headroom);
         let before = buf.reallocs();
@@ -392,7 +399,6 @@ impl Worker {
                 snap,
                 in_dev: key.0,
                 ts: now,
-                eth_src: [0; 6],
                 out,
             };
             if snap.neighbour(key.0, key.1).is_some() {
@@ -400,7 +406,7 @@ impl Worker {
                     self.stats.pending -= 1;
                     cx.in_dev = q.in_dev;
                     cx.ts = q.ts;
-                    self.process_slow(&mut cx, &q.frame, None);
+                    self.general(&mut cx, &q.frame, None);
                 }
                 continue;
             }
@@ -456,6 +462,7 @@ impl Worker {
     /// The link-layer address of next hop `nh` on `dev`: a static or learned entry (a STALE one is reported once
     /// to the control thread when resolving). Unknown: `no_neighbour`, with the next hop noted for the pending
     /// queue when resolving.
+    #[inline]
     fn neighbour_mac(
         &mut self,
         snap: &Snapshot,
@@ -463,9 +470,9 @@ impl Worker {
         nh: IpAddr,
     ) -> Result<Mac, DropReason> {
         match snap.neighbour(dev, nh) {
-            Some((mac, stale)) => {
-                if stale
-                    && self.resolve
+            Some((mac, false)) => Ok(mac),
+            Some((mac, true)) => {
+                if self.resolve
                     && self.events.len() < MAX_EVENTS
                     && self.stale_seen.insert((dev, nh))
                 {
@@ -661,7 +668,7 @@ impl Worker {
         let (snap, in_dev) = (cx.snap, cx.in_dev);
         let eth =
             ethernet::Frame::new_checked(buf.data()).map_err(|_| DropReason::EthernetTruncated)?;
-        cx.eth_src = eth.src();
+        self.eth_src = eth.src();
         let dst = eth.dst();
         if dst != snap.links[in_dev].mac && dst[0] & 1 == 0 {
             return Err(DropReason::NotForUs);
@@ -920,11 +927,12 @@ impl Worker {
     /// A Neighbor Solicitation or Advertisement (its ICMPv6 message at `icmp_at`).
     fn ndp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, icmp_at: usize) -> Verdict {
         let mut reply = std::mem::take(&mut self.reply);
+        let eth_src = self.eth_src;
         let events = self.event_sink();
         let r = node_ndp::receive(
             cx.snap,
             cx.in_dev,
-            cx.eth_src,
+            eth_src,
             buf.data(),
             icmp_at,
             &mut reply,
