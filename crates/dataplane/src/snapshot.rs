@@ -578,7 +578,7 @@ impl Snapshot {
 
     /// The link-layer address of neighbour `addr` on `dev`: the static entry if there is one (never stale), else
     /// the learned one with its staleness.
-    #[inline]
+    #[inline(always)]
     pub fn neighbour(&self, dev: DevId, addr: IpAddr) -> Option<(Mac, bool)> {
         match addr {
             IpAddr::V6(a) => {

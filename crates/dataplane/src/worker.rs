@@ -462,7 +462,7 @@ impl Worker {
     /// The link-layer address of next hop `nh` on `dev`: a static or learned entry (a STALE one is reported once
     /// to the control thread when resolving). Unknown: `no_neighbour`, with the next hop noted for the pending
     /// queue when resolving.
-    #[inline]
+    #[inline(always)]
     fn neighbour_mac(
         &mut self,
         snap: &Snapshot,
@@ -471,7 +471,20 @@ impl Worker {
     ) -> Result<Mac, DropReason> {
         match snap.neighbour(dev, nh) {
             Some((mac, false)) => Ok(mac),
-            Some((mac, true)) => {
+            other => self.neighbour_unsure(dev, nh, other),
+        }
+    }
+
+    /// [`Self::neighbour_mac`] for a STALE or unknown neighbour (out of line: the rare case).
+    #[inline(never)]
+    fn neighbour_unsure(
+        &mut self,
+        dev: DevId,
+        nh: IpAddr,
+        found: Option<(Mac, bool)>,
+    ) -> Result<Mac, DropReason> {
+        match found {
+            Some((mac, _)) => {
                 if self.resolve
                     && self.events.len() < MAX_EVENTS
                     && self.stale_seen.insert((dev, nh))
@@ -905,6 +918,7 @@ impl Worker {
     }
 
     /// An ARP packet: answered when it asks for one of our addresses, learned from when resolving.
+    #[inline(never)]
     fn arp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
         let mut reply = std::mem::take(&mut self.reply);
         let events = self.event_sink();
@@ -925,6 +939,7 @@ impl Worker {
     }
 
     /// A Neighbor Solicitation or Advertisement (its ICMPv6 message at `icmp_at`).
+    #[inline(never)]
     fn ndp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, icmp_at: usize) -> Verdict {
         let mut reply = std::mem::take(&mut self.reply);
         let eth_src = self.eth_src;
@@ -955,6 +970,7 @@ impl Worker {
 
     /// A packet for one of our IPv6 addresses without a routing header: neighbour discovery and echo requests are
     /// answered; there is no host stack for the rest.
+    #[inline(never)]
     fn local_deliver6(
         &mut self,
         cx: &mut Cx<'_, '_>,
@@ -976,6 +992,7 @@ impl Worker {
     }
 
     /// An ICMPv6 echo request to us: the reply goes back along the route to its source.
+    #[inline(never)]
     fn echo6_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, at: usize) -> Verdict {
         let snap = cx.snap;
         debug_assert!(node_echo::is_request6(buf.data(), at));
@@ -1007,6 +1024,7 @@ impl Worker {
     }
 
     /// An ICMP message to one of our IPv4 addresses: echo requests are answered along the route to the source.
+    #[inline(never)]
     fn echo4_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
         let to = ipv4::Packet::new_unchecked(buf.data()).src_addr();
         let mut ip = std::mem::take(&mut self.icmp_big);
@@ -1061,6 +1079,7 @@ impl Worker {
     /// address on the sender's subnet, else its first (Linux selects it from the route back, its default
     /// `icmp_errors_use_inbound_ifaddr = 0`); type of service: the invoking one's with precedence internetwork
     /// control; TTL 64; DF clear. Not rate limited (as the ICMPv6 errors; docs/linux-compat.md).
+    #[inline(never)]
     fn icmp4_error(&mut self, cx: &mut Cx<'_, '_>, invoking: &[u8], err: Icmpv4Error) {
         let snap = cx.snap;
         let p = ipv4::Packet::new_unchecked(invoking);
