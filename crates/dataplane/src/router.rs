@@ -76,13 +76,15 @@ impl Router {
         out: &mut dyn FnMut(DevId, u64, &[u8]),
     ) {
         let snap = self.snapshots.load();
+        if !self.worker.resolve {
+            self.worker.process_batch(&snap, frames, out);
+            return;
+        }
         let mut now = None;
         let frames = frames.into_iter().inspect(|f| now = Some(f.1));
         self.worker.process_batch(&snap, frames, out);
         drop(snap);
-        if self.worker.resolve
-            && let Some(now) = now
-        {
+        if let Some(now) = now {
             self.drive(now, out);
         }
     }

@@ -716,18 +716,27 @@ impl Snapshot {
 
     /// The link-layer address of neighbour `addr` on `dev`: the static entry if there is one (never stale), else
     /// the learned one with its staleness.
+    #[inline(always)]
     pub fn neighbour(&self, dev: DevId, addr: IpAddr) -> Option<(Mac, bool)> {
         match addr {
-            IpAddr::V6(a) => self
-                .neigh6
-                .get(&(dev, a))
-                .map(|m| (*m, false))
-                .or_else(|| self.dyn6.get(&(dev, a)).map(|n| (n.mac, n.stale))),
-            IpAddr::V4(a) => self
-                .neigh4
-                .get(&(dev, a))
-                .map(|m| (*m, false))
-                .or_else(|| self.dyn4.get(&(dev, a)).map(|n| (n.mac, n.stale))),
+            IpAddr::V6(a) => {
+                if let Some(m) = self.neigh6.get(&(dev, a)) {
+                    return Some((*m, false));
+                }
+                if self.dyn6.is_empty() {
+                    return None;
+                }
+                self.dyn6.get(&(dev, a)).map(|n| (n.mac, n.stale))
+            }
+            IpAddr::V4(a) => {
+                if let Some(m) = self.neigh4.get(&(dev, a)) {
+                    return Some((*m, false));
+                }
+                if self.dyn4.is_empty() {
+                    return None;
+                }
+                self.dyn4.get(&(dev, a)).map(|n| (n.mac, n.stale))
+            }
         }
     }
 

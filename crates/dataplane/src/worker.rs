@@ -81,6 +81,8 @@ pub struct Worker {
     stale_seen: HashSet<(DevId, IpAddr)>,
     /// The IPv4 identification of the next datagram this worker originates.
     ip_ident: u16,
+    /// The Ethernet source of the frame being processed (set by `ethernet_in`).
+    eth_src: Mac,
     icmp: Vec<u8>,
     /// Echo replies and ICMPv4 errors are built here (as large as needed).
     icmp_big: Vec<u8>,
@@ -111,8 +113,6 @@ pub(crate) struct Cx<'s, 'o> {
     snap: &'s Snapshot,
     in_dev: DevId,
     ts: u64,
-    /// The frame's Ethernet source (set by `ethernet_in`).
-    eth_src: Mac,
     out: &'o mut dyn FnMut(DevId, u64, &[u8]),
     /// The frame was sent to an Ethernet broadcast or multicast address: never forwarded.
     group: bool,
@@ -239,6 +239,7 @@ impl Worker {
             events: Vec::new(),
             stale_seen: HashSet::new(),
             ip_ident: 0,
+            eth_src: [0; 6],
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
             icmp_big: Vec::new(),
             freq: vec![0; n],
@@ -371,11 +372,9 @@ impl Worker {
             snap,
             in_dev,
             ts,
-            eth_src: [0; 6],
             out,
             group: false,
         };
-        self.stats.rx += 1;
         self.process_slow(&mut cx, frame, hint);
     }
 
@@ -383,6 +382,14 @@ impl Worker {
     /// its helpers to be inlined.)
     #[inline(never)]
     fn process_slow(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
+        self.stats.rx += 1;
+        self.general(cx, frame, hint);
+    }
+
+    /// The general path's work on a frame already counted as received (a new one, or one leaving a pending
+    /// queue).
+    #[inline(always)]
+    fn general(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
         let mut buf = std::mem::replace(&mut self.buf, PacketBuf::new(0));
         buf.load(frame, self.rx_headroom);
         let before = buf.reallocs();
@@ -459,7 +466,6 @@ impl Worker {
                 snap,
                 in_dev: key.0,
                 ts: now,
-                eth_src: [0; 6],
                 out,
                 group: false,
             };
@@ -468,7 +474,7 @@ impl Worker {
                     self.stats.pending -= 1;
                     cx.in_dev = q.in_dev;
                     cx.ts = q.ts;
-                    self.process_slow(&mut cx, &q.frame, None);
+                    self.general(&mut cx, &q.frame, None);
                 }
                 continue;
             }
@@ -524,6 +530,7 @@ impl Worker {
     /// The link-layer address of next hop `nh` on `dev`: a static or learned entry (a STALE one is reported once
     /// to the control thread when resolving). Unknown: `no_neighbour`, with the next hop noted for the pending
     /// queue when resolving.
+    #[inline(always)]
     fn neighbour_mac(
         &mut self,
         snap: &Snapshot,
@@ -531,9 +538,22 @@ impl Worker {
         nh: IpAddr,
     ) -> Result<Mac, DropReason> {
         match snap.neighbour(dev, nh) {
-            Some((mac, stale)) => {
-                if stale
-                    && self.resolve
+            Some((mac, false)) => Ok(mac),
+            other => self.neighbour_unsure(dev, nh, other),
+        }
+    }
+
+    /// [`Self::neighbour_mac`] for a STALE or unknown neighbour (out of line: the rare case).
+    #[inline(never)]
+    fn neighbour_unsure(
+        &mut self,
+        dev: DevId,
+        nh: IpAddr,
+        found: Option<(Mac, bool)>,
+    ) -> Result<Mac, DropReason> {
+        match found {
+            Some((mac, _)) => {
+                if self.resolve
                     && self.events.len() < MAX_EVENTS
                     && self.stale_seen.insert((dev, nh))
                 {
@@ -769,7 +789,7 @@ impl Worker {
         let (snap, in_dev) = (cx.snap, cx.in_dev);
         let eth =
             ethernet::Frame::new_checked(buf.data()).map_err(|_| DropReason::EthernetTruncated)?;
-        cx.eth_src = eth.src();
+        self.eth_src = eth.src();
         let dst = eth.dst();
         if dst != snap.links[in_dev].mac && dst[0] & 1 == 0 {
             return Err(DropReason::NotForUs);
@@ -1262,6 +1282,7 @@ impl Worker {
     }
 
     /// An ARP packet: answered when it asks for one of our addresses, learned from when resolving.
+    #[inline(never)]
     fn arp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
         let mut reply = std::mem::take(&mut self.reply);
         let events = self.event_sink();
@@ -1282,13 +1303,15 @@ impl Worker {
     }
 
     /// A Neighbor Solicitation or Advertisement (its ICMPv6 message at `icmp_at`).
+    #[inline(never)]
     fn ndp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, icmp_at: usize) -> Verdict {
         let mut reply = std::mem::take(&mut self.reply);
+        let eth_src = self.eth_src;
         let events = self.event_sink();
         let r = node_ndp::receive(
             cx.snap,
             cx.in_dev,
-            cx.eth_src,
+            eth_src,
             buf.data(),
             icmp_at,
             &mut reply,
@@ -1311,6 +1334,7 @@ impl Worker {
 
     /// A packet for one of our IPv6 addresses without a routing header: neighbour discovery and echo requests are
     /// answered; there is no host stack for the rest.
+    #[inline(never)]
     fn local_deliver6(
         &mut self,
         cx: &mut Cx<'_, '_>,
@@ -1332,6 +1356,7 @@ impl Worker {
     }
 
     /// An ICMPv6 echo request to us: the reply goes back along the route to its source.
+    #[inline(never)]
     fn echo6_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, at: usize) -> Verdict {
         let snap = cx.snap;
         debug_assert!(node_echo::is_request6(buf.data(), at));
@@ -1363,6 +1388,7 @@ impl Worker {
     }
 
     /// An ICMP message to one of our IPv4 addresses: echo requests are answered along the route to the source.
+    #[inline(never)]
     fn echo4_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
         let to = ipv4::Packet::new_unchecked(buf.data()).src_addr();
         let mut ip = std::mem::take(&mut self.icmp_big);
@@ -1417,6 +1443,7 @@ impl Worker {
     /// address on the sender's subnet, else its first (Linux selects it from the route back, its default
     /// `icmp_errors_use_inbound_ifaddr = 0`); type of service: the invoking one's with precedence internetwork
     /// control; TTL 64; DF clear. Not rate limited (as the ICMPv6 errors; docs/linux-compat.md).
+    #[inline(never)]
     fn icmp4_error(&mut self, cx: &mut Cx<'_, '_>, invoking: &[u8], err: Icmpv4Error) {
         let snap = cx.snap;
         let p = ipv4::Packet::new_unchecked(invoking);
