@@ -596,6 +596,9 @@ impl Worker {
         let hbh = &mut buf.data_mut()[h.offset..h.offset + h.len];
         let filled = snap.ioam.transit(hbh, h.offset, enabled, &ctx)?;
         self.stats.ioam_transit_filled += filled as u64;
+        if enabled && self.ioam_export.enabled() {
+            self.direct_export(cx, buf, h, route.and_then(|r| r.dev), &ctx);
+        }
         if filled > 0 && self.ioam_export.transit && self.ioam_export.enabled() {
             let out_dev = route.and_then(|r| r.dev);
             let hbh = &buf.data()[h.offset..h.offset + h.len];
@@ -610,6 +613,53 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// Direct Export (RFC 9326 §3): for every DEX option of the Hop-by-Hop header `h` in a namespace this node
+    /// knows, this node's data for the option's trace type goes to the exporter; the packet is not changed.
+    fn direct_export(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        buf: &PacketBuf,
+        h: exthdr::ExtHeader,
+        out_dev: Option<DevId>,
+        ctx: &FillContext,
+    ) {
+        let snap = cx.snap;
+        let hbh = &buf.data()[h.offset..h.offset + h.len];
+        let is_dex = |o: &[u8]| o.len() >= 12 && o[3] == crate::wire::ioam::OPT_TYPE_DEX;
+        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for o in ioam_domain::options_where(hbh, is_dex) {
+            let ns = u16::from_be_bytes([o[4], o[5]]);
+            let Some(node) = snap.ioam.node_data(ns, ctx) else {
+                continue;
+            };
+            let ty = u32::from_be_bytes([0, o[8], o[9], o[10]]);
+            let words = crate::wire::ioam::block_words(ty, node.schema.map(|(_, d)| d.len()));
+            let mut block = vec![0; 4 * words];
+            crate::wire::ioam::write_node(&mut block, ty, &node);
+            found.push((o.to_vec(), block));
+        }
+        if found.is_empty() {
+            return;
+        }
+        let flow = FlowIds::of(buf.data());
+        for (opt, block) in found {
+            let r = IoamRecord {
+                ts_ns: cx.ts,
+                event: ExportEvent::DirectExport,
+                in_dev: cx.in_dev,
+                out_dev,
+                flow,
+                option: opt,
+                node: block,
+            };
+            if self.ioam_export.push(r) {
+                self.stats.ioam.exported += 1;
+            } else {
+                self.stats.ioam.export_lost += 1;
+            }
+        }
     }
 
     /// Queues one trace for export (counted as exported, or lost when the queue is full).
@@ -631,6 +681,7 @@ impl Worker {
             out_dev,
             flow,
             option: option.to_vec(),
+            node: Vec::new(),
         };
         if self.ioam_export.push(r) {
             self.stats.ioam.exported += 1;
