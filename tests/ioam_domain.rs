@@ -337,13 +337,24 @@ fn direct_export_sends_this_nodes_data_and_leaves_the_packet() {
     assert_eq!(recs[0].node, [63, 0x12, 0x34, 0x56, 0xff, 0xff, 0xff, 0xff]);
     let j = lwt6_export::json::record(&recs[0], &["r0".into(), "r1".into()]);
     assert_eq!(j["option_type"], "direct_export");
-    assert_eq!((j["flow_id"].as_u64(), j["seq"].as_u64()), (Some(7), Some(9)));
+    assert_eq!(
+        (j["flow_id"].as_u64(), j["seq"].as_u64()),
+        (Some(7), Some(9))
+    );
     assert_eq!(j["nodes"][0]["hop_limit"], 63);
     assert_eq!(j["nodes"][0]["ns_data"], 0xffff_ffffu32);
     // A namespace this node does not know: nothing exported.
     let mut r = router("");
     let mut hbh = vec![17, 2, 1, 0];
     hbh.extend(dex(99));
-    run(&mut r, 0, &[eth(R0, H1, &ipv6("fd00:2::2", 0, 64, &[hbh, UDP.to_vec()].concat()))]);
+    run(
+        &mut r,
+        0,
+        &[eth(
+            R0,
+            H1,
+            &ipv6("fd00:2::2", 0, 64, &[hbh, UDP.to_vec()].concat()),
+        )],
+    );
     assert!(r.worker.ioam_export.take().is_empty());
 }

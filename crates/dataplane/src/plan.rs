@@ -140,7 +140,7 @@ pub enum IoamField {
 }
 
 /// Most per-packet IOAM fields a plan patches; a route with more fills its traces per packet instead.
-pub const IOAM_PATCH_MAX: usize = 8;
+pub const IOAM_PATCH_MAX: usize = 12;
 
 /// What an IOAM plan writes per packet once its template (which already holds this node's data: node ids, egress
 /// ids, namespace data, RemainingLen after the fill) is copied: the fields that depend on the packet, at their
