@@ -120,10 +120,10 @@ fn base_frames_take_the_fast_path_and_match() {
         );
         // 13 sent (the frame to our own fd00:92::9 is a local delivery). By plan: the 4 seg6 encap routes unless
         // seg6_flowlabel = 1 (the hash is left to the general path), seg6 inline without HMAC, the gateway
-        // route, the 2 RPL frames, the 3 ioam6 routes inserting on every packet; not seg6 inline with HMAC nor
-        // ioam6 with freq 1/2.
+        // route, the 2 RPL frames, the 3 ioam6 routes inserting on every packet, the ioam6 route with freq 1/2
+        // (its one packet here is traced); not seg6 inline with HMAC.
         assert_eq!(fast.0.len(), 13, "{}", fast.1);
-        assert_eq!(fast.2, if fl == 1 { 7 } else { 11 }, "{}", fast.1);
+        assert_eq!(fast.2, if fl == 1 { 8 } else { 12 }, "{}", fast.1);
         assert_eq!(slow.2, 0);
     }
 }
@@ -143,7 +143,7 @@ fn both_template_copies_give_the_same_frames() {
         (out, r.worker.stats.fast_path)
     };
     let (wide, memcpy) = (run(true), run(false));
-    assert_eq!(wide.1, 11, "fast-path packets");
+    assert_eq!(wide.1, 12, "fast-path packets");
     assert_eq!(wide, memcpy);
 }
 
@@ -170,6 +170,36 @@ proptest! {
         let [fast, slow] = both(&[f], fl);
         prop_assert_eq!((fast.0, fast.1), (slow.0, slow.1));
     }
+}
+
+/// A route tracing 1 of every 2 packets (freq 1/2): the fast path traces the same packets as the general path and
+/// forwards the others untouched along the route, also between packets the fast path cannot take (a hop limit of
+/// 1, a packet over the MTU once traced), whose count the general path keeps.
+#[test]
+fn sampled_route_matches() {
+    let base = bases().pop().expect("the fd00:a3 frame is the last");
+    let mut frames = Vec::new();
+    for i in 0..12usize {
+        let mut f = base.clone();
+        f[21] = match i {
+            5 => 1,
+            _ => 64 - i as u8,
+        };
+        if i == 8 {
+            // Over the 1400-byte MTU of r1 only with the trace added (1354 + 40 + 16 > 1400).
+            f.extend(std::iter::repeat_n(0u8, 1354 - 16));
+            let plen = (f.len() - 54) as u16;
+            f[18..20].copy_from_slice(&plen.to_be_bytes());
+        }
+        frames.push(f);
+    }
+    let [fast, slow] = both(&frames, 0);
+    assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1));
+    // Traced: the packets at an even place in the count (every packet counts but the one dropped for its hop
+    // limit before the route's tunnel was reached).
+    let traced = fast.0.iter().filter(|(_, f)| f[14 + 6] == 0).count();
+    assert!(traced >= 5, "{traced} traced: {}", fast.1);
+    assert!(fast.2 >= 9, "fast path took {} of 12", fast.2);
 }
 
 /// Where the fast path puts a packet: the outgoing frame starts on a 64-byte cache line and lies within one

@@ -121,6 +121,26 @@ pub struct Plan {
     pub contains_local: bool,
     /// IOAM plans: this node's data is already in the template; what is written per packet.
     pub ioam: IoamPatch,
+    /// IOAM plans of routes that trace only some packets (`freq K/N`, K < N): the way out of the others.
+    pub sampled: Option<Sampled>,
+}
+
+/// The way out of the packets a sampled ioam6 route (`freq K/N`, K < N) does not trace: plain forwarding along
+/// the route itself, as Linux's `ioam6_output` hands them to the route's original output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampled {
+    /// The tunnel, whose per-worker packet count decides.
+    pub tunnel: TunnelId,
+    /// Trace the first `k` of every `n` packets.
+    pub k: u32,
+    /// See `k`.
+    pub n: u32,
+    /// Egress of the untraced packets.
+    pub egress: DevId,
+    /// Their Ethernet header.
+    pub eth: [u8; 14],
+    /// Their longest IPv6 packet (the route's MTU, capped as [`Plan::max_len`]).
+    pub max_len: usize,
 }
 
 /// A per-packet IOAM field of the inserting node, whose place in the frame is known when the plan is made.

@@ -9,7 +9,7 @@ use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, RouteId, TunnelId};
 use crate::node::ioam::{IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::saddr;
 use crate::plan::{
-    IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Templates, TemplatesBuilder,
+    IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Sampled, Templates, TemplatesBuilder,
 };
 use crate::spec::{Config, ConfigError, DevSysctls, Encap, IoamMode, Route, Seg6Mode};
 use crate::tunnel::seg6::HmacSecret;
@@ -570,6 +570,7 @@ impl Snapshot {
                     route_dev: r.dev,
                     contains_local,
                     ioam: IoamPatch::default(),
+                    sampled: None,
                 }
             };
         let Some(tid) = r.tunnel else {
@@ -607,10 +608,21 @@ impl Snapshot {
                 Some(make(PlanKind::Rpl, way, &p.template(), 0))
             }
             Tunnel::Output(OutputTunnel::Ioam6(t)) => {
-                if !t.inserts_always() {
-                    return None;
-                }
-                match t.effective_mode() {
+                // A route tracing only some packets: the others leave along the route itself.
+                let sampled = if t.inserts_always() {
+                    None
+                } else {
+                    let (egress, eth, mtu) = hop(r, None)?;
+                    Some(Sampled {
+                        tunnel: tid,
+                        k: t.freq_k,
+                        n: t.freq_n,
+                        egress,
+                        eth: eth.try_into().ok()?,
+                        max_len: mtu.min(H + u16::MAX as usize),
+                    })
+                };
+                let plan = match t.effective_mode() {
                     IoamMode::Inline => {
                         let way = hop(r, None)?;
                         let mut tpl = t.inline_template()?;
@@ -632,7 +644,8 @@ impl Snapshot {
                         p.ioam = patch;
                         Some(p)
                     }
-                }
+                };
+                plan.map(|p| Plan { sampled, ..p })
             }
         }
     }

@@ -332,25 +332,41 @@ impl Worker {
         let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
-        let rpl = match plan.kind {
+        // A sampled ioam6 route (freq K/N, K < N): the packet's place in the count decides whether it takes the
+        // plan or leaves untraced along the route (the count advances only once the packet is sure to go here).
+        let untraced = plan.sampled.filter(|s| {
+            self.freq
+                .get(s.tunnel)
+                .is_some_and(|c| c % u64::from(s.n) >= u64::from(s.k))
+        });
+        let (kind, max_len, egress, template) = match &untraced {
+            Some(s) => (PlanKind::Forward, s.max_len, s.egress, &s.eth[..]),
+            None => (plan.kind, plan.max_len, plan.egress, snap.template(plan)),
+        };
+        let rpl = match kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
                 _ => return Err(hint(best)),
             },
             _ => None,
         };
-        let growth = match rpl {
-            Some(p) => p.header_len(dst),
-            None => plan.growth,
+        let growth = match (rpl, &untraced) {
+            (Some(p), _) => p.header_len(dst),
+            (None, Some(_)) => 0,
+            (None, None) => plan.growth,
         };
         let new_len = len + growth;
-        if new_len > plan.max_len
+        if new_len > max_len
             || self.rx_headroom < growth
             || (plan.contains_local && snap.local6.contains(&dst))
         {
             return Err(hint(best));
         }
-        let template = snap.template(plan);
+        if let Some(s) = plan.sampled
+            && let Some(c) = self.freq.get_mut(s.tunnel)
+        {
+            *c = c.wrapping_add(1);
+        }
         let t = template.len();
         // The outgoing frame starts where the rx headroom minus what the plan adds would put it (checked above not
         // to underflow), rounded down to a cache line: the template's copy then stores whole aligned lines whatever
@@ -358,7 +374,7 @@ impl Worker {
         // docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
         // lookup; a zero-copy receive could not.
         let start = (self.rx_headroom - growth) & !63;
-        let (front, body) = if plan.kind.inserts() {
+        let (front, body) = if kind.inserts() {
             // The received IPv6 header is rewritten into the template's slot: only its payload follows.
             (E + H + growth, &ip[H..len])
         } else {
@@ -389,7 +405,7 @@ impl Worker {
         // The plan's kind names the tunnel whose patch completes the frame; IOAM plans return where the option
         // this node fills starts.
         let mut ioam_at = None;
-        match plan.kind {
+        match kind {
             PlanKind::Forward => hdr[E + 7] = rx.hop_limit,
             PlanKind::Seg6Encap => {
                 Seg6Tunnel::patch_encap(hdr, &rx, snap.seg6_first_word);
@@ -464,7 +480,7 @@ impl Worker {
             }
             self.encap_pending[IOAM6] += 1;
         }
-        out(plan.egress, ts, data);
+        out(egress, ts, data);
         // Received, sent and fast: added to the three counters once per batch (`flush_counters`).
         self.fast_sent += 1;
         Ok(())
