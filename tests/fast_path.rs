@@ -33,6 +33,8 @@ ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 -6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x800000 ns 9 size 8 trace prealloc type 0x800000 ns 123 size 4 dev r1
 -6 route add fd00:a2::/64 encap ioam6 mode auto tundst fc00::2 trace prealloc type 0x800000 ns 9 size 8 dev r1
 -6 route add fd00:a3::/64 encap ioam6 mode inline freq 1/2 trace prealloc type 0x800000 ns 123 size 8 via fd00:2::2 dev r1
+-6 route add fc00:5::/32 encap rpl segs fc00:5::a,fc00:6::b dev r1
+-6 route add fc00:5::a/128 via fd00:2::2 dev r1
 ";
 
 fn router(fast: bool, flowlabel: i32) -> Router {
@@ -200,6 +202,41 @@ fn sampled_route_matches() {
     let traced = fast.0.iter().filter(|(_, f)| f[14 + 6] == 0).count();
     assert!(traced >= 5, "{traced} traced: {}", fast.1);
     assert!(fast.2 >= 9, "fast path took {} of 12", fast.2);
+}
+
+/// RPL on a route whose destinations do not all compress alike against the first segment (it lies inside the
+/// route's prefix: CmprE depends on the destination, so the header is written per packet) and on one whose do
+/// (fd00:98::/64: the whole header is in the template): the fast path gives the general path's frames for
+/// destinations with every CmprE.
+#[test]
+fn rpl_per_packet_and_fixed_headers_match() {
+    let base = bases()[8].clone();
+    assert_eq!(
+        base[38..42],
+        [0xfd, 0x00, 0x00, 0x98],
+        "a frame to fd00:98::1"
+    );
+    let mut frames = Vec::new();
+    for (i, dst) in [
+        "fc00:5::a:1",
+        "fc00:5::1",
+        "fc00:5:1::1",
+        "fc00:5:ff00::",
+        "fd00:98::1",
+        "fd00:98::ffff:1",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut f = base.clone();
+        f[38..54].copy_from_slice(&dst.parse::<std::net::Ipv6Addr>().unwrap().octets());
+        f[21] = 60 - i as u8;
+        frames.push(f);
+    }
+    let [fast, slow] = both(&frames, 0);
+    assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1));
+    assert_eq!(fast.0.len(), 6, "{}", fast.1);
+    assert_eq!(fast.2, 6, "every frame on the fast path: {}", fast.1);
 }
 
 /// Where the fast path puts a packet: the outgoing frame starts on a 64-byte cache line and lies within one

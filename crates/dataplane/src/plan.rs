@@ -81,6 +81,12 @@ pub enum PlanKind {
     /// destination is the first segment. Per packet: the rest of the IPv6 header and the compressed SRH, whose
     /// length depends on the original destination (CmprE).
     Rpl,
+    /// rpl on a route whose every destination compresses alike against the first segment (the first bit where
+    /// they differ lies inside the route's prefix, so CmprE is the same for all). Template: Ethernet header, IPv6
+    /// header slot, the whole compressed header as the general path writes it for the prefix's own address. Per
+    /// packet: the rest of the IPv6 header, the routing header's next header and the original destination's last
+    /// 16 − CmprE bytes at [`Plan::rpl_tail`].
+    RplFixed,
 }
 
 impl PlanKind {
@@ -89,7 +95,7 @@ impl PlanKind {
     pub fn inserts(self) -> bool {
         matches!(
             self,
-            PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl
+            PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl | PlanKind::RplFixed
         )
     }
 }
@@ -123,6 +129,9 @@ pub struct Plan {
     pub ioam: IoamPatch,
     /// IOAM plans of routes that trace only some packets (`freq K/N`, K < N): the way out of the others.
     pub sampled: Option<Sampled>,
+    /// [`PlanKind::RplFixed`]: where the original destination's tail goes, from the routing header's start, and
+    /// CmprE (how many of its leading bytes are elided).
+    pub rpl_tail: (u16, u8),
 }
 
 /// The way out of the packets a sampled ioam6 route (`freq K/N`, K < N) does not trace: plain forwarding along
@@ -130,21 +139,22 @@ pub struct Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sampled {
     /// The tunnel, whose per-worker packet count decides.
-    pub tunnel: TunnelId,
+    pub tunnel: u32,
     /// Trace the first `k` of every `n` packets.
     pub k: u32,
     /// See `k`.
     pub n: u32,
     /// Egress of the untraced packets.
-    pub egress: DevId,
+    pub egress: u32,
+    /// Their longest IPv6 packet (the route's MTU, capped as [`Plan::max_len`]).
+    pub max_len: u32,
     /// Their Ethernet header.
     pub eth: [u8; 14],
-    /// Their longest IPv6 packet (the route's MTU, capped as [`Plan::max_len`]).
-    pub max_len: usize,
 }
 
 /// A per-packet IOAM field of the inserting node, whose place in the frame is known when the plan is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
 pub enum IoamField {
     /// The hop limit byte (trace bits 0 and 8).
     #[default]
@@ -160,7 +170,7 @@ pub enum IoamField {
 }
 
 /// Most per-packet IOAM fields a plan patches; a route with more fills its traces per packet instead.
-pub const IOAM_PATCH_MAX: usize = 12;
+pub const IOAM_PATCH_MAX: usize = 8;
 
 /// What an IOAM plan writes per packet once its template (which already holds this node's data: node ids, egress
 /// ids, namespace data, RemainingLen after the fill) is copied: the fields that depend on the packet, at their
@@ -174,8 +184,10 @@ pub struct IoamPatch {
     pub n: u8,
     /// Whether a timestamp is among them.
     pub has_ts: bool,
-    /// Offsets from the frame's start, and what goes there.
-    pub ops: [(u16, IoamField); IOAM_PATCH_MAX],
+    /// Offsets from the frame's start (the first `n`).
+    pub at: [u16; IOAM_PATCH_MAX],
+    /// What goes there.
+    pub what: [IoamField; IOAM_PATCH_MAX],
 }
 
 /// A template's place in [`Templates`].

@@ -20,7 +20,7 @@ use crate::node::ioam_domain::{self, ExportEvent, ExportQueue, FlowIds, IoamReco
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{rpl as node_rpl, srh as node_srh};
-use crate::plan::{FRONT, IoamField, PlanKind, Received};
+use crate::plan::{FRONT, IoamField, PlanKind, Received, patch_inserting_header};
 use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, IoamForeign, IoamMode, Seg6Mode};
 use crate::stats::{DropReason, IOAM6, RPL, SEG6, Stats};
@@ -334,15 +334,19 @@ impl Worker {
         };
         // A sampled ioam6 route (freq K/N, K < N): the packet's place in the count decides whether it takes the
         // plan or leaves untraced along the route (the count advances only once the packet is sure to go here).
-        let untraced = plan.sampled.filter(|s| {
-            self.freq
-                .get(s.tunnel)
+        let (mut kind, mut max_len, mut egress, mut growth) =
+            (plan.kind, plan.max_len, plan.egress, plan.growth);
+        let mut template = snap.template(plan);
+        if let Some(s) = &plan.sampled
+            && self
+                .freq
+                .get(s.tunnel as usize)
                 .is_some_and(|c| c % u64::from(s.n) >= u64::from(s.k))
-        });
-        let (kind, max_len, egress, template) = match &untraced {
-            Some(s) => (PlanKind::Forward, s.max_len, s.egress, &s.eth[..]),
-            None => (plan.kind, plan.max_len, plan.egress, snap.template(plan)),
-        };
+        {
+            (kind, max_len, egress, growth) =
+                (PlanKind::Forward, s.max_len as usize, s.egress as usize, 0);
+            template = &s.eth[..];
+        }
         let rpl = match kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
@@ -350,11 +354,9 @@ impl Worker {
             },
             _ => None,
         };
-        let growth = match (rpl, &untraced) {
-            (Some(p), _) => p.header_len(dst),
-            (None, Some(_)) => 0,
-            (None, None) => plan.growth,
-        };
+        if let Some(p) = rpl {
+            growth = p.header_len(dst);
+        }
         let new_len = len + growth;
         if new_len > max_len
             || self.rx_headroom < growth
@@ -362,8 +364,8 @@ impl Worker {
         {
             return Err(hint(best));
         }
-        if let Some(s) = plan.sampled
-            && let Some(c) = self.freq.get_mut(s.tunnel)
+        if let Some(s) = &plan.sampled
+            && let Some(c) = self.freq.get_mut(s.tunnel as usize)
         {
             *c = c.wrapping_add(1);
         }
@@ -415,6 +417,14 @@ impl Worker {
                 Seg6Tunnel::patch_inline(hdr, after, &rx);
                 self.encap_pending[SEG6] += 1;
             }
+            PlanKind::RplFixed => {
+                // The whole routing header is in the template: its next header and the destination's tail.
+                patch_inserting_header(hdr, &rx, proto::ROUTING);
+                let (at, ce) = (usize::from(plan.rpl_tail.0), usize::from(plan.rpl_tail.1));
+                after[0] = rx.ip[6];
+                after[at..at + 16 - ce].copy_from_slice(&dst_octets[ce..]);
+                self.encap_pending[RPL] += 1;
+            }
             PlanKind::Rpl => {
                 // `rpl` is the plan's tunnel (checked above: the packet took the general path otherwise).
                 if let Some(p) = rpl {
@@ -434,7 +444,8 @@ impl Worker {
             } else {
                 (0, 0)
             };
-            for &(at, what) in &plan.ioam.ops[..usize::from(plan.ioam.n)] {
+            let n = usize::from(plan.ioam.n);
+            for (&at, &what) in plan.ioam.at[..n].iter().zip(&plan.ioam.what[..n]) {
                 let at = usize::from(at);
                 match what {
                     IoamField::HopLimit => data[at] = hl,
