@@ -33,6 +33,8 @@ ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 -6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x800000 ns 9 size 8 trace prealloc type 0x800000 ns 123 size 4 dev r1
 -6 route add fd00:a2::/64 encap ioam6 mode auto tundst fc00::2 trace prealloc type 0x800000 ns 9 size 8 dev r1
 -6 route add fd00:a3::/64 encap ioam6 mode inline freq 1/2 trace prealloc type 0x800000 ns 123 size 8 via fd00:2::2 dev r1
+-6 route add fc00:5::/32 encap rpl segs fc00:5::a,fc00:6::b dev r1
+-6 route add fc00:5::a/128 via fd00:2::2 dev r1
 ";
 
 fn router(fast: bool, flowlabel: i32) -> Router {
@@ -120,10 +122,10 @@ fn base_frames_take_the_fast_path_and_match() {
         );
         // 13 sent (the frame to our own fd00:92::9 is a local delivery). By plan: the 4 seg6 encap routes unless
         // seg6_flowlabel = 1 (the hash is left to the general path), seg6 inline without HMAC, the gateway
-        // route, the 2 RPL frames, the 3 ioam6 routes inserting on every packet; not seg6 inline with HMAC nor
-        // ioam6 with freq 1/2.
+        // route, the 2 RPL frames, the 3 ioam6 routes inserting on every packet, the ioam6 route with freq 1/2
+        // (its one packet here is traced); not seg6 inline with HMAC.
         assert_eq!(fast.0.len(), 13, "{}", fast.1);
-        assert_eq!(fast.2, if fl == 1 { 7 } else { 11 }, "{}", fast.1);
+        assert_eq!(fast.2, if fl == 1 { 8 } else { 12 }, "{}", fast.1);
         assert_eq!(slow.2, 0);
     }
 }
@@ -143,7 +145,7 @@ fn both_template_copies_give_the_same_frames() {
         (out, r.worker.stats.fast_path)
     };
     let (wide, memcpy) = (run(true), run(false));
-    assert_eq!(wide.1, 11, "fast-path packets");
+    assert_eq!(wide.1, 12, "fast-path packets");
     assert_eq!(wide, memcpy);
 }
 
@@ -170,6 +172,71 @@ proptest! {
         let [fast, slow] = both(&[f], fl);
         prop_assert_eq!((fast.0, fast.1), (slow.0, slow.1));
     }
+}
+
+/// A route tracing 1 of every 2 packets (freq 1/2): the fast path traces the same packets as the general path and
+/// forwards the others untouched along the route, also between packets the fast path cannot take (a hop limit of
+/// 1, a packet over the MTU once traced), whose count the general path keeps.
+#[test]
+fn sampled_route_matches() {
+    let base = bases().pop().expect("the fd00:a3 frame is the last");
+    let mut frames = Vec::new();
+    for i in 0..12usize {
+        let mut f = base.clone();
+        f[21] = match i {
+            5 => 1,
+            _ => 64 - i as u8,
+        };
+        if i == 8 {
+            // Over the 1400-byte MTU of r1 only with the trace added (1354 + 40 + 16 > 1400).
+            f.extend(std::iter::repeat_n(0u8, 1354 - 16));
+            let plen = (f.len() - 54) as u16;
+            f[18..20].copy_from_slice(&plen.to_be_bytes());
+        }
+        frames.push(f);
+    }
+    let [fast, slow] = both(&frames, 0);
+    assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1));
+    // Traced: the packets at an even place in the count (every packet counts but the one dropped for its hop
+    // limit before the route's tunnel was reached).
+    let traced = fast.0.iter().filter(|(_, f)| f[14 + 6] == 0).count();
+    assert!(traced >= 5, "{traced} traced: {}", fast.1);
+    assert!(fast.2 >= 9, "fast path took {} of 12", fast.2);
+}
+
+/// RPL on a route whose destinations do not all compress alike against the first segment (it lies inside the
+/// route's prefix: CmprE depends on the destination, so the header is written per packet) and on one whose do
+/// (fd00:98::/64: the whole header is in the template): the fast path gives the general path's frames for
+/// destinations with every CmprE.
+#[test]
+fn rpl_per_packet_and_fixed_headers_match() {
+    let base = bases()[8].clone();
+    assert_eq!(
+        base[38..42],
+        [0xfd, 0x00, 0x00, 0x98],
+        "a frame to fd00:98::1"
+    );
+    let mut frames = Vec::new();
+    for (i, dst) in [
+        "fc00:5::a:1",
+        "fc00:5::1",
+        "fc00:5:1::1",
+        "fc00:5:ff00::",
+        "fd00:98::1",
+        "fd00:98::ffff:1",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut f = base.clone();
+        f[38..54].copy_from_slice(&dst.parse::<std::net::Ipv6Addr>().unwrap().octets());
+        f[21] = 60 - i as u8;
+        frames.push(f);
+    }
+    let [fast, slow] = both(&frames, 0);
+    assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1));
+    assert_eq!(fast.0.len(), 6, "{}", fast.1);
+    assert_eq!(fast.2, 6, "every frame on the fast path: {}", fast.1);
 }
 
 /// Where the fast path puts a packet: the outgoing frame starts on a 64-byte cache line and lies within one

@@ -299,3 +299,62 @@ fn a_route_inserts_several_traces_and_fills_those_it_knows() {
     }
     assert_eq!(r.worker.stats.fast_path, 1);
 }
+
+/// A Direct Export option (RFC 9326 §3.2) in namespace `ns`: ext flags Flow ID + Sequence Number, trace type
+/// bits 0 and 5; option length 2 + 8 + 8 = 18.
+fn dex(ns: u16) -> Vec<u8> {
+    let mut o = vec![0x31, 18, 0, 4];
+    o.extend(ns.to_be_bytes());
+    o.extend([0, 0xc0, 0x84, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 9]);
+    o
+}
+
+#[test]
+fn direct_export_sends_this_nodes_data_and_leaves_the_packet() {
+    let mut r = router("");
+    // PadN(0) then DEX (20 bytes) and POT (type 0, 16 data bytes: 24 bytes) and E2E (12 bytes): 2 + 2 + 20 + 24 +
+    // 12 = 60, PadN(2): 64 bytes. Every option starts 4n.
+    let mut hbh = vec![17, 7, 1, 0];
+    hbh.extend(dex(7));
+    hbh.extend([0x31, 22, 0, 2, 0, 7, 0, 0]);
+    hbh.extend([0x11; 16]);
+    hbh.extend([0x31, 10, 0, 3, 0, 7, 0x80, 0, 0, 0, 0, 5]);
+    hbh.extend([1, 2, 0, 0]);
+    assert_eq!(hbh.len(), 64);
+    let pkt = ipv6("fd00:2::2", 0, 64, &[hbh, UDP.to_vec()].concat());
+    let out = run(&mut r, 0, &[eth(R0, H1, &pkt)]);
+    // Proof of transit and edge-to-edge are passed untouched, as is the DEX option (RFC 9326 §3.1: the node
+    // exports, the packet is not changed).
+    let mut want = pkt.clone();
+    want[7] = 63;
+    assert_eq!(out, [(1, eth(H2, R1, &want))]);
+    let recs = r.worker.ioam_export.take();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].event, ExportEvent::DirectExport);
+    assert_eq!(recs[0].option, dex(7));
+    // This node's data for trace type bits 0 and 5: hop limit 63 and node id; namespace 7's data (default
+    // all-ones).
+    assert_eq!(recs[0].node, [63, 0x12, 0x34, 0x56, 0xff, 0xff, 0xff, 0xff]);
+    let j = lwt6_export::json::record(&recs[0], &["r0".into(), "r1".into()]);
+    assert_eq!(j["option_type"], "direct_export");
+    assert_eq!(
+        (j["flow_id"].as_u64(), j["seq"].as_u64()),
+        (Some(7), Some(9))
+    );
+    assert_eq!(j["nodes"][0]["hop_limit"], 63);
+    assert_eq!(j["nodes"][0]["ns_data"], 0xffff_ffffu32);
+    // A namespace this node does not know: nothing exported.
+    let mut r = router("");
+    let mut hbh = vec![17, 2, 1, 0];
+    hbh.extend(dex(99));
+    run(
+        &mut r,
+        0,
+        &[eth(
+            R0,
+            H1,
+            &ipv6("fd00:2::2", 0, 64, &[hbh, UDP.to_vec()].concat()),
+        )],
+    );
+    assert!(r.worker.ioam_export.take().is_empty());
+}

@@ -27,6 +27,9 @@ pub enum BenchWhat {
     /// A long run: packets of every kind through a worker while routes change at a target rate; checks that
     /// counters balance and reports resident memory as it goes.
     Soak(SoakArgs),
+    /// The IOAM paper's experiments in memory (rate with IOAM off / configured / in use, against the share of
+    /// packets traced, the options and namespaces per packet; time added per node role): CSV, SVG plots, table.
+    Ioam(IoamArgs),
 }
 
 /// `lwt6 bench soak`.
@@ -51,6 +54,20 @@ pub struct SoakArgs {
     /// JSON output.
     #[arg(short = 'j', long)]
     pub json: bool,
+}
+
+/// `lwt6 bench ioam`.
+#[derive(Debug, Args)]
+pub struct IoamArgs {
+    /// Experiments: all, or a comma-separated list of registration, share, options, namespaces, roles.
+    #[arg(long, default_value = "all")]
+    pub experiments: String,
+    /// Where the CSV (ioam.csv) and the plots (ioam-*.svg) go.
+    #[arg(long = "out-dir", default_value = "docs/plots")]
+    pub out_dir: std::path::PathBuf,
+    /// Measurement settings.
+    #[command(flatten)]
+    pub common: Common,
 }
 
 /// `lwt6 bench fib`.
@@ -306,7 +323,61 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchWhat::Floor(a) => floor(a),
         BenchWhat::Fib(a) => fib(a),
         BenchWhat::Soak(a) => soak(a),
+        BenchWhat::Ioam(a) => ioam(a),
     }
+}
+
+fn ioam(a: IoamArgs) -> Result<(), Failure> {
+    use bench::ioam::{self, Experiment};
+    let opts = options(&a.common)?;
+    let which: Vec<Experiment> = if a.experiments == "all" {
+        Experiment::ALL.to_vec()
+    } else {
+        a.experiments
+            .split(',')
+            .map(|w| match w {
+                "registration" => Ok(Experiment::Registration),
+                "share" => Ok(Experiment::Share),
+                "options" => Ok(Experiment::Options),
+                "namespaces" => Ok(Experiment::Namespaces),
+                "roles" => Ok(Experiment::Roles),
+                _ => Err(super::fail(format!(
+                    "lwt6 bench ioam: unknown experiment '{w}' (expected all or some of: registration, share, \
+                     options, namespaces, roles)"
+                ))),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let mut err = std::io::stderr().lock();
+    let points = ioam::run(&which, &opts, &mut |p| {
+        let _ = writeln!(
+            err,
+            "{:<13} {:>10}  {:>7.3} Mpps  {:>6.1} ns/packet",
+            p.experiment,
+            p.label,
+            p.rate.median,
+            p.ns_per_packet()
+        );
+    })
+    .map_err(|e| super::fail(format!("lwt6 bench ioam: {e}")))?;
+    std::fs::create_dir_all(&a.out_dir)
+        .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
+    let footer = format!(
+        "lwt6 bench ioam --packets {} --runs {} --frame-len {}",
+        opts.packets, opts.runs, opts.frame_len
+    );
+    let write = |name: &str, text: &str| {
+        let p = a.out_dir.join(name);
+        crate::io::pcap::write_atomic(&p, text.as_bytes())
+            .map_err(|e| super::fail(format!("{}: {e}", p.display())))
+    };
+    write("ioam.csv", &ioam::to_csv(&points))?;
+    for (name, svg) in ioam::plots(&points, &footer) {
+        write(&name, &svg)?;
+    }
+    let mut o = std::io::stdout().lock();
+    let _ = write!(o, "{}", ioam::to_csv(&points));
+    Ok(())
 }
 
 fn floor(a: FloorArgs) -> Result<(), Failure> {

@@ -92,6 +92,12 @@ pub enum PlanKind {
     /// Per packet: the inner IPv6 packet (behind the outer header, or an SRH with Segments Left 0 and no TLVs)
     /// goes behind it, with its hop limit decremented.
     EndDx6,
+    /// rpl on a route whose every destination compresses alike against the first segment (the first bit where
+    /// they differ lies inside the route's prefix, so CmprE is the same for all). Template: Ethernet header, IPv6
+    /// header slot, the whole compressed header as the general path writes it for the prefix's own address. Per
+    /// packet: the rest of the IPv6 header, the routing header's next header and the original destination's last
+    /// 16 − CmprE bytes at [`Plan::rpl_tail`].
+    RplFixed,
 }
 
 impl PlanKind {
@@ -100,7 +106,7 @@ impl PlanKind {
     pub fn inserts(self) -> bool {
         matches!(
             self,
-            PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl
+            PlanKind::Seg6Inline | PlanKind::IoamInline | PlanKind::Rpl | PlanKind::RplFixed
         )
     }
 
@@ -138,10 +144,34 @@ pub struct Plan {
     pub contains_local: bool,
     /// IOAM plans: this node's data is already in the template; what is written per packet.
     pub ioam: IoamPatch,
+    /// IOAM plans of routes that trace only some packets (`freq K/N`, K < N): the way out of the others.
+    pub sampled: Option<Sampled>,
+    /// [`PlanKind::RplFixed`]: where the original destination's tail goes, from the routing header's start, and
+    /// CmprE (how many of its leading bytes are elided).
+    pub rpl_tail: (u16, u8),
+}
+
+/// The way out of the packets a sampled ioam6 route (`freq K/N`, K < N) does not trace: plain forwarding along
+/// the route itself, as Linux's `ioam6_output` hands them to the route's original output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampled {
+    /// The tunnel, whose per-worker packet count decides.
+    pub tunnel: u32,
+    /// Trace the first `k` of every `n` packets.
+    pub k: u32,
+    /// See `k`.
+    pub n: u32,
+    /// Egress of the untraced packets.
+    pub egress: u32,
+    /// Their longest IPv6 packet (the route's MTU, capped as [`Plan::max_len`]).
+    pub max_len: u32,
+    /// Their Ethernet header.
+    pub eth: [u8; 14],
 }
 
 /// A per-packet IOAM field of the inserting node, whose place in the frame is known when the plan is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
 pub enum IoamField {
     /// The hop limit byte (trace bits 0 and 8).
     #[default]
@@ -171,8 +201,10 @@ pub struct IoamPatch {
     pub n: u8,
     /// Whether a timestamp is among them.
     pub has_ts: bool,
-    /// Offsets from the frame's start, and what goes there.
-    pub ops: [(u16, IoamField); IOAM_PATCH_MAX],
+    /// Offsets from the frame's start (the first `n`).
+    pub at: [u16; IOAM_PATCH_MAX],
+    /// What goes there.
+    pub what: [IoamField; IOAM_PATCH_MAX],
 }
 
 /// A template's place in [`Templates`].

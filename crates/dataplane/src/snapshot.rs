@@ -9,7 +9,7 @@ use crate::fib::{DevId, FastBuild, Fib, Origin, RouteEntry, RouteId, TunnelId};
 use crate::node::ioam::{IfIds, IoamNode, NO_IF, Namespace};
 use crate::node::saddr;
 use crate::plan::{
-    IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Templates, TemplatesBuilder,
+    IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Sampled, Templates, TemplatesBuilder,
 };
 use crate::spec::{
     Config, ConfigError, DevSysctls, Encap, IoamMode, MAIN_TABLE, Route, Seg6Encap,
@@ -798,6 +798,8 @@ impl Snapshot {
                     route_dev: r.dev,
                     contains_local,
                     ioam: IoamPatch::default(),
+                    sampled: None,
+                    rpl_tail: (0, 0),
                 }
             };
         let Some(tid) = r.tunnel else {
@@ -832,13 +834,38 @@ impl Snapshot {
             Tunnel::Input(InputTunnel::Rpl(p)) => {
                 let next = next_route(tid, p.segs[0])?;
                 let way = hop(next, Some(p.segs[0]))?;
-                Some(make(PlanKind::Rpl, way, &p.template(), 0))
+                let fixed = match r.prefix {
+                    IpNet::V6(n) => p.fixed_header(n.network(), n.prefix_len()),
+                    IpNet::V4(_) => None,
+                };
+                match fixed {
+                    // Every destination of the route compresses alike: the whole header goes in the template.
+                    Some((rh, tail_at, ce)) => {
+                        let mut tpl = p.template().to_vec();
+                        tpl.extend_from_slice(&rh);
+                        let mut plan = make(PlanKind::RplFixed, way, &tpl, rh.len());
+                        plan.rpl_tail = (tail_at, ce);
+                        Some(plan)
+                    }
+                    None => Some(make(PlanKind::Rpl, way, &p.template(), 0)),
+                }
             }
             Tunnel::Output(OutputTunnel::Ioam6(t)) => {
-                if !t.inserts_always() {
-                    return None;
-                }
-                match t.effective_mode() {
+                // A route tracing only some packets: the others leave along the route itself.
+                let sampled = if t.inserts_always() {
+                    None
+                } else {
+                    let (egress, eth, mtu) = hop(r, None)?;
+                    Some(Sampled {
+                        tunnel: u32::try_from(tid).ok()?,
+                        k: t.freq_k,
+                        n: t.freq_n,
+                        egress: u32::try_from(egress).ok()?,
+                        eth: eth.try_into().ok()?,
+                        max_len: mtu.min(H + u16::MAX as usize) as u32,
+                    })
+                };
+                let plan = match t.effective_mode() {
                     IoamMode::Inline => {
                         let way = hop(r, None)?;
                         let mut tpl = t.inline_template()?;
@@ -860,7 +887,8 @@ impl Snapshot {
                         p.ioam = patch;
                         Some(p)
                     }
-                }
+                };
+                plan.map(|p| Plan { sampled, ..p })
             }
             // End, End.X and End.DX6 without flavours and counters have plans; other local SIDs take the general
             // path.
@@ -922,8 +950,9 @@ impl Snapshot {
             n: found.len() as u8,
             ..IoamPatch::default()
         };
-        for (slot, (at, what)) in p.ops.iter_mut().zip(found) {
-            *slot = ((ethernet::HEADER_LEN + ipv6::HEADER_LEN + at) as u16, what);
+        for (i, (at, what)) in found.into_iter().enumerate() {
+            p.at[i] = (ethernet::HEADER_LEN + ipv6::HEADER_LEN + at) as u16;
+            p.what[i] = what;
             p.has_ts |= matches!(what, IoamField::TsSec | IoamField::TsFrac);
         }
         p

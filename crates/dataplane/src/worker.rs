@@ -23,7 +23,7 @@ use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{arp as node_arp, echo as node_echo, ndp as node_ndp};
 use crate::node::{options as node_options, rpl as node_rpl, srh as node_srh};
-use crate::plan::{FRONT, IoamField, PlanKind, Received};
+use crate::plan::{FRONT, IoamField, PlanKind, Received, patch_inserting_header};
 use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, IoamForeign, IoamMode, Seg6Mode};
 use crate::stats::{DropReason, IOAM6, RPL, SEG6, Stats};
@@ -639,25 +639,43 @@ impl Worker {
         if plan.kind.is_local() {
             return self.fast_local(snap, in_dev, ts, frame, out, plan, hint(best));
         }
-        let rpl = match plan.kind {
+        // A sampled ioam6 route (freq K/N, K < N): the packet's place in the count decides whether it takes the
+        // plan or leaves untraced along the route (the count advances only once the packet is sure to go here).
+        let (mut kind, mut max_len, mut egress, mut growth) =
+            (plan.kind, plan.max_len, plan.egress, plan.growth);
+        let mut template = snap.template(plan);
+        if let Some(s) = &plan.sampled
+            && self
+                .freq
+                .get(s.tunnel as usize)
+                .is_some_and(|c| c % u64::from(s.n) >= u64::from(s.k))
+        {
+            (kind, max_len, egress, growth) =
+                (PlanKind::Forward, s.max_len as usize, s.egress as usize, 0);
+            template = &s.eth[..];
+        }
+        let rpl = match kind {
             PlanKind::Rpl => match plan.tunnel.map(|t| &snap.tunnels[t]) {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
                 _ => return Err(hint(best)),
             },
             _ => None,
         };
-        let growth = match rpl {
-            Some(p) => p.header_len(dst),
-            None => plan.growth,
-        };
+        if let Some(p) = rpl {
+            growth = p.header_len(dst);
+        }
         let new_len = len + growth;
-        if new_len > plan.max_len
+        if new_len > max_len
             || self.rx_headroom < growth
             || (plan.contains_local && snap.local6.contains(&dst))
         {
             return Err(hint(best));
         }
-        let template = snap.template(plan);
+        if let Some(s) = &plan.sampled
+            && let Some(c) = self.freq.get_mut(s.tunnel as usize)
+        {
+            *c = c.wrapping_add(1);
+        }
         let t = template.len();
         // The outgoing frame starts where the rx headroom minus what the plan adds would put it (checked above not
         // to underflow), rounded down to a cache line: the template's copy then stores whole aligned lines whatever
@@ -665,7 +683,7 @@ impl Worker {
         // docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
         // lookup; a zero-copy receive could not.
         let start = (self.rx_headroom - growth) & !63;
-        let (front, body) = if plan.kind.inserts() {
+        let (front, body) = if kind.inserts() {
             // The received IPv6 header is rewritten into the template's slot: only its payload follows.
             (E + H + growth, &ip[H..len])
         } else {
@@ -696,7 +714,7 @@ impl Worker {
         // The plan's kind names the tunnel whose patch completes the frame; IOAM plans return where the option
         // this node fills starts.
         let mut ioam_at = None;
-        match plan.kind {
+        match kind {
             PlanKind::Forward => hdr[E + 7] = rx.hop_limit,
             PlanKind::Seg6Encap => {
                 Seg6Tunnel::patch_encap(hdr, &rx, snap.seg6_first_word);
@@ -705,6 +723,14 @@ impl Worker {
             PlanKind::Seg6Inline => {
                 Seg6Tunnel::patch_inline(hdr, after, &rx);
                 self.encap_pending[SEG6] += 1;
+            }
+            PlanKind::RplFixed => {
+                // The whole routing header is in the template: its next header and the destination's tail.
+                patch_inserting_header(hdr, &rx, proto::ROUTING);
+                let (at, ce) = (usize::from(plan.rpl_tail.0), usize::from(plan.rpl_tail.1));
+                after[0] = rx.ip[6];
+                after[at..at + 16 - ce].copy_from_slice(&dst_octets[ce..]);
+                self.encap_pending[RPL] += 1;
             }
             PlanKind::Rpl => {
                 // `rpl` is the plan's tunnel (checked above: the packet took the general path otherwise).
@@ -728,7 +754,8 @@ impl Worker {
             } else {
                 (0, 0)
             };
-            for &(at, what) in &plan.ioam.ops[..usize::from(plan.ioam.n)] {
+            let n = usize::from(plan.ioam.n);
+            for (&at, &what) in plan.ioam.at[..n].iter().zip(&plan.ioam.what[..n]) {
                 let at = usize::from(at);
                 match what {
                     IoamField::HopLimit => data[at] = hl,
@@ -774,7 +801,7 @@ impl Worker {
             }
             self.encap_pending[IOAM6] += 1;
         }
-        out(plan.egress, ts, data);
+        out(egress, ts, data);
         // Received, sent and fast: added to the three counters once per batch (`flush_counters`).
         self.fast_sent += 1;
         Ok(())
@@ -938,6 +965,9 @@ impl Worker {
         let hbh = &mut buf.data_mut()[h.offset..h.offset + h.len];
         let filled = snap.ioam.transit(hbh, h.offset, enabled, &ctx)?;
         self.stats.ioam_transit_filled += filled as u64;
+        if enabled && self.ioam_export.enabled() {
+            self.direct_export(cx, buf, h, route.and_then(|r| r.dev), &ctx);
+        }
         if filled > 0 && self.ioam_export.transit && self.ioam_export.enabled() {
             let out_dev = route.and_then(|r| r.dev);
             let hbh = &buf.data()[h.offset..h.offset + h.len];
@@ -952,6 +982,53 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// Direct Export (RFC 9326 §3): for every DEX option of the Hop-by-Hop header `h` in a namespace this node
+    /// knows, this node's data for the option's trace type goes to the exporter; the packet is not changed.
+    fn direct_export(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        buf: &PacketBuf,
+        h: exthdr::ExtHeader,
+        out_dev: Option<DevId>,
+        ctx: &FillContext,
+    ) {
+        let snap = cx.snap;
+        let hbh = &buf.data()[h.offset..h.offset + h.len];
+        let is_dex = |o: &[u8]| o.len() >= 12 && o[3] == crate::wire::ioam::OPT_TYPE_DEX;
+        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for o in ioam_domain::options_where(hbh, is_dex) {
+            let ns = u16::from_be_bytes([o[4], o[5]]);
+            let Some(node) = snap.ioam.node_data(ns, ctx) else {
+                continue;
+            };
+            let ty = u32::from_be_bytes([0, o[8], o[9], o[10]]);
+            let words = crate::wire::ioam::block_words(ty, node.schema.map(|(_, d)| d.len()));
+            let mut block = vec![0; 4 * words];
+            crate::wire::ioam::write_node(&mut block, ty, &node);
+            found.push((o.to_vec(), block));
+        }
+        if found.is_empty() {
+            return;
+        }
+        let flow = FlowIds::of(buf.data());
+        for (opt, block) in found {
+            let r = IoamRecord {
+                ts_ns: cx.ts,
+                event: ExportEvent::DirectExport,
+                in_dev: cx.in_dev,
+                out_dev,
+                flow,
+                option: opt,
+                node: block,
+            };
+            if self.ioam_export.push(r) {
+                self.stats.ioam.exported += 1;
+            } else {
+                self.stats.ioam.export_lost += 1;
+            }
+        }
     }
 
     /// Queues one trace for export (counted as exported, or lost when the queue is full).
@@ -973,6 +1050,7 @@ impl Worker {
             out_dev,
             flow,
             option: option.to_vec(),
+            node: Vec::new(),
         };
         if self.ioam_export.push(r) {
             self.stats.ioam.exported += 1;

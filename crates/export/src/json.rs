@@ -12,7 +12,7 @@
 
 use crate::IoamRecord;
 use crate::trace::{Trace, option_type_name};
-use lwt6_wire::ioam::FLAG_OVERFLOW;
+use lwt6_wire::ioam::{FLAG_OVERFLOW, OtherOption};
 use serde_json::{Map, Value, json};
 
 /// The JSON object for one record; `dev_names` maps device ids to names.
@@ -39,7 +39,12 @@ pub fn record(r: &IoamRecord, dev_names: &[String]) -> Value {
             v
         }),
     );
-    match Trace::decode(&r.option) {
+    let decoded = if r.node.is_empty() {
+        Trace::decode(&r.option)
+    } else {
+        Trace::decode_dex(&r.option, &r.node)
+    };
+    match decoded {
         None => {
             o.insert("error".into(), json!("option too short"));
             o.insert("raw".into(), json!(hex(&r.option)));
@@ -55,10 +60,42 @@ pub fn record(r: &IoamRecord, dev_names: &[String]) -> Value {
                 o.insert("remaining_len".into(), json!(h.remaining_len));
                 o.insert("nodes".into(), nodes(&t));
             }
+            match &t.other {
+                Some(OtherOption::Pot {
+                    pot_type,
+                    flags,
+                    data,
+                    ..
+                }) => {
+                    o.insert("pot_type".into(), json!(pot_type));
+                    o.insert("pot_flags".into(), json!(flags));
+                    o.insert("pot_data".into(), json!(hex(data)));
+                }
+                Some(OtherOption::E2e { e2e_type, data, .. }) => {
+                    o.insert("e2e_type".into(), json!(format!("{e2e_type:#06x}")));
+                    o.insert("e2e_data".into(), json!(hex(data)));
+                }
+                Some(OtherOption::Dex {
+                    flags,
+                    ext_flags,
+                    trace_type,
+                    flow_id,
+                    seq,
+                    ..
+                }) => {
+                    o.insert("dex_flags".into(), json!(flags));
+                    o.insert("dex_ext_flags".into(), json!(ext_flags));
+                    o.insert("trace_type".into(), json!(format!("{trace_type:#08x}")));
+                    o.insert("flow_id".into(), json!(flow_id));
+                    o.insert("seq".into(), json!(seq));
+                    o.insert("nodes".into(), nodes(&t));
+                }
+                None => {}
+            }
             if let Some(e) = t.error {
                 o.insert("error".into(), json!(e));
                 o.insert("raw".into(), json!(hex(&r.option)));
-            } else if t.header.is_none() {
+            } else if t.header.is_none() && t.other.is_none() {
                 o.insert("raw".into(), json!(hex(&r.option)));
             }
         }

@@ -1,5 +1,5 @@
-//! A queued IOAM option, decoded: its header fields and, for the pre-allocated trace (RFC 9197 §4.4), its node
-//! records.
+//! A queued IOAM option, decoded: its header fields and, for the pre-allocated and incremental traces (RFC 9197
+//! §4.4), its node records; the fields of the other option types (RFC 9197 §4.5, §4.6; RFC 9326 §3.2).
 
 use lwt6_wire::ioam::{self, DecodedNode, TraceOption};
 
@@ -42,6 +42,8 @@ pub struct Trace {
     pub nodes: Vec<DecodedNode>,
     /// Why the node records could not be decoded, if they could not.
     pub error: Option<String>,
+    /// The fields of a Proof of Transit, Edge-to-Edge or Direct Export option.
+    pub other: Option<ioam::OtherOption>,
 }
 
 impl Trace {
@@ -58,11 +60,21 @@ impl Trace {
             header: None,
             nodes: Vec::new(),
             error: None,
+            other: None,
         };
-        if option_type == option_type::PREALLOC_TRACE {
+        if option_type == option_type::PREALLOC_TRACE
+            || option_type == option_type::INCREMENTAL_TRACE
+        {
             match TraceOption::new_checked(opt).and_then(|v| {
                 let h = v.header()?;
-                Ok((h, ioam::decode_nodes(&v)))
+                Ok((
+                    h,
+                    if option_type == option_type::PREALLOC_TRACE {
+                        ioam::decode_nodes(&v)
+                    } else {
+                        ioam::decode_incremental_nodes(&v)
+                    },
+                ))
             }) {
                 Ok((h, nodes)) => {
                     t.header = Some(h);
@@ -74,6 +86,24 @@ impl Trace {
                         Err(e) => t.error = Some(e.to_string()),
                     }
                 }
+                Err(e) => t.error = Some(e.to_string()),
+            }
+        } else {
+            match ioam::parse_other(opt) {
+                Some(Ok(o)) => t.other = Some(o),
+                Some(Err(e)) => t.error = Some(e.to_string()),
+                None => {}
+            }
+        }
+        Some(t)
+    }
+
+    /// A Direct Export record: the option's fields and this node's data (`block`, laid out for its trace type).
+    pub fn decode_dex(opt: &[u8], block: &[u8]) -> Option<Trace> {
+        let mut t = Trace::decode(opt)?;
+        if let Some(ioam::OtherOption::Dex { trace_type, .. }) = t.other {
+            match ioam::decode_node_blocks(block, trace_type) {
+                Ok(n) => t.nodes = n,
                 Err(e) => t.error = Some(e.to_string()),
             }
         }

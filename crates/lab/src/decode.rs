@@ -134,19 +134,68 @@ pub fn ioam_option(opt: &[u8], offset: usize) -> Value {
     let Ok(v) = ioam::TraceOption::new_checked(opt) else {
         return json!({"type": "ioam", "error": "truncated"});
     };
-    if v.opt_len() < 2 || v.ioam_type() != ioam::OPT_TYPE_PREALLOC_TRACE {
-        return json!({"type": "ioam", "ioam_type": v.ioam_type()});
+    let incremental = v.ioam_type() == ioam::OPT_TYPE_INCREMENTAL_TRACE;
+    if v.opt_len() < 2 || (v.ioam_type() != ioam::OPT_TYPE_PREALLOC_TRACE && !incremental) {
+        return match ioam::parse_other(opt) {
+            Some(Ok(ioam::OtherOption::Pot {
+                namespace,
+                pot_type,
+                flags,
+                data,
+            })) => {
+                json!({"type": "ioam_pot", "offset": offset, "namespace": namespace, "pot_type": pot_type,
+                    "flags": flags, "data": hexs(&data)})
+            }
+            Some(Ok(ioam::OtherOption::E2e {
+                namespace,
+                e2e_type,
+                data,
+            })) => {
+                json!({"type": "ioam_e2e", "offset": offset, "namespace": namespace,
+                    "e2e_type": format!("{e2e_type:#06x}"), "data": hexs(&data)})
+            }
+            Some(Ok(ioam::OtherOption::Dex {
+                namespace,
+                flags,
+                ext_flags,
+                trace_type,
+                flow_id,
+                seq,
+            })) => {
+                json!({"type": "ioam_dex", "offset": offset, "namespace": namespace, "flags": flags,
+                    "ext_flags": ext_flags, "trace_type": format!("{trace_type:#08x}"), "flow_id": flow_id,
+                    "seq": seq})
+            }
+            Some(Err(e)) => {
+                json!({"type": "ioam", "ioam_type": v.ioam_type(), "error": e.to_string()})
+            }
+            None => json!({"type": "ioam", "ioam_type": v.ioam_type()}),
+        };
     }
     let Ok(h) = v.header() else {
         return json!({"type": "ioam", "error": "truncated trace header"});
     };
-    let nodes = match ioam::decode_nodes(&v) {
+    let decoded = if incremental {
+        ioam::decode_incremental_nodes(&v)
+    } else {
+        ioam::decode_nodes(&v)
+    };
+    let kind = if incremental {
+        "ioam_incremental_trace"
+    } else {
+        "ioam_prealloc_trace"
+    };
+    let nodes = match decoded {
         Ok(n) => json!(n),
         Err(e) => json!({"error": e.to_string()}),
     };
-    json!({"type": "ioam_prealloc_trace", "offset": offset, "namespace": h.namespace, "node_len": h.node_len,
+    json!({"type": kind, "offset": offset, "namespace": h.namespace, "node_len": h.node_len,
         "flags": h.flags, "overflow": h.flags & ioam::FLAG_OVERFLOW != 0, "remaining_len": h.remaining_len,
         "trace_type": format!("{:#08x}", h.trace_type), "nodes": nodes})
+}
+
+fn hexs(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn routing(bytes: &[u8], da: &Ipv6Addr) -> Value {

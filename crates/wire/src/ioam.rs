@@ -15,6 +15,14 @@ use super::{Error, Result};
 
 /// IOAM Option-Type "Pre-allocated Trace".
 pub const OPT_TYPE_PREALLOC_TRACE: u8 = 0;
+/// IOAM Option-Type: Incremental Trace (RFC 9197 §4.4).
+pub const OPT_TYPE_INCREMENTAL_TRACE: u8 = 1;
+/// IOAM Option-Type: Proof of Transit (RFC 9197 §4.5).
+pub const OPT_TYPE_POT: u8 = 2;
+/// IOAM Option-Type: Edge-to-Edge (RFC 9197 §4.6).
+pub const OPT_TYPE_E2E: u8 = 3;
+/// IOAM Option-Type: Direct Export (RFC 9326 §3.2).
+pub const OPT_TYPE_DEX: u8 = 4;
 /// Linux `IOAM6_TRACE_DATA_SIZE_MAX`.
 pub const TRACE_DATA_MAX: usize = 244;
 /// Length of the trace header (Namespace-ID .. Reserved).
@@ -237,6 +245,100 @@ pub fn emit_hbh_traces(
         out[at..].copy_from_slice(&[super::hbh::OPT_PADN, 2, 0, 0]);
     }
     len
+}
+
+/// The fixed fields of the IOAM options other than the traces, from the option's type byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OtherOption {
+    /// Proof of Transit (RFC 9197 §4.5): Namespace-ID (16) | POT Type (8) | POT flags (8) | data.
+    Pot {
+        /// Namespace-ID.
+        namespace: u16,
+        /// IOAM POT Type (0: 64-bit random number and 64-bit cumulative value).
+        pot_type: u8,
+        /// POT flags.
+        flags: u8,
+        /// The POT data.
+        data: Vec<u8>,
+    },
+    /// Edge-to-Edge (RFC 9197 §4.6): Namespace-ID (16) | IOAM-E2E-Type (16) | data.
+    E2e {
+        /// Namespace-ID.
+        namespace: u16,
+        /// IOAM-E2E-Type bits.
+        e2e_type: u16,
+        /// The E2E data.
+        data: Vec<u8>,
+    },
+    /// Direct Export (RFC 9326 §3.2): Namespace-ID (16) | Flags (8) | Extension-Flags (8) | IOAM-Trace-Type (24) |
+    /// Reserved (8) | [Flow ID (32)] | [Sequence Number (32)].
+    Dex {
+        /// Namespace-ID.
+        namespace: u16,
+        /// Flags.
+        flags: u8,
+        /// Extension-Flags (bit 0, the most significant: Flow ID present; bit 1: Sequence Number present).
+        ext_flags: u8,
+        /// The trace type asking which data each node exports.
+        trace_type: u32,
+        /// Flow ID, when present.
+        flow_id: Option<u32>,
+        /// Sequence Number, when present.
+        seq: Option<u32>,
+    },
+}
+
+/// Parses a Proof of Transit, Edge-to-Edge or Direct Export option (`opt` from its type byte, `2 + opt_len`
+/// bytes or more). None for other option types; Err when the option is shorter than its fields.
+pub fn parse_other(opt: &[u8]) -> Option<Result<OtherOption>> {
+    let len = 2 + usize::from(*opt.get(1)?);
+    let opt = opt.get(..len)?;
+    let ty = *opt.get(3)?;
+    let need = |n: usize| {
+        if opt.len() < n {
+            Err(Error::Truncated)
+        } else {
+            Ok(())
+        }
+    };
+    let be16 = |at: usize| u16::from_be_bytes([opt[at], opt[at + 1]]);
+    let be32 = |at: usize| u32::from_be_bytes([opt[at], opt[at + 1], opt[at + 2], opt[at + 3]]);
+    Some(match ty {
+        OPT_TYPE_POT => need(8).map(|_| OtherOption::Pot {
+            namespace: be16(4),
+            pot_type: opt[6],
+            flags: opt[7],
+            data: opt[8..].to_vec(),
+        }),
+        OPT_TYPE_E2E => need(8).map(|_| OtherOption::E2e {
+            namespace: be16(4),
+            e2e_type: be16(6),
+            data: opt[8..].to_vec(),
+        }),
+        OPT_TYPE_DEX => need(12).and_then(|_| {
+            let ext_flags = opt[7];
+            let mut at = 12;
+            let mut field = |present: bool| -> Result<Option<u32>> {
+                if !present {
+                    return Ok(None);
+                }
+                need(at + 4)?;
+                at += 4;
+                Ok(Some(be32(at - 4)))
+            };
+            let flow_id = field(ext_flags & 0x80 != 0)?;
+            let seq = field(ext_flags & 0x40 != 0)?;
+            Ok(OtherOption::Dex {
+                namespace: be16(4),
+                flags: opt[6],
+                ext_flags,
+                trace_type: be32(8) >> 8,
+                flow_id,
+                seq,
+            })
+        }),
+        _ => return None,
+    })
 }
 
 /// A checked view over one IOAM option starting at its type byte (0x31), exactly `2 + opt_len` bytes.
@@ -754,6 +856,33 @@ pub fn decode_nodes<T: AsRef<[u8]>>(opt: &TraceOption<T>) -> Result<Vec<DecodedN
     let filled = data
         .get(4 * usize::from(hdr.remaining_len)..)
         .ok_or(Error::Truncated)?;
+    decode_blocks(filled, &hdr)
+}
+
+/// Decodes the node blocks of an Incremental Trace option (RFC 9197 §4.4: the data field holds only the nodes
+/// that inserted theirs, newest first; RemainingLen counts the room left, which is not in the packet).
+pub fn decode_incremental_nodes<T: AsRef<[u8]>>(opt: &TraceOption<T>) -> Result<Vec<DecodedNode>> {
+    let hdr = opt.header()?;
+    if hdr.node_len != node_len_for_type(hdr.trace_type) {
+        return Err(Error::Malformed("ioam NodeLen does not match trace type"));
+    }
+    decode_blocks(opt.data(), &hdr)
+}
+
+/// The node blocks of `data` for `trace_type`, one after the other (a Direct Export node's data, for example).
+pub fn decode_node_blocks(data: &[u8], trace_type: u32) -> Result<Vec<DecodedNode>> {
+    let hdr = TraceHeader {
+        namespace: 0,
+        node_len: node_len_for_type(trace_type),
+        flags: 0,
+        remaining_len: 0,
+        trace_type,
+    };
+    decode_blocks(data, &hdr)
+}
+
+/// The node blocks of `filled`, one after the other.
+fn decode_blocks(filled: &[u8], hdr: &TraceHeader) -> Result<Vec<DecodedNode>> {
     let mut r = Reader {
         data: filled,
         pos: 0,
@@ -1497,6 +1626,57 @@ mod tests {
                 "{ty:#x}"
             );
         }
+    }
+
+    #[test]
+    fn other_option_types_parse() {
+        // RFC 9326 §3.2, hand-built: ns 0x0102, flags 0, ext flags 0xc0 (Flow ID and Sequence Number), trace type
+        // 0x800000 (bit 0), flow id 7, sequence 9: option length 2 + 8 + 8 = 18.
+        let dex = hex("3112 0004 0102 00c0 8000 0000 0000 0007 0000 0009");
+        assert_eq!(
+            parse_other(&dex),
+            Some(Ok(OtherOption::Dex {
+                namespace: 0x0102,
+                flags: 0,
+                ext_flags: 0xc0,
+                trace_type: 0x80_0000,
+                flow_id: Some(7),
+                seq: Some(9)
+            }))
+        );
+        // The same without the Sequence Number, but the flag claiming it: too short.
+        let mut short = dex[..16].to_vec();
+        short[1] = 14;
+        assert_eq!(parse_other(&short), Some(Err(Error::Truncated)));
+        // RFC 9197 §4.5: POT type 0, 16 bytes of data; §4.6: E2E type bit 0 (64-bit sequence number).
+        let pot = hex("3116 0002 0005 0000 1111 1111 1111 1111 2222 2222 2222 2222");
+        assert!(
+            matches!(parse_other(&pot), Some(Ok(OtherOption::Pot { namespace: 5, pot_type: 0, ref data, .. })) if data.len() == 16)
+        );
+        let e2e = hex("310e 0003 0006 8000 0000 0000 0000 002a");
+        assert!(matches!(
+            parse_other(&e2e),
+            Some(Ok(OtherOption::E2e {
+                namespace: 6,
+                e2e_type: 0x8000,
+                ..
+            }))
+        ));
+        assert_eq!(parse_other(&hex("310a 0000 0000 0000 0000 0000")), None);
+    }
+
+    #[test]
+    fn incremental_trace_nodes_are_the_whole_data() {
+        // RFC 9197 §4.4: two nodes of type bit 0 inserted (newest first), RemainingLen 5 words still free.
+        let opt = hex("3112 0001 0007 0805 8000 0000 3f00 0002 4000 0001");
+        let v = TraceOption::new_checked(&opt[..]).unwrap();
+        let n = decode_incremental_nodes(&v).unwrap();
+        assert_eq!(
+            n.iter()
+                .map(|n| (n.hop_limit, n.node_id))
+                .collect::<Vec<_>>(),
+            [(Some(0x3f), Some(2)), (Some(0x40), Some(1))]
+        );
     }
 
     #[test]

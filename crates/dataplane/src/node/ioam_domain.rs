@@ -103,6 +103,9 @@ pub enum ExportEvent {
     Decap,
     /// Seen (and filled) in transit; only with transit export on.
     Transit,
+    /// A Direct Export option (RFC 9326) seen in a namespace this node knows: the node's data goes to the
+    /// exporter instead of into the packet.
+    DirectExport,
 }
 
 impl ExportEvent {
@@ -112,6 +115,7 @@ impl ExportEvent {
             ExportEvent::Egress => "egress",
             ExportEvent::Decap => "decap",
             ExportEvent::Transit => "transit",
+            ExportEvent::DirectExport => "direct_export",
         }
     }
 }
@@ -173,6 +177,9 @@ pub struct IoamRecord {
     pub flow: Option<FlowIds>,
     /// The IOAM option bytes, from its type byte.
     pub option: Vec<u8>,
+    /// For [`ExportEvent::DirectExport`]: this node's data block, laid out for the option's trace type (RFC 9197
+    /// §4.4.2 order); empty otherwise.
+    pub node: Vec<u8>,
 }
 
 /// A worker's export queue: bounded, never blocking. A record that does not fit is counted as lost.

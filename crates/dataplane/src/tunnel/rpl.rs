@@ -130,6 +130,25 @@ impl RplTunnel {
 
 /// The fast path's share of the rpl tunnel.
 impl RplTunnel {
+    /// When every destination inside `prefix` (of `prefix_len` bits) has the same CmprE against the first segment
+    /// — the first bit where the prefix and the segment differ lies inside the prefix — the routing header the
+    /// general path writes for the prefix's own address (the destination's tail then differs per packet), the
+    /// offset of that tail in it, and CmprE.
+    pub(crate) fn fixed_header(
+        &self,
+        prefix: Ipv6Addr,
+        prefix_len: u8,
+    ) -> Option<(Vec<u8>, u16, u8)> {
+        let first_diff = (u128::from(prefix) ^ u128::from(*self.segs.first()?)).leading_zeros();
+        if first_diff >= u32::from(prefix_len) {
+            return None;
+        }
+        let ce = self.cmpr_e(&prefix);
+        let mut rh = vec![0; self.header_len(prefix)];
+        self.emit(&mut rh, 0, &prefix);
+        Some((rh, (rpl::FIXED_LEN + self.middle.len()) as u16, ce))
+    }
+
     /// The template: an IPv6 header slot whose destination is the first segment (the header itself depends on
     /// the packet's destination through CmprE and is written per packet).
     pub(crate) fn template(&self) -> [u8; ipv6::HEADER_LEN] {

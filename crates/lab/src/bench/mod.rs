@@ -15,6 +15,7 @@
 //! Reallocations per packet come from the router's own counter.
 
 pub mod fib;
+pub mod ioam;
 pub mod plot;
 pub mod soak;
 
