@@ -33,7 +33,9 @@ need_pip=()
 "$PY" -c 'import grpc' 2>/dev/null || need_pip+=(grpcio)
 "$PY" -c 'import grpc_tools' 2>/dev/null || need_pip+=(grpcio-tools)
 if ((${#need_pip[@]})); then
-    "$PY" -m pip install -q "${need_pip[@]}"
+    # A Debian system Python refuses pip outside a virtual environment (PEP 668); the test machine's own packages
+    # are what the tests need, so install there anyway.
+    "$PY" -m pip install -q "${need_pip[@]}" || "$PY" -m pip install -q --break-system-packages "${need_pip[@]}"
 fi
 
 # bpftrace reads tracepoint formats from tracefs; a fresh machine may not have it mounted. Mount it once here,
