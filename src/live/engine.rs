@@ -95,8 +95,10 @@ impl Stage {
 
 /// One worker thread's ports and shared state.
 pub struct WorkerCtx<P> {
-    /// Ports, indexed by device id.
+    /// Ports: one per attached interface (AF_PACKET), or one per interface queue this worker serves (AF_XDP).
     pub ports: Vec<P>,
+    /// The device id of each port; every device has at least one port, and its first one sends.
+    pub port_dev: Vec<usize>,
     /// Where snapshots are published.
     pub handle: Arc<SnapshotHandle>,
     /// Set by the control thread to stop the worker (read once per round).
@@ -118,7 +120,11 @@ impl<P> std::fmt::Debug for WorkerCtx<P> {
 
 /// The worker thread's loop; returns when the stop flag is set and the ports are drained.
 pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
-    let ndev = ctx.ports.len();
+    let ndev = ctx.port_dev.iter().max().map_or(0, |m| m + 1);
+    // The port each device's frames leave by: its first.
+    let tx_port: Vec<usize> = (0..ndev)
+        .map(|d| ctx.port_dev.iter().position(|&x| x == d).unwrap_or(0))
+        .collect();
     let mut worker = Worker::new(&ctx.handle.load());
     let mut rep = WorkerReport {
         rx_by_dev: vec![0; ndev],
@@ -141,7 +147,8 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         let errors_before = rep.port_errors;
         {
             let mut batch = worker.start_batch(&snap);
-            for (dev, port) in ctx.ports.iter_mut().enumerate() {
+            for (pi, port) in ctx.ports.iter_mut().enumerate() {
+                let dev = ctx.port_dev[pi];
                 let mut out = |odev: usize, _ts: u64, frame: &[u8]| stages[odev].push(frame);
                 let r = port.recv_batch(RX_BATCH, &mut |frame| {
                     batch.process(dev, ts, frame, &mut out);
@@ -159,8 +166,8 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
             }
         }
         drop(snap);
-        for (dev, port) in ctx.ports.iter_mut().enumerate() {
-            let stage = &mut stages[dev];
+        for (dev, stage) in stages.iter_mut().enumerate() {
+            let port = &mut ctx.ports[tx_port[dev]];
             if stage.ends.is_empty() {
                 continue;
             }

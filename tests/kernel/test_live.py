@@ -117,16 +117,36 @@ def kernel_outputs(live):
         live.lwt6_mode()
 
 
-def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs):
-    """For every case the receiver and the sender get from `lwt6 run` exactly the bytes the kernel router gave
-    them; the counters balance and every frame the kernel did not forward is a named drop."""
+def xdp_programs(ns, ifnames):
+    """The interfaces of ns (among ifnames) that have an XDP program attached (`ip -d link show`)."""
+    out = subprocess.run(["ip", "-n", ns, "-d", "link", "show"], capture_output=True, text=True, check=True).stdout
+    found, cur = set(), None
+    for line in out.splitlines():
+        if line[:1].isdigit():
+            cur = line.split(":")[1].strip().split("@")[0]
+        xdp = {"xdp", "xdpgeneric", "xdpdrv", "xdpmulti", "xdpoffload"}
+        if cur in ifnames and ("prog/xdp" in line or xdp & set(line.split())):
+            found.add(cur)
+    return found
+
+
+@pytest.mark.parametrize("io", ["packet", "xdp"])
+def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
+    """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET and over AF_XDP) exactly the
+    bytes the kernel router gave them; the counters balance and every frame the kernel did not forward is a named
+    drop. After SIGTERM no XDP program is left on the interfaces."""
     assert kernel_outputs["seg6-encap3"][1], "the kernel forwarded nothing: the harness is broken"
     live.lwt6_mode()
-    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, label="diff")
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, args=["--io", io],
+                   label="diff-" + io)
     try:
+        if io == "xdp":
+            assert xdp_programs(live.rns, {"r0", "r1"}) == {"r0", "r1"}, "no XDP program while running"
         ours = send_cases(live)
     finally:
         final = r.stop()
+    assert final["io"] == "af_" + io, final["io"]
+    assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached"
     for cid, _ in case_frames():
         kb, kf = kernel_outputs[cid]
         lb, lf = ours[cid]
@@ -301,19 +321,19 @@ def test_sighup_reloads_only_a_valid_file(live, workdir):
     assert "not reloaded" in r.stderr and "'bogus'" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("fanout", ["hash", "queue"])
-def test_two_workers_share_a_two_queue_veth(workdir, fanout):
+@pytest.mark.parametrize("fanout,io", [("hash", "packet"), ("queue", "packet"), ("queue", "xdp")])
+def test_two_workers_share_a_two_queue_veth(workdir, fanout, io):
     """Two workers on two-queue veths, sharing by flow hash or by receive queue (veth delivers a frame on the
-    receive queue of the transmit queue the sender's kernel chose by flow): both get frames, every frame is
-    forwarded once, and the counters balance per worker and in total."""
+    receive queue of the transmit queue the sender's kernel chose by flow; AF_XDP: one socket per queue): both get
+    frames, every frame is forwarded once, and the counters balance per worker and in total."""
     try:
-        t = LiveTopo("lq" + fanout[0], queues=2)
+        t = LiveTopo("lq" + fanout[0] + io[0], queues=2)
     except NetnsError as e:
         pytest.fail(f"cannot build the two-queue topology: {e}", pytrace=False)
     try:
         t.lwt6_mode()
-        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2", "--fanout", fanout],
-                       label="mq-" + fanout)
+        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2", "--fanout", fanout, "--io", io],
+                       label=f"mq-{fanout}-{io}")
         try:
             frames = [udp6(f"fc00::{i:x}", src=f"fd00:1::{(i * 7) % 200 + 1:x}", size=16, tag=i % 256)
                       for i in range(1, 401)]
@@ -323,7 +343,7 @@ def test_two_workers_share_a_two_queue_veth(workdir, fanout):
         assert len(got[t.d0.label]) == len(frames)
         assert final["tx"] == len(frames) and final["balanced"], final
         assert final["rx"] - noise(final) == len(frames), final
-        assert len(final["workers"]) == 2
+        assert len(final["workers"]) == 2 and final["io"] == "af_" + io
         for w in final["workers"]:
             assert w["tx"] > 0 and w["balanced"], final["workers"]
         assert sum(w["rx"] for w in final["workers"]) == final["rx"]
@@ -362,8 +382,14 @@ def test_refusals(live, workdir):
     assert r.returncode == 1 and "'9000'" in r.stderr and "mtu 1500" in r.stderr, r.stderr
     with open(conf, "w") as f:
         f.write("link add r0\n")
-    r = run_lwt6(live.rns, ["run", "-c", conf, "--io", "xdp", "--control", sock])
-    assert r.returncode == 1 and "--io xdp" in r.stderr, r.stderr
+    # AF_XDP needs a queue per worker: refused with --io xdp (nothing left attached), AF_PACKET with --io auto.
+    r = run_lwt6(live.rns, ["run", "-c", conf, "--io", "xdp", "--workers", "2", "--control", sock])
+    assert r.returncode == 1 and "--io xdp" in r.stderr and "r0 has 1 receive queue" in r.stderr, r.stderr
+    assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached after a refusal"
+    auto = LiveRouter(live.rns, "link add r0\n", workdir, args=["--workers", "2"], label="auto")
+    final = auto.stop()
+    assert final["io"] == "af_packet" and auto.stderr.count("AF_XDP not used (r0 has 1 receive queue") == 1, \
+        auto.stderr
     live.topo.sysctl(live.r, "net.ipv6.conf.all.forwarding", 1)
     live.topo.sysctl(live.r, "net.ipv6.conf.r0.disable_ipv6", 0)
     try:
