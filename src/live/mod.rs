@@ -23,6 +23,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// How often the control thread looks at what the workers learned and runs the neighbour timers (ms).
+const NEIGH_TICK_MS: i32 = 50;
+
 /// Where `lwt6 run` listens and `lwt6 ctl` connects unless told otherwise.
 pub const DEFAULT_CONTROL: &str = "/run/lwt6/lwt6.sock";
 
@@ -282,6 +285,8 @@ fn serve(
             .spawn(move || metrics::serve(l, r, n))
             .map_err(|e| fail(format!("metrics thread: {e}")))?;
     }
+    let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
+    let outbox = Arc::new(engine::Outbox::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
@@ -300,6 +305,8 @@ fn serve(
                     handle: Arc::clone(&handle),
                     stop: Arc::clone(&stop),
                     report: Arc::clone(&reports[i]),
+                    neigh_tx: neigh_tx.clone(),
+                    outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
@@ -314,6 +321,8 @@ fn serve(
                     handle: Arc::clone(&handle),
                     stop: Arc::clone(&stop),
                     report: Arc::clone(&reports[i]),
+                    neigh_tx: neigh_tx.clone(),
+                    outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     close: close_xsk,
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
@@ -333,10 +342,17 @@ fn serve(
         reports: reports.clone(),
         io,
         writer: None,
+        neigh: Default::default(),
+        outbox,
     };
     let fds = [signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
     'main: loop {
-        let _ = sys::poll_readable(&fds, 500);
+        let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
+        let now = sys::realtime_ns();
+        while let Ok(events) = neigh_rx.try_recv() {
+            control.learn(&events, now);
+        }
+        control.tick(now);
         while let Some(sig) = signals.next() {
             if sig == libc::SIGHUP {
                 let r = refuse_stdin_secret(&a.config)

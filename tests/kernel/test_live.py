@@ -1,6 +1,7 @@
 """The live router, `lwt6 run` over AF_PACKET, against the kernel router in the same topology: the receiver (and the
 sender, for ICMPv6 errors) must get the same bytes from both. Then what only a live router has: routes changed
 through the control socket under a steady stream, several workers on a multi-queue veth, the refusals."""
+import json
 import os
 import shutil
 import signal
@@ -130,6 +131,22 @@ def xdp_programs(ns, ifnames):
     return found
 
 
+def compare_with_kernel(kernel_outputs, ours):
+    """Every case's frames at the receiver and back at the sender: lwt6's against the kernel router's."""
+    for cid, _ in case_frames():
+        kb, kf = kernel_outputs[cid]
+        lb, lf = ours[cid]
+        assert kf or cid.startswith("icmp"), f"{cid}: the kernel forwarded nothing: the case tests nothing"
+        compare_frames(kf, lf, f"{cid}: frames at the receiver")
+        if cid == "icmp-packet-too-big-tunnel":
+            # docs/linux-compat.md, difference 1: Linux sends this Packet Too Big to itself (the outer source);
+            # lwt6 to the original sender, with the MTU left inside the tunnel (1500 - 40 - 8 - 3 * 16).
+            assert kb == [] and len(lb) == 1, (kb, lb)
+            assert lb[0][54] == 2 and struct.unpack("!I", lb[0][58:62])[0] == 1500 - 96, lb[0][:70].hex()
+            continue
+        compare_frames(kb, lb, f"{cid}: frames back at the sender")
+
+
 @pytest.mark.parametrize("io", ["packet", "xdp"])
 def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
     """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET and over AF_XDP) exactly the
@@ -147,18 +164,7 @@ def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
         final = r.stop()
     assert final["io"] == "af_" + io, final["io"]
     assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached"
-    for cid, _ in case_frames():
-        kb, kf = kernel_outputs[cid]
-        lb, lf = ours[cid]
-        assert kf or cid.startswith("icmp"), f"{cid}: the kernel forwarded nothing: the case tests nothing"
-        compare_frames(kf, lf, f"{cid}: frames at the receiver")
-        if cid == "icmp-packet-too-big-tunnel":
-            # docs/linux-compat.md, difference 1: Linux sends this Packet Too Big to itself (the outer source);
-            # lwt6 to the original sender, with the MTU left inside the tunnel (1500 - 40 - 8 - 3 * 16).
-            assert kb == [] and len(lb) == 1, (kb, lb)
-            assert lb[0][54] == 2 and struct.unpack("!I", lb[0][58:62])[0] == 1500 - 96, lb[0][:70].hex()
-            continue
-        compare_frames(kb, lb, f"{cid}: frames back at the sender")
+    compare_with_kernel(kernel_outputs, ours)
     n = len(case_frames())
     assert final["rx"] - noise(final) == n and final["balanced"], final
     assert final["icmp_errors_sent"] == 4, final
@@ -434,3 +440,70 @@ def test_testbed_a_ping_through_lwt6(workdir):
     assert down.returncode == 0, down.stderr
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert prefix not in left, left
+
+
+# The router without static neighbours (the differential cases' made-up fd00:2::5 keeps its line: nobody answers
+# for it).
+NO_NEIGH_BASE = [line for line in LIVE_BASE if not line.startswith("neigh add")]
+
+
+def neigh_rows(r):
+    res = r.ctl("show", "neigh", "-j")
+    assert res.returncode == 0, res.stderr
+    return {(n["dst"], n["dev"]): (n["lladdr"], n["state"][0]) for n in json.loads(res.stdout)}
+
+
+def ping(ns, addr):
+    return subprocess.run(["ip", "netns", "exec", ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr],
+                          capture_output=True, text=True, timeout=15)
+
+
+def test_neighbours_resolved_live(live, workdir, kernel_outputs):
+    """No static neighbour on the router: it answers pings (IPv6 and IPv4, resolving the sender by NDP and ARP),
+    resolves both next hops of the differential cases by NDP and their output is byte-identical to the kernel
+    router's; `show neigh` lists the learned entries beside the static one."""
+    from ktpkt import MAC_S0 as s0mac
+    live.lwt6_mode()
+    for host, dev in ((live.s, "s0"), (live.d, "d0")):
+        live.topo.ip(host, f"neigh flush dev {dev}")
+    conf = [line for line in NO_NEIGH_BASE + CASES_CONFIG]
+    r = LiveRouter(live.rns, "\n".join(conf) + "\n", workdir, args=["--io", "xdp"], label="neigh")
+    try:
+        assert neigh_rows(r) == {("fd00:2::5", "r1"): (MAC_D0, "PERMANENT")}
+        p6 = ping(live.topo.name(live.s), "fd00:1::2")
+        assert p6.returncode == 0, p6.stdout + p6.stderr
+        p4 = ping(live.topo.name(live.s), "10.1.0.2")
+        assert p4.returncode == 0, p4.stdout + p4.stderr
+        ours = send_cases(live)
+        rows = neigh_rows(r)
+    finally:
+        final = r.stop()
+    compare_with_kernel(kernel_outputs, ours)
+    assert rows[("fd00:1::1", "r0")][0] == s0mac and rows[("10.1.0.1", "r0")][0] == s0mac, rows
+    assert rows[("fd00:2::2", "r1")] == (MAC_D0, "REACHABLE"), rows
+    assert rows[("fd00:2::5", "r1")] == (MAC_D0, "PERMANENT"), rows
+    assert final["solicitations_sent"] >= 2 and final["pending"] == 0 and final["balanced"], final
+
+
+def test_unresolvable_next_hops_keep_the_queue_bounded(live, workdir):
+    """600 frames to 600 on-link addresses nobody answers for: the router solicits each, holds at most
+    MAX_PENDING_NEIGHS (256) next hops' packets and drops the rest by name (`neigh_queue_full`); after the three
+    solicitations (3 s) the held ones are dropped as `neigh_unresolved`. The counters balance (pending included)
+    at every step."""
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(NO_NEIGH_BASE) + "\n", workdir, args=["--io", "xdp"], label="flood")
+    try:
+        frames = [udp6(f"fd00:2::1:{i:x}", size=16, tag=i % 256) for i in range(600)]
+        xfer(live.s0, frames, live.d0, timeout=0.5, keep=with_marker)
+        r.wait_rx(600)
+        mid = r.stats()
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and r.stats()["pending"]:
+            time.sleep(0.2)
+    finally:
+        final = r.stop()
+    assert mid["balanced"] and 0 < mid["pending"] <= 256, mid
+    assert mid["drops"].get("neigh_queue_full", 0) == 600 - mid["pending"], mid["drops"]
+    assert final["pending"] == 0 and final["balanced"], final
+    assert final["drops"].get("neigh_unresolved") == mid["pending"], final["drops"]
+    assert final["solicitations_sent"] >= 3 * mid["pending"], final
