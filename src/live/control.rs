@@ -40,6 +40,8 @@ pub struct Control {
     pub neigh: NeighTable,
     /// Where the table's probes go out (a worker sends them).
     pub outbox: Arc<Outbox>,
+    /// Routes mirrored from the kernel (`--kernel-routes`, [`super::kroutes`]), kept across rebuilds.
+    pub kernel_routes: super::kroutes::KernelRoutes,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -306,6 +308,10 @@ impl Control {
                 stale: !matches!(e.state, State::Reachable { .. }),
             });
         }
+        for r in self.kernel_routes.routes() {
+            // A kernel route the new configuration now also has stays the configuration's.
+            let _ = snap.apply(&Change::AddRoute(r.clone()));
+        }
         self.handle.publish(snap);
     }
 
@@ -314,11 +320,20 @@ impl Control {
         if changes.is_empty() {
             return;
         }
+        // Neighbour changes name devices of the running links: they always apply.
+        let _ = self.apply_in_place(changes);
+    }
+
+    /// Applies changes to the published snapshot in place, through the writer (as route additions are); on an
+    /// error the changes before it are published, it and the rest are not.
+    pub fn apply_in_place(
+        &mut self,
+        changes: &[Change],
+    ) -> Result<(), (usize, crate::spec::ConfigError)> {
         let writer = self
             .writer
             .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
-        // Neighbour changes name devices of the running links: they always apply.
-        let _ = writer.apply(changes);
+        writer.apply(changes)
     }
 
     /// What the workers learned, at time `now` (ns), into the neighbour table; the resulting changes published.
@@ -465,6 +480,7 @@ mod tests {
             writer: None,
             neigh: NeighTable::default(),
             outbox: Arc::default(),
+            kernel_routes: Default::default(),
         }
     }
 

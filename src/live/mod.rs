@@ -6,6 +6,7 @@
 pub mod control;
 pub mod engine;
 pub mod generator;
+pub mod kroutes;
 pub mod links;
 pub mod metrics;
 
@@ -74,6 +75,10 @@ pub struct RunArgs {
     /// Final counters as JSON.
     #[arg(short = 'j', long = "json")]
     pub json: bool,
+    /// Follow the kernel's main routing table (rtnetlink): its routes are added to the configuration's and
+    /// changes made with `ip route` take effect at once.
+    #[arg(long = "kernel-routes")]
+    pub kernel_routes: bool,
 }
 
 /// `lwt6 ctl`.
@@ -344,8 +349,17 @@ fn serve(
         writer: None,
         neigh: Default::default(),
         outbox,
+        kernel_routes: Default::default(),
     };
-    let fds = [signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
+    let mut monitor = if a.kernel_routes {
+        Some(kroutes::start(&mut control)?)
+    } else {
+        None
+    };
+    let mut fds = vec![signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
+    if let Some(m) = &monitor {
+        fds.push(m.raw_fd());
+    }
     'main: loop {
         let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
         let now = sys::realtime_ns();
@@ -353,6 +367,9 @@ fn serve(
             control.learn(&events, now);
         }
         control.tick(now);
+        if let Some(m) = &mut monitor {
+            kroutes::follow(m, &mut control);
+        }
         while let Some(sig) = signals.next() {
             if sig == libc::SIGHUP {
                 let r = refuse_stdin_secret(&a.config)

@@ -507,3 +507,56 @@ def test_unresolvable_next_hops_keep_the_queue_bounded(live, workdir):
     assert final["pending"] == 0 and final["balanced"], final
     assert final["drops"].get("neigh_unresolved") == mid["pending"], final["drops"]
     assert final["solicitations_sent"] >= 3 * mid["pending"], final
+
+
+def test_kernel_routes_followed_live(live, workdir):
+    """`lwt6 run --kernel-routes` (AF_XDP; the kernel needs IPv6 on the interfaces to hold routes through them, and
+    sees none of the frames XDP redirects): a seg6 route present at start (the dump) is used; a plain and a seg6
+    `encap` route added with `ip route` take effect while it runs, and their removal too (`no_route`)."""
+    live.lwt6_mode()
+    rns = live.rns
+
+    def ip6(*words):
+        subprocess.run(["ip", "-n", rns, "-6", "route"] + list(words), check=True, capture_output=True)
+
+    def through(dst, tag):
+        return xfer(live.s0, [udp6(dst, size=16, tag=tag)], live.d0, expect=1, timeout=0.3,
+                    keep=with_marker)[live.d0.label]
+
+    def wait_for(dst, tag, want):
+        deadline = time.monotonic() + 3
+        while True:
+            got = through(dst, tag)
+            if bool(got) == want or time.monotonic() > deadline:
+                return got
+
+    try:
+        for i in ("r0", "r1"):
+            live.topo.sysctl(live.r, f"net.ipv6.conf.{i}.disable_ipv6", 0)
+        ip6("add", "fd00:97::/64", "encap", "seg6", "mode", "inline", "segs", "fc00::1", "dev", "r1")
+        r = LiveRouter(rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--kernel-routes"],
+                       label="kroutes")
+        try:
+            got = through("fd00:97::1", 1)
+            # inline: the SRH (43) carries the UDP datagram itself (17)
+            assert len(got) == 1 and got[0][20] == 43 and got[0][54] == 17 and \
+                socket.inet_ntop(socket.AF_INET6, got[0][38:54]) == "fc00::1", [g.hex() for g in got]
+            assert through("fd00:99::1", 2) == [] and through("fd00:98::1", 3) == []
+            ip6("add", "fd00:99::/64", "encap", "seg6", "mode", "encap", "segs", "fc00::1,fc00::2", "dev", "r1")
+            ip6("add", "fd00:98::/64", "via", "fd00:2::2", "dev", "r1", "onlink")
+            got = wait_for("fd00:99::1", 4, True)
+            # encap: an outer header to the first segment, the SRH carrying the original packet (41)
+            assert len(got) == 1 and got[0][20] == 43 and got[0][54] == 41 and \
+                socket.inet_ntop(socket.AF_INET6, got[0][38:54]) == "fc00::1", [g.hex() for g in got]
+            got = wait_for("fd00:98::1", 5, True)
+            assert len(got) == 1 and got[0][20] == 17 and got[0][21] == 63 and \
+                socket.inet_ntop(socket.AF_INET6, got[0][38:54]) == "fd00:98::1", [g.hex() for g in got]
+            ip6("del", "fd00:99::/64")
+            ip6("del", "fd00:98::/64")
+            assert wait_for("fd00:99::1", 6, False) == [] and wait_for("fd00:98::1", 7, False) == []
+        finally:
+            final = r.stop()
+        assert final["balanced"] and final["drops"].get("no_route", 0) >= 4, final
+        assert "kernel route" in r.stderr, r.stderr
+    finally:
+        live.lwt6_mode()
