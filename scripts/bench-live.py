@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Zero-loss forwarding rate of the kernel router and of `lwt6 run` (AF_PACKET) in the same namespaces.
+"""Zero-loss forwarding rate of the kernel router and of `lwt6 run` (AF_XDP or AF_PACKET: --io) in the same
+namespaces.
 
 sender [s0] -- [r0] router [r1] -- [d0] receiver (tests/kernel/ktlive.py's topology). The sender is `lwt6 gen`
 (one template frame, sendmmsg batches, --flows source addresses); the receiver's count is d0's rx_packets. For each
 case and router, a trial offers a rate for --trial-ms and counts what arrives; the zero-loss rate (at most 0.1 %
 lost) is found by bisection below the sender's own maximum. Prints a Markdown table and writes JSON.
 
-    sudo scripts/bench-live.py [--lwt6 target/release/lwt6] [--trial-ms 1000] [--out target/bench-live.json]
+    sudo scripts/bench-live.py [--lwt6 target/release/lwt6] [--io xdp|packet] [--trial-ms 1000]
+                               [--out target/bench-live.json]
 """
 import argparse
 import json
@@ -83,6 +85,7 @@ def main():
     ap.add_argument("--flows", type=int, default=64)
     ap.add_argument("--router-cpus", default="1", help="CPUs lwt6 run is pinned to (taskset -c; empty: none)")
     ap.add_argument("--rps", default="2", help="r0's rps_cpus mask (the router's CPUs; empty: no steering)")
+    ap.add_argument("--io", default="xdp", choices=["xdp", "packet"], help="lwt6's packet I/O back end")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-live.json"))
     a = ap.parse_args()
     os.environ["LWT6_BIN"] = a.lwt6
@@ -105,14 +108,14 @@ def main():
             for workers in (1, 2):
                 r = LiveRouter(topo.rns, "\n".join(LIVE_BASE + routes) + "\n", "/tmp" if not os.path.isdir(
                     os.path.join(ROOT, "target")) else os.path.join(ROOT, "target"),
-                    args=["--workers", str(workers)], label=f"bench-live-{workers}", cpus=a.router_cpus)
+                    args=["--workers", str(workers), "--io", a.io], label=f"bench-live-{workers}", cpus=a.router_cpus)
                 try:
                     zl, gmax, lim = zero_loss(topo, a.lwt6, frame_hex, a.trial_ms, a.flows, a.steps)
                 finally:
                     final = r.stop()
-                results.append(dict(case=name, router="lwt6", workers=workers, zero_loss=zl, sender_max=gmax,
+                results.append(dict(case=name, router="lwt6", io=a.io, workers=workers, zero_loss=zl, sender_max=gmax,
                                     sender_limited=lim, reallocs=final["reallocs"], rx=final["rx"]))
-                print(f"{name:24} lwt6 {workers}w     {zl:12.0f} /s (sender max {gmax:.0f}"
+                print(f"{name:24} lwt6 {a.io} {workers}w {zl:12.0f} /s (sender max {gmax:.0f}"
                       f"{', sender-limited' if lim else ''}; reallocations {final['reallocs']} for {final['rx']} "
                       f"frames)", flush=True)
     finally:

@@ -8,9 +8,10 @@
 //! [`SnapshotWriter`], any other is built into a new snapshot and published; the workers take either at their next
 //! batch. A line with an error changes nothing and its reply names the token.
 
-use super::engine::WorkerReport;
+use super::engine::{Outbox, WorkerReport};
 use crate::cli::{Failure, fail};
 use crate::config::Builder;
+use crate::node::neigh::{NeighEvent, NeighTable, State};
 use crate::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
 use crate::spec::{Config, Route, shown_token};
 use serde_json::json;
@@ -35,6 +36,12 @@ pub struct Control {
     pub io: &'static str,
     /// Applies route additions in place once the first one comes (see [`SnapshotWriter`]).
     pub writer: Option<SnapshotWriter>,
+    /// The neighbours the workers learned (static ones are in `cfg`).
+    pub neigh: NeighTable,
+    /// Where the table's probes go out (a worker sends them).
+    pub outbox: Arc<Outbox>,
+    /// Routes mirrored from the kernel (`--kernel-routes`, [`super::kroutes`]), kept across rebuilds.
+    pub kernel_routes: super::kroutes::KernelRoutes,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -195,22 +202,44 @@ impl Control {
                 }
             }
             "neigh" => {
-                let rows: Vec<(String, String, String)> = self
+                let mut rows: Vec<(String, String, String, &str)> = self
                     .cfg
                     .neighs
                     .iter()
-                    .map(|n| (n.addr.to_string(), n.dev.clone(), mac_text(&n.lladdr)))
+                    .map(|n| {
+                        (
+                            n.addr.to_string(),
+                            n.dev.clone(),
+                            mac_text(&n.lladdr),
+                            "PERMANENT",
+                        )
+                    })
                     .collect();
+                let names = self.link_names();
+                let mut learned: Vec<_> = self.neigh.iter().collect();
+                learned.sort_by_key(|((d, a), _)| (*d, *a));
+                for ((dev, addr), e) in learned {
+                    let state = match e.state {
+                        State::Reachable { .. } => "REACHABLE",
+                        State::Stale { .. } => "STALE",
+                        State::Delay { .. } => "DELAY",
+                        State::Probe { .. } => "PROBE",
+                    };
+                    let dev = names.get(dev).cloned().unwrap_or_default();
+                    rows.push((addr.to_string(), dev, mac_text(&e.mac), state));
+                }
                 if json {
                     let v: Vec<_> = rows
                         .iter()
-                        .map(|(a, d, m)| json!({"dst": a, "dev": d, "lladdr": m, "state": ["PERMANENT"]}))
+                        .map(
+                            |(a, d, m, st)| json!({"dst": a, "dev": d, "lladdr": m, "state": [st]}),
+                        )
                         .collect();
                     (true, format!("{}\n", serde_json::Value::Array(v)))
                 } else {
                     let s: String = rows
                         .iter()
-                        .map(|(a, d, m)| format!("{a} dev {d} lladdr {m} PERMANENT\n"))
+                        .map(|(a, d, m, st)| format!("{a} dev {d} lladdr {m} {st}\n"))
                         .collect();
                     (true, s)
                 }
@@ -266,10 +295,66 @@ impl Control {
         (expected == *new).then_some(route)
     }
 
-    /// Publishes a snapshot built from scratch (the writer's spare no longer follows the published one).
-    fn publish(&mut self, snap: Snapshot) {
+    /// Publishes a snapshot built from scratch (the writer's spare no longer follows the published one), with
+    /// the learned neighbours put back into it.
+    fn publish(&mut self, mut snap: Snapshot) {
         self.writer = None;
+        for ((dev, addr), e) in self.neigh.iter() {
+            // Neighbour changes name devices of the running links, which a rebuild keeps: they always apply.
+            let _ = snap.apply(&Change::NeighSet {
+                dev,
+                addr,
+                mac: e.mac,
+                stale: !matches!(e.state, State::Reachable { .. }),
+            });
+        }
+        for r in self.kernel_routes.routes() {
+            // A kernel route the new configuration now also has stays the configuration's.
+            let _ = snap.apply(&Change::AddRoute(r.clone()));
+        }
         self.handle.publish(snap);
+    }
+
+    /// Publishes neighbour changes in place (through the writer, as route additions are).
+    fn publish_changes(&mut self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        // Neighbour changes name devices of the running links: they always apply.
+        let _ = self.apply_in_place(changes);
+    }
+
+    /// Applies changes to the published snapshot in place, through the writer (as route additions are); on an
+    /// error the changes before it are published, it and the rest are not.
+    pub fn apply_in_place(
+        &mut self,
+        changes: &[Change],
+    ) -> Result<(), (usize, crate::spec::ConfigError)> {
+        let writer = self
+            .writer
+            .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
+        writer.apply(changes)
+    }
+
+    /// What the workers learned, at time `now` (ns), into the neighbour table; the resulting changes published.
+    pub fn learn(&mut self, events: &[NeighEvent], now: u64) {
+        let snap = self.handle.load();
+        let changes: Vec<Change> = events
+            .iter()
+            .filter_map(|e| self.neigh.learn(&snap, e, now))
+            .collect();
+        drop(snap);
+        self.publish_changes(&changes);
+    }
+
+    /// The neighbour table's timers at `now` (ns): entries aged and probed, the changes published, the probes
+    /// handed to a worker.
+    pub fn tick(&mut self, now: u64) {
+        let snap = self.handle.load();
+        let t = self.neigh.tick(&snap, now);
+        drop(snap);
+        self.publish_changes(&t.changes);
+        self.outbox.push(t.frames);
     }
 
     /// Replaces the whole configuration (a reloaded file) when it builds; the links must be the running ones.
@@ -393,6 +478,9 @@ mod tests {
             reports: vec![Arc::new(Mutex::new(WorkerReport::default()))],
             io: "test",
             writer: None,
+            neigh: NeighTable::default(),
+            outbox: Arc::default(),
+            kernel_routes: Default::default(),
         }
     }
 

@@ -5,6 +5,8 @@
 
 use crate::io::port::Port;
 use crate::io::sys;
+use crate::node::icmp_limit::IcmpLimiter;
+use crate::node::neigh::NeighEvent;
 use crate::snapshot::SnapshotHandle;
 use crate::stats::Stats;
 use crate::worker::Worker;
@@ -93,16 +95,53 @@ impl Stage {
     }
 }
 
+/// Frames the control thread hands to a worker to send, `(device id, frame)`.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    frames: Mutex<Vec<(usize, Vec<u8>)>>,
+    waiting: std::sync::atomic::AtomicBool,
+}
+
+impl Outbox {
+    /// Queues frames for the worker to send at its next round.
+    pub fn push(&self, frames: Vec<(usize, Vec<u8>)>) {
+        if frames.is_empty() {
+            return;
+        }
+        if let Ok(mut f) = self.frames.lock() {
+            f.extend(frames);
+            self.waiting.store(true, Ordering::Release);
+        }
+    }
+
+    /// Takes what is queued (one atomic load when nothing is).
+    fn take(&self) -> Vec<(usize, Vec<u8>)> {
+        if !self.waiting.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.frames
+            .lock()
+            .map(|mut f| std::mem::take(&mut *f))
+            .unwrap_or_default()
+    }
+}
+
 /// One worker thread's ports and shared state.
 pub struct WorkerCtx<P> {
-    /// Ports, indexed by device id.
+    /// Ports: one per attached interface (AF_PACKET), or one per interface queue this worker serves (AF_XDP).
     pub ports: Vec<P>,
+    /// The device id of each port; every device has at least one port, and its first one sends.
+    pub port_dev: Vec<usize>,
     /// Where snapshots are published.
     pub handle: Arc<SnapshotHandle>,
     /// Set by the control thread to stop the worker (read once per round).
     pub stop: Arc<AtomicBool>,
     /// Where the worker publishes its counters.
     pub report: Arc<Mutex<WorkerReport>>,
+    /// Where the worker sends what it learned about neighbours (the control thread's table decides).
+    pub neigh_tx: std::sync::mpsc::Sender<Vec<NeighEvent>>,
+    /// Frames the control thread wants sent (its neighbour probes); the worker that holds `Some` sends them.
+    pub outbox: Option<Arc<Outbox>>,
     /// Called for each port once it is drained at stop: how many frames it still holds that the kernel never
     /// took (AF_PACKET: after waiting a while for it to take them).
     pub close: fn(&mut P) -> u64,
@@ -118,8 +157,16 @@ impl<P> std::fmt::Debug for WorkerCtx<P> {
 
 /// The worker thread's loop; returns when the stop flag is set and the ports are drained.
 pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
-    let ndev = ctx.ports.len();
+    let ndev = ctx.port_dev.iter().max().map_or(0, |m| m + 1);
+    // The port each device's frames leave by: its first.
+    let tx_port: Vec<usize> = (0..ndev)
+        .map(|d| ctx.port_dev.iter().position(|&x| x == d).unwrap_or(0))
+        .collect();
     let mut worker = Worker::new(&ctx.handle.load());
+    // A live router resolves its next hops and answers solicitations, ARP and pings itself, and limits its ICMP
+    // errors as Linux does.
+    worker.resolve = true;
+    worker.icmp_limiter = Some(IcmpLimiter::default());
     let mut rep = WorkerReport {
         rx_by_dev: vec![0; ndev],
         tx_by_dev: vec![0; ndev],
@@ -141,7 +188,8 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         let errors_before = rep.port_errors;
         {
             let mut batch = worker.start_batch(&snap);
-            for (dev, port) in ctx.ports.iter_mut().enumerate() {
+            for (pi, port) in ctx.ports.iter_mut().enumerate() {
+                let dev = ctx.port_dev[pi];
                 let mut out = |odev: usize, _ts: u64, frame: &[u8]| stages[odev].push(frame);
                 let r = port.recv_batch(RX_BATCH, &mut |frame| {
                     batch.process(dev, ts, frame, &mut out);
@@ -158,9 +206,22 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
                 }
             }
         }
+        // Timers of the next hops being resolved, and the packets a newer snapshot's neighbours release.
+        worker.service(&snap, ts, &mut |odev, _ts, frame| stages[odev].push(frame));
         drop(snap);
-        for (dev, port) in ctx.ports.iter_mut().enumerate() {
-            let stage = &mut stages[dev];
+        let events = worker.take_neigh_events();
+        if !events.is_empty() {
+            let _ = ctx.neigh_tx.send(events);
+        }
+        if let Some(ob) = &ctx.outbox {
+            for (dev, frame) in ob.take() {
+                if let Some(st) = stages.get_mut(dev) {
+                    st.push(&frame);
+                }
+            }
+        }
+        for (dev, stage) in stages.iter_mut().enumerate() {
+            let port = &mut ctx.ports[tx_port[dev]];
             if stage.ends.is_empty() {
                 continue;
             }

@@ -6,11 +6,13 @@
 pub mod control;
 pub mod engine;
 pub mod generator;
+pub mod kroutes;
 pub mod links;
 pub mod metrics;
 
 use crate::cli::{Failure, fail, load_config};
 use crate::io::afpacket::{AfPacket, AfPacketOptions, Fanout};
+use crate::io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
 use crate::io::netdev::NetDev;
 use crate::io::sys::{self, SignalFd};
 use crate::snapshot::{Snapshot, SnapshotHandle};
@@ -21,6 +23,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// How often the control thread looks at what the workers learned and runs the neighbour timers (ms).
+const NEIGH_TICK_MS: i32 = 50;
 
 /// Where `lwt6 run` listens and `lwt6 ctl` connects unless told otherwise.
 pub const DEFAULT_CONTROL: &str = "/run/lwt6/lwt6.sock";
@@ -70,6 +75,10 @@ pub struct RunArgs {
     /// Final counters as JSON.
     #[arg(short = 'j', long = "json")]
     pub json: bool,
+    /// Follow the kernel's main routing table (rtnetlink): its routes are added to the configuration's and
+    /// changes made with `ip route` take effect at once.
+    #[arg(long = "kernel-routes")]
+    pub kernel_routes: bool,
 }
 
 /// `lwt6 ctl`.
@@ -124,9 +133,66 @@ fn open_af_packet(
     Ok(all)
 }
 
-/// Why AF_XDP cannot be used; `None` when it can. (The AF_XDP back end is not part of this build yet.)
-fn xdp_unavailable() -> Option<String> {
-    Some("this build has no AF_XDP back end".into())
+/// The ports of the AF_XDP back end: per worker, its ports and the device id of each; and the XDP programs,
+/// one per interface, held for the router's life (dropping the last reference detaches a program).
+struct XdpPorts {
+    ports: Vec<Vec<XskPort>>,
+    port_dev: Vec<Vec<usize>>,
+    attachments: Vec<Arc<XdpAttachment>>,
+}
+
+/// Opens the AF_XDP back end: lwt6's XDP program on every interface, one socket per receive queue, queue `q`
+/// served by worker `q % workers`. Every worker needs a socket on every interface to send from, so an interface
+/// needs at least as many queues as there are workers. On any error what was attached is detached (dropped).
+fn open_af_xdp(devs: &[NetDev], workers: usize, headroom: usize) -> Result<XdpPorts, String> {
+    let mut x = XdpPorts {
+        ports: (0..workers).map(|_| Vec::new()).collect(),
+        port_dev: vec![Vec::new(); workers],
+        attachments: Vec::new(),
+    };
+    // What the UMEM frame leaves after the kernel's own headroom and a 1500-byte frame (4096-byte frames).
+    let opts = XskOptions {
+        headroom: headroom.min(4096 - 256 - 1500) as u32,
+        ..Default::default()
+    };
+    for (id, d) in devs.iter().enumerate() {
+        let queues = afxdp::rx_queues(&d.name).map_err(|e| e.to_string())?;
+        if (queues as usize) < workers {
+            return Err(format!(
+                "{} has {queues} receive queue{} and AF_XDP needs one per worker ({workers}): use --workers {queues} or an interface with more queues",
+                d.name,
+                if queues == 1 { "" } else { "s" }
+            ));
+        }
+        let att = XdpAttachment::shared(&d.name, XdpMode::Auto).map_err(|e| e.to_string())?;
+        for q in 0..queues {
+            let w = q as usize % workers;
+            let p = XskPort::open_on(Arc::clone(&att), q, opts).map_err(|e| e.to_string())?;
+            x.ports[w].push(p);
+            x.port_dev[w].push(id);
+        }
+        x.attachments.push(att);
+    }
+    Ok(x)
+}
+
+/// The ports a router runs on.
+enum Ports {
+    Packet(Vec<Vec<AfPacket>>),
+    Xdp(XdpPorts),
+}
+
+/// At stop: sends what an AF_XDP port still holds, waiting up to 200 ms; returns what the kernel never took.
+fn close_xsk(p: &mut XskPort) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    loop {
+        let _ = crate::io::port::Port::flush(p);
+        let left = p.tx_pending();
+        if left == 0 || std::time::Instant::now() >= deadline {
+            return left as u64;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// A reload cannot read an HMAC secret from standard input (it was read, and consumed, at the start): a file that
@@ -157,16 +223,23 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
     }
     let mut cfg = load_config(&a.config)?;
     let devs = links::resolve(&mut cfg, &a.config)?;
-    let io = match (a.io, xdp_unavailable()) {
-        (Io::Packet, _) => "af_packet",
-        (Io::Xdp, Some(why)) => return Err(fail(format!("--io xdp: {why}"))),
-        (Io::Auto, Some(why)) => {
-            eprintln!("lwt6: AF_XDP not used ({why}): using AF_PACKET");
-            "af_packet"
-        }
-        (_, None) => "af_xdp",
+    let snap = Snapshot::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
+    let xdp = match a.io {
+        Io::Packet => None,
+        Io::Xdp => Some(
+            open_af_xdp(&devs, a.workers, snap.rx_headroom)
+                .map_err(|why| fail(format!("--io xdp: {why}")))?,
+        ),
+        Io::Auto => match open_af_xdp(&devs, a.workers, snap.rx_headroom) {
+            Ok(x) => Some(x),
+            Err(why) => {
+                eprintln!("lwt6: AF_XDP not used ({why}): using AF_PACKET");
+                None
+            }
+        },
     };
-    if io == "af_packet" {
+    let io = if xdp.is_some() { "af_xdp" } else { "af_packet" };
+    if xdp.is_none() {
         let conflicts = links::kernel_conflicts(&devs);
         if !conflicts.is_empty() {
             let mut m = String::from(
@@ -179,11 +252,14 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             return Err(fail(m));
         }
     }
-    let snap = Snapshot::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
+    let ports = match xdp {
+        Some(x) => Ports::Xdp(x),
+        None => Ports::Packet(open_af_packet(&devs, a.workers, a.fanout)?),
+    };
     let handle = Arc::new(SnapshotHandle::new(snap));
     let listener = control::listen(&a.control)?;
     // From here on the socket file exists: every exit path removes it.
-    let result = serve(&a, cfg, &devs, handle, listener, io);
+    let result = serve(&a, cfg, &devs, handle, listener, ports, io);
     let _ = std::fs::remove_file(&a.control);
     result
 }
@@ -194,13 +270,13 @@ fn serve(
     devs: &[NetDev],
     handle: Arc<SnapshotHandle>,
     listener: std::os::unix::net::UnixListener,
+    ports: Ports,
     io: &'static str,
 ) -> Result<(), Failure> {
     // Signals are blocked before any thread starts (threads inherit the mask) and read from a descriptor here.
     let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| fail(format!("signalfd: {e}")))?;
     let names: Vec<String> = devs.iter().map(|d| d.name.clone()).collect();
-    let ports = open_af_packet(devs, a.workers, a.fanout)?;
     let stop = Arc::new(AtomicBool::new(false));
     let reports: Vec<Arc<Mutex<WorkerReport>>> = (0..a.workers)
         .map(|_| Arc::new(Mutex::new(WorkerReport::default())))
@@ -214,20 +290,49 @@ fn serve(
             .spawn(move || metrics::serve(l, r, n))
             .map_err(|e| fail(format!("metrics thread: {e}")))?;
     }
+    let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
+    let outbox = Arc::new(engine::Outbox::default());
     let mut threads = Vec::new();
-    for (i, p) in ports.into_iter().enumerate() {
-        let ctx = WorkerCtx {
-            ports: p,
-            handle: Arc::clone(&handle),
-            stop: Arc::clone(&stop),
-            report: Arc::clone(&reports[i]),
-            close: |p: &mut AfPacket| p.close_out(200) as u64,
-        };
-        let t = std::thread::Builder::new()
+    let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
             .name(format!("lwt6-worker-{i}"))
-            .spawn(move || engine::run(ctx))
-            .map_err(|e| fail(format!("worker thread: {e}")))?;
-        threads.push(t);
+            .spawn(f)
+            .map_err(|e| fail(format!("worker thread: {e}")))
+    };
+    // Held until the workers have stopped: the XDP programs stay attached for the router's life.
+    let mut _attachments = Vec::new();
+    match ports {
+        Ports::Packet(ports) => {
+            for (i, p) in ports.into_iter().enumerate() {
+                let ctx = WorkerCtx {
+                    port_dev: (0..p.len()).collect(),
+                    ports: p,
+                    handle: Arc::clone(&handle),
+                    stop: Arc::clone(&stop),
+                    report: Arc::clone(&reports[i]),
+                    neigh_tx: neigh_tx.clone(),
+                    outbox: (i == 0).then(|| Arc::clone(&outbox)),
+                    close: |p: &mut AfPacket| p.close_out(200) as u64,
+                };
+                threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
+            }
+        }
+        Ports::Xdp(x) => {
+            _attachments = x.attachments;
+            for (i, (p, d)) in x.ports.into_iter().zip(x.port_dev).enumerate() {
+                let ctx = WorkerCtx {
+                    ports: p,
+                    port_dev: d,
+                    handle: Arc::clone(&handle),
+                    stop: Arc::clone(&stop),
+                    report: Arc::clone(&reports[i]),
+                    neigh_tx: neigh_tx.clone(),
+                    outbox: (i == 0).then(|| Arc::clone(&outbox)),
+                    close: close_xsk,
+                };
+                threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
+            }
+        }
     }
     eprintln!(
         "lwt6: running on {} ({io}, {} worker{}), control {}",
@@ -242,10 +347,29 @@ fn serve(
         reports: reports.clone(),
         io,
         writer: None,
+        neigh: Default::default(),
+        outbox,
+        kernel_routes: Default::default(),
     };
-    let fds = [signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
+    let mut monitor = if a.kernel_routes {
+        Some(kroutes::start(&mut control)?)
+    } else {
+        None
+    };
+    let mut fds = vec![signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
+    if let Some(m) = &monitor {
+        fds.push(m.raw_fd());
+    }
     'main: loop {
-        let _ = sys::poll_readable(&fds, 500);
+        let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
+        let now = sys::realtime_ns();
+        while let Ok(events) = neigh_rx.try_recv() {
+            control.learn(&events, now);
+        }
+        control.tick(now);
+        if let Some(m) = &mut monitor {
+            kroutes::follow(m, &mut control);
+        }
         while let Some(sig) = signals.next() {
             if sig == libc::SIGHUP {
                 let r = refuse_stdin_secret(&a.config)

@@ -1,6 +1,7 @@
 """The live router, `lwt6 run` over AF_PACKET, against the kernel router in the same topology: the receiver (and the
 sender, for ICMPv6 errors) must get the same bytes from both. Then what only a live router has: routes changed
 through the control socket under a steady stream, several workers on a multi-queue veth, the refusals."""
+import json
 import os
 import shutil
 import signal
@@ -117,16 +118,21 @@ def kernel_outputs(live):
         live.lwt6_mode()
 
 
-def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs):
-    """For every case the receiver and the sender get from `lwt6 run` exactly the bytes the kernel router gave
-    them; the counters balance and every frame the kernel did not forward is a named drop."""
-    assert kernel_outputs["seg6-encap3"][1], "the kernel forwarded nothing: the harness is broken"
-    live.lwt6_mode()
-    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, label="diff")
-    try:
-        ours = send_cases(live)
-    finally:
-        final = r.stop()
+def xdp_programs(ns, ifnames):
+    """The interfaces of ns (among ifnames) that have an XDP program attached (`ip -d link show`)."""
+    out = subprocess.run(["ip", "-n", ns, "-d", "link", "show"], capture_output=True, text=True, check=True).stdout
+    found, cur = set(), None
+    for line in out.splitlines():
+        if line[:1].isdigit():
+            cur = line.split(":")[1].strip().split("@")[0]
+        xdp = {"xdp", "xdpgeneric", "xdpdrv", "xdpmulti", "xdpoffload"}
+        if cur in ifnames and ("prog/xdp" in line or xdp & set(line.split())):
+            found.add(cur)
+    return found
+
+
+def compare_with_kernel(kernel_outputs, ours):
+    """Every case's frames at the receiver and back at the sender: lwt6's against the kernel router's."""
     for cid, _ in case_frames():
         kb, kf = kernel_outputs[cid]
         lb, lf = ours[cid]
@@ -139,6 +145,26 @@ def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs):
             assert lb[0][54] == 2 and struct.unpack("!I", lb[0][58:62])[0] == 1500 - 96, lb[0][:70].hex()
             continue
         compare_frames(kb, lb, f"{cid}: frames back at the sender")
+
+
+@pytest.mark.parametrize("io", ["packet", "xdp"])
+def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
+    """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET and over AF_XDP) exactly the
+    bytes the kernel router gave them; the counters balance and every frame the kernel did not forward is a named
+    drop. After SIGTERM no XDP program is left on the interfaces."""
+    assert kernel_outputs["seg6-encap3"][1], "the kernel forwarded nothing: the harness is broken"
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, args=["--io", io],
+                   label="diff-" + io)
+    try:
+        if io == "xdp":
+            assert xdp_programs(live.rns, {"r0", "r1"}) == {"r0", "r1"}, "no XDP program while running"
+        ours = send_cases(live)
+    finally:
+        final = r.stop()
+    assert final["io"] == "af_" + io, final["io"]
+    assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached"
+    compare_with_kernel(kernel_outputs, ours)
     n = len(case_frames())
     assert final["rx"] - noise(final) == n and final["balanced"], final
     assert final["icmp_errors_sent"] == 4, final
@@ -301,19 +327,19 @@ def test_sighup_reloads_only_a_valid_file(live, workdir):
     assert "not reloaded" in r.stderr and "'bogus'" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("fanout", ["hash", "queue"])
-def test_two_workers_share_a_two_queue_veth(workdir, fanout):
+@pytest.mark.parametrize("fanout,io", [("hash", "packet"), ("queue", "packet"), ("queue", "xdp")])
+def test_two_workers_share_a_two_queue_veth(workdir, fanout, io):
     """Two workers on two-queue veths, sharing by flow hash or by receive queue (veth delivers a frame on the
-    receive queue of the transmit queue the sender's kernel chose by flow): both get frames, every frame is
-    forwarded once, and the counters balance per worker and in total."""
+    receive queue of the transmit queue the sender's kernel chose by flow; AF_XDP: one socket per queue): both get
+    frames, every frame is forwarded once, and the counters balance per worker and in total."""
     try:
-        t = LiveTopo("lq" + fanout[0], queues=2)
+        t = LiveTopo("lq" + fanout[0] + io[0], queues=2)
     except NetnsError as e:
         pytest.fail(f"cannot build the two-queue topology: {e}", pytrace=False)
     try:
         t.lwt6_mode()
-        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2", "--fanout", fanout],
-                       label="mq-" + fanout)
+        r = LiveRouter(t.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--workers", "2", "--fanout", fanout, "--io", io],
+                       label=f"mq-{fanout}-{io}")
         try:
             frames = [udp6(f"fc00::{i:x}", src=f"fd00:1::{(i * 7) % 200 + 1:x}", size=16, tag=i % 256)
                       for i in range(1, 401)]
@@ -323,7 +349,7 @@ def test_two_workers_share_a_two_queue_veth(workdir, fanout):
         assert len(got[t.d0.label]) == len(frames)
         assert final["tx"] == len(frames) and final["balanced"], final
         assert final["rx"] - noise(final) == len(frames), final
-        assert len(final["workers"]) == 2
+        assert len(final["workers"]) == 2 and final["io"] == "af_" + io
         for w in final["workers"]:
             assert w["tx"] > 0 and w["balanced"], final["workers"]
         assert sum(w["rx"] for w in final["workers"]) == final["rx"]
@@ -362,8 +388,14 @@ def test_refusals(live, workdir):
     assert r.returncode == 1 and "'9000'" in r.stderr and "mtu 1500" in r.stderr, r.stderr
     with open(conf, "w") as f:
         f.write("link add r0\n")
-    r = run_lwt6(live.rns, ["run", "-c", conf, "--io", "xdp", "--control", sock])
-    assert r.returncode == 1 and "--io xdp" in r.stderr, r.stderr
+    # AF_XDP needs a queue per worker: refused with --io xdp (nothing left attached), AF_PACKET with --io auto.
+    r = run_lwt6(live.rns, ["run", "-c", conf, "--io", "xdp", "--workers", "2", "--control", sock])
+    assert r.returncode == 1 and "--io xdp" in r.stderr and "r0 has 1 receive queue" in r.stderr, r.stderr
+    assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached after a refusal"
+    auto = LiveRouter(live.rns, "link add r0\n", workdir, args=["--workers", "2"], label="auto")
+    final = auto.stop()
+    assert final["io"] == "af_packet" and auto.stderr.count("AF_XDP not used (r0 has 1 receive queue") == 1, \
+        auto.stderr
     live.topo.sysctl(live.r, "net.ipv6.conf.all.forwarding", 1)
     live.topo.sysctl(live.r, "net.ipv6.conf.r0.disable_ipv6", 0)
     try:
@@ -408,3 +440,123 @@ def test_testbed_a_ping_through_lwt6(workdir):
     assert down.returncode == 0, down.stderr
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert prefix not in left, left
+
+
+# The router without static neighbours (the differential cases' made-up fd00:2::5 keeps its line: nobody answers
+# for it).
+NO_NEIGH_BASE = [line for line in LIVE_BASE if not line.startswith("neigh add")]
+
+
+def neigh_rows(r):
+    res = r.ctl("show", "neigh", "-j")
+    assert res.returncode == 0, res.stderr
+    return {(n["dst"], n["dev"]): (n["lladdr"], n["state"][0]) for n in json.loads(res.stdout)}
+
+
+def ping(ns, addr):
+    return subprocess.run(["ip", "netns", "exec", ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr],
+                          capture_output=True, text=True, timeout=15)
+
+
+def test_neighbours_resolved_live(live, workdir, kernel_outputs):
+    """No static neighbour on the router: it answers pings (IPv6 and IPv4, resolving the sender by NDP and ARP),
+    resolves both next hops of the differential cases by NDP and their output is byte-identical to the kernel
+    router's; `show neigh` lists the learned entries beside the static one."""
+    from ktpkt import MAC_S0 as s0mac
+    live.lwt6_mode()
+    for host, dev in ((live.s, "s0"), (live.d, "d0")):
+        live.topo.ip(host, f"neigh flush dev {dev}")
+    conf = [line for line in NO_NEIGH_BASE + CASES_CONFIG]
+    r = LiveRouter(live.rns, "\n".join(conf) + "\n", workdir, args=["--io", "xdp"], label="neigh")
+    try:
+        assert neigh_rows(r) == {("fd00:2::5", "r1"): (MAC_D0, "PERMANENT")}
+        p6 = ping(live.topo.name(live.s), "fd00:1::2")
+        assert p6.returncode == 0, p6.stdout + p6.stderr
+        p4 = ping(live.topo.name(live.s), "10.1.0.2")
+        assert p4.returncode == 0, p4.stdout + p4.stderr
+        ours = send_cases(live)
+        rows = neigh_rows(r)
+    finally:
+        final = r.stop()
+    compare_with_kernel(kernel_outputs, ours)
+    assert rows[("fd00:1::1", "r0")][0] == s0mac and rows[("10.1.0.1", "r0")][0] == s0mac, rows
+    assert rows[("fd00:2::2", "r1")] == (MAC_D0, "REACHABLE"), rows
+    assert rows[("fd00:2::5", "r1")] == (MAC_D0, "PERMANENT"), rows
+    assert final["solicitations_sent"] >= 2 and final["pending"] == 0 and final["balanced"], final
+
+
+def test_unresolvable_next_hops_keep_the_queue_bounded(live, workdir):
+    """600 frames to 600 on-link addresses nobody answers for: the router solicits each, holds at most
+    MAX_PENDING_NEIGHS (256) next hops' packets and drops the rest by name (`neigh_queue_full`); after the three
+    solicitations (3 s) the held ones are dropped as `neigh_unresolved`. The counters balance (pending included)
+    at every step."""
+    live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(NO_NEIGH_BASE) + "\n", workdir, args=["--io", "xdp"], label="flood")
+    try:
+        frames = [udp6(f"fd00:2::1:{i:x}", size=16, tag=i % 256) for i in range(600)]
+        xfer(live.s0, frames, live.d0, timeout=0.5, keep=with_marker)
+        r.wait_rx(600)
+        mid = r.stats()
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and r.stats()["pending"]:
+            time.sleep(0.2)
+    finally:
+        final = r.stop()
+    assert mid["balanced"] and 0 < mid["pending"] <= 256, mid
+    assert mid["drops"].get("neigh_queue_full", 0) == 600 - mid["pending"], mid["drops"]
+    assert final["pending"] == 0 and final["balanced"], final
+    assert final["drops"].get("neigh_unresolved") == mid["pending"], final["drops"]
+    assert final["solicitations_sent"] >= 3 * mid["pending"], final
+
+
+def test_kernel_routes_followed_live(live, workdir):
+    """`lwt6 run --kernel-routes` (AF_XDP; the kernel needs IPv6 on the interfaces to hold routes through them, and
+    sees none of the frames XDP redirects): a seg6 route present at start (the dump) is used; a plain and a seg6
+    `encap` route added with `ip route` take effect while it runs, and their removal too (`no_route`)."""
+    live.lwt6_mode()
+    rns = live.rns
+
+    def ip6(*words):
+        subprocess.run(["ip", "-n", rns, "-6", "route"] + list(words), check=True, capture_output=True)
+
+    def through(dst, tag):
+        return xfer(live.s0, [udp6(dst, size=16, tag=tag)], live.d0, expect=1, timeout=0.3,
+                    keep=with_marker)[live.d0.label]
+
+    def wait_for(dst, tag, want):
+        deadline = time.monotonic() + 3
+        while True:
+            got = through(dst, tag)
+            if bool(got) == want or time.monotonic() > deadline:
+                return got
+
+    try:
+        for i in ("r0", "r1"):
+            live.topo.sysctl(live.r, f"net.ipv6.conf.{i}.disable_ipv6", 0)
+        ip6("add", "fd00:97::/64", "encap", "seg6", "mode", "inline", "segs", "fc00::1", "dev", "r1")
+        r = LiveRouter(rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--kernel-routes"],
+                       label="kroutes")
+        try:
+            got = through("fd00:97::1", 1)
+            # inline: the SRH (43) carries the UDP datagram itself (17)
+            assert len(got) == 1 and got[0][20] == 43 and got[0][54] == 17 and \
+                socket.inet_ntop(socket.AF_INET6, got[0][38:54]) == "fc00::1", [g.hex() for g in got]
+            assert through("fd00:99::1", 2) == [] and through("fd00:98::1", 3) == []
+            ip6("add", "fd00:99::/64", "encap", "seg6", "mode", "encap", "segs", "fc00::1,fc00::2", "dev", "r1")
+            ip6("add", "fd00:98::/64", "via", "fd00:2::2", "dev", "r1", "onlink")
+            got = wait_for("fd00:99::1", 4, True)
+            # encap: an outer header to the first segment, the SRH carrying the original packet (41)
+            assert len(got) == 1 and got[0][20] == 43 and got[0][54] == 41 and \
+                socket.inet_ntop(socket.AF_INET6, got[0][38:54]) == "fc00::1", [g.hex() for g in got]
+            got = wait_for("fd00:98::1", 5, True)
+            assert len(got) == 1 and got[0][20] == 17 and got[0][21] == 63 and \
+                socket.inet_ntop(socket.AF_INET6, got[0][38:54]) == "fd00:98::1", [g.hex() for g in got]
+            ip6("del", "fd00:99::/64")
+            ip6("del", "fd00:98::/64")
+            assert wait_for("fd00:99::1", 6, False) == [] and wait_for("fd00:98::1", 7, False) == []
+        finally:
+            final = r.stop()
+        assert final["balanced"] and final["drops"].get("no_route", 0) >= 4, final
+        assert "kernel route" in r.stderr, r.stderr
+    finally:
+        live.lwt6_mode()

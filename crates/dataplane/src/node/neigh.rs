@@ -294,6 +294,11 @@ impl NeighTable {
         self.entries.get(&(dev, addr))
     }
 
+    /// Every learned neighbour, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = ((DevId, IpAddr), Entry)> + '_ {
+        self.entries.iter().map(|(k, e)| (*k, *e))
+    }
+
     /// How many neighbours are learned.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -1,0 +1,137 @@
+//! `lwt6 run --kernel-routes`: the kernel's main routing table mirrored into the running router over rtnetlink.
+//! The monitor subscribes first, then the table is dumped (so no change falls between the two); every change
+//! after that is applied as it arrives, in place through the control thread's `SnapshotWriter` (the path route
+//! additions from `lwt6 ctl` take). A receive buffer overrun (the kernel dropped notifications) re-dumps: the
+//! mirrored routes are replaced by the dump. The mirrored routes are kept apart from the configuration file's,
+//! and put back into every snapshot rebuilt from it (SIGHUP, a control line). See docs/live.md.
+
+use super::control::Control;
+use crate::cli::{Failure, fail};
+use crate::snapshot::Change;
+use crate::spec::Route;
+use ipnet::IpNet;
+use lwt6_netlink::{Error, RouteChange, RouteMonitor};
+use std::collections::BTreeMap;
+
+/// The routes mirrored from the kernel, by (prefix, metric, table).
+#[derive(Debug, Clone, Default)]
+pub struct KernelRoutes {
+    routes: BTreeMap<(IpNet, u32, u32), Route>,
+}
+
+impl KernelRoutes {
+    /// The mirrored routes.
+    pub fn routes(&self) -> impl Iterator<Item = &Route> {
+        self.routes.values()
+    }
+
+    /// How many routes are mirrored.
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// Whether no route is mirrored.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+}
+
+fn key(r: &Route) -> (IpNet, u32, u32) {
+    (r.prefix, r.metric, r.table)
+}
+
+/// Applies one kernel route change; a change lwt6 cannot take (a prefix and metric the configuration already
+/// has, say) is printed and left out.
+fn apply(control: &mut Control, ch: &RouteChange) {
+    if let RouteChange::Unreadable(why) = ch {
+        eprintln!("lwt6: kernel route not read: {why}");
+        return;
+    }
+    let replace = matches!(ch, RouteChange::Replace(_));
+    for c in ch.to_changes() {
+        match control.apply_in_place(std::slice::from_ref(&c)) {
+            Ok(()) => match &c {
+                Change::AddRoute(r) => {
+                    control.kernel_routes.routes.insert(key(r), r.clone());
+                }
+                Change::DelRoute {
+                    prefix,
+                    metric,
+                    table,
+                    ..
+                } => {
+                    control
+                        .kernel_routes
+                        .routes
+                        .remove(&(*prefix, *metric, *table));
+                }
+                _ => {}
+            },
+            // A replacement's removal of a route lwt6 did not hold: nothing to remove.
+            Err(_) if replace && matches!(c, Change::DelRoute { .. }) => {}
+            Err((_, e)) => {
+                let line = match ch {
+                    RouteChange::Add(r) | RouteChange::Replace(r) | RouteChange::Del(r) => {
+                        r.to_line()
+                    }
+                    RouteChange::Unreadable(_) => String::new(),
+                };
+                eprintln!("lwt6: kernel route not applied: {line}: {e}");
+            }
+        }
+    }
+}
+
+/// Replaces the mirrored routes by a fresh dump of the kernel's table.
+fn resync(control: &mut Control) -> Result<(), Error> {
+    let dump = lwt6_netlink::dump()?;
+    let old = std::mem::take(&mut control.kernel_routes.routes);
+    for (prefix, metric, table) in old.into_keys() {
+        let _ = control.apply_in_place(&[Change::DelRoute {
+            prefix,
+            metric,
+            table,
+            line: 0,
+        }]);
+    }
+    for ch in &dump {
+        apply(control, ch);
+    }
+    Ok(())
+}
+
+/// Subscribes to the kernel's route changes and applies its table: the monitor to follow.
+pub fn start(control: &mut Control) -> Result<RouteMonitor, Failure> {
+    let m = RouteMonitor::new().map_err(|e| fail(format!("--kernel-routes: {e}")))?;
+    resync(control).map_err(|e| fail(format!("--kernel-routes: {e}")))?;
+    eprintln!(
+        "lwt6: --kernel-routes: {} kernel route{} applied",
+        control.kernel_routes.len(),
+        if control.kernel_routes.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    Ok(m)
+}
+
+/// Applies the changes waiting on the monitor (without blocking); after an overrun, dumps again.
+pub fn follow(m: &mut RouteMonitor, control: &mut Control) {
+    match m.poll() {
+        Ok(changes) => {
+            for ch in &changes {
+                apply(control, ch);
+            }
+        }
+        Err(Error::Overrun) => {
+            eprintln!(
+                "lwt6: --kernel-routes: notifications lost (overrun): dumping the table again"
+            );
+            if let Err(e) = resync(control) {
+                eprintln!("lwt6: --kernel-routes: {e}");
+            }
+        }
+        Err(e) => eprintln!("lwt6: --kernel-routes: {e}"),
+    }
+}
