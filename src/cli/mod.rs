@@ -561,12 +561,16 @@ fn counted_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)>
     })
 }
 
-/// Every route of every table, IPv6 first in each, tables in id order (as `ip route show table all`).
+/// Every route of every table, IPv6 first in each, tables in id order, each family in the kernel's dump order
+/// ([`route_json::kernel_order`]), as `ip route show table all` lists them.
 fn all_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
-    router
-        .tables()
-        .into_iter()
-        .flat_map(|(t, f)| f.routes_v6().chain(f.routes_v4()).map(move |r| (t, r)))
+    router.tables().into_iter().flat_map(|(t, f)| {
+        let mut v6: Vec<_> = f.routes_v6().collect();
+        let mut v4: Vec<_> = f.routes_v4().collect();
+        v6.sort_by_key(|r| route_json::kernel_order(r));
+        v4.sort_by_key(|r| route_json::kernel_order(r));
+        v6.into_iter().chain(v4).map(move |r| (t, r))
+    })
 }
 
 /// One route as `ip route show table all` prints it (with `ip -s` counters for seg6local `count` routes when

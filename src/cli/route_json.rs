@@ -53,6 +53,24 @@ pub fn dst_text(r: &RouteEntry) -> String {
     }
 }
 
+/// Where the kernel lists a route in a route dump (`ip route show`), as a sort key within one table and family.
+///
+/// IPv6 (the `fib6` tree is walked children first, the `0` branch before the `1` branch): a prefix comes after
+/// every prefix inside it, and disjoint prefixes in address order — i.e. by the prefix's last address, then the
+/// longer prefix first. IPv4 (the `fib_trie` is walked in key order, longer prefixes first within a key): by the
+/// network address, then the longer prefix first. Routes for the same prefix: lower metric first.
+pub fn kernel_order(r: &RouteEntry) -> (u128, u8, u32) {
+    let p = &r.prefix;
+    let addr = match p.addr() {
+        IpAddr::V6(_) => match p.broadcast() {
+            IpAddr::V6(b) => u128::from(b),
+            IpAddr::V4(b) => u128::from(u32::from(b)),
+        },
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+    };
+    (addr, u8::MAX - p.prefix_len(), r.metric)
+}
+
 /// The preferred source iproute2 shows for an IPv4 connected route (`src A`): our address on that subnet.
 pub fn prefsrc(router: &Snapshot, r: &RouteEntry) -> Option<IpAddr> {
     if r.origin != Origin::Connected || !r.prefix.addr().is_ipv4() {

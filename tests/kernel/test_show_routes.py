@@ -5,8 +5,9 @@ JSON (`-j -s`, IPv6 and IPv4): for each kernel route, lwt6's object restricted t
 the kernel's, and its keys (but lwt6's own `"lwt6"`) are the kernel's keys in the kernel's order. Text (`-s`):
 the same lines, with lwt6's `# effective mtu` comment removed and trailing blanks ignored.
 
-Compared as sets keyed by (table, dst, dev, metric): the kernel lists routes in its FIB walk order, which is not
-checked. Kernel routes lwt6 does not model are left out by one rule (`kernel_only`): the `local` table (local,
+Routes are matched by (table, dst, dev, metric) and must come in the kernel's order (its FIB walk order: nested and
+same-prefix routes below check it; lwt6 prints IPv6 then IPv4 per table, so each family is compared alone). Kernel
+routes lwt6 does not model are left out by one rule (`kernel_only`): the `local` table (local,
 broadcast and multicast entries the kernel derives from addresses) and the `fe80::/64` prefix the kernel adds to
 every IPv6 interface. Nothing else may differ: a route either side has alone fails the test.
 """
@@ -57,6 +58,13 @@ EXTRA = [
     "-4 route add 10.9.0.0/16 via 10.2.0.2 dev r1",
     "-4 route add 10.8.0.0/16 table 100 via 10.2.0.2 dev r1 mtu 1400",
     "-4 route add 10.7.0.0/16 dev r1 metric 5",
+    # nested and same-prefix routes: the order of the kernel's dump
+    f"{P} fd00::/16 via fd00:2::2 dev r1",
+    f"{P} fd00:5::/64 via fd00:1::1 dev r0 metric 100",
+    f"{P} fc00:1::/64 via fd00:2::2 dev r1",
+    "-4 route add default via 10.2.0.2 dev r1",
+    "-4 route add 10.0.0.0/8 via 10.2.0.2 dev r1",
+    "-4 route add 10.2.0.128/25 via 10.2.0.2 dev r1",
 ]
 STATEMENTS = RTR_BASE + EXTRA
 
@@ -96,11 +104,13 @@ def lwt6_show(conf, *args):
     return r.stdout
 
 
+def is_family(r, fam):
+    """iproute2 gives every IPv6 route, and no IPv4 route, a `pref`."""
+    return ("pref" in r) == (fam == "-6")
+
+
 def lwt6_json(conf, fam):
-    routes = json.loads(lwt6_show(conf, "-j"))
-    v4 = fam == "-4"
-    return [r for r in routes if (":" not in r["dst"] and r["dst"] != "default") == v4
-            or (r["dst"] == "default" and ("." in r.get("gateway", "")) == v4)]
+    return [r for r in json.loads(lwt6_show(conf, "-j")) if is_family(r, fam)]
 
 
 def compare_json(kernel, mine):
@@ -119,6 +129,8 @@ def compare_json(kernel, mine):
         restricted = {n: mr.get(n) for n in kr}
         if restricted != kr or keys != list(kr):
             problems.append(f"{x}:\n  kernel {json.dumps(kr)}\n  lwt6   {json.dumps(mr)}")
+    if not problems and [key(r) for r in kernel] != [key(r) for r in mine]:
+        problems.append(f"order differs:\n  kernel {[key(r) for r in kernel]}\n  lwt6   {[key(r) for r in mine]}")
     return problems
 
 
@@ -165,10 +177,11 @@ def test_text_as_ip_route_show(shown, fam):
               if not kernel_text_only(ln)]
     kernel_json_v = kernel_json(ns, fam)
     assert len(kernel) == len(kernel_json_v)
+    # lwt6 prints both families, in the same order in both forms: the JSON form tells the lines apart.
     mine_all = text_lines(lwt6_show(conf))
-    # lwt6 prints both families; take this family's routes as the JSON form tells them apart.
-    dsts = {r["dst"] for r in lwt6_json(conf, fam)}
-    mine = [ln for ln in mine_all if ln.split()[0] in dsts]
-    assert sorted(mine) == sorted(kernel), "\n".join(
+    objs = json.loads(lwt6_show(conf, "-j"))
+    assert len(mine_all) == len(objs)
+    mine = [ln for ln, r in zip(mine_all, objs) if is_family(r, fam)]
+    assert mine == kernel, "\n".join(
         [f"only the kernel: {ln}" for ln in sorted(set(kernel) - set(mine))]
         + [f"only lwt6:       {ln}" for ln in sorted(set(mine) - set(kernel))])
