@@ -130,8 +130,8 @@ fn show_routes_json_reports_linux_and_lwt6_mtu() {
         .find(|r| r["dst"] == "fd00:93::/64")
         .unwrap();
     // encap.red, 3 SIDs: Linux subtracts the unreduced 40 + 56 = 96 (1404); the real overhead is 40 + 40 (1420).
-    assert_eq!(red["linux_effective_mtu"], 1404);
-    assert_eq!(red["effective_mtu"], 1420);
+    assert_eq!(red["lwt6"]["linux_effective_mtu"], 1404);
+    assert_eq!(red["lwt6"]["effective_mtu"], 1420);
 }
 
 #[test]

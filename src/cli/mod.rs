@@ -153,6 +153,7 @@ pub mod bench;
 pub mod headroom;
 pub mod install;
 pub mod ioam_export;
+pub mod route_json;
 
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
@@ -450,7 +451,10 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             }
             v["frames_out_by_dev"] = json!(per_dev);
             let counted: Vec<_> = counted_routes(&snap)
-                .map(|(t, r)| route_json(&snap, t, r, Some(&st.seg6local)))
+                .map(|(t, r)| {
+                    let text = route_json::route(&snap, t, r, Some(&st.seg6local));
+                    serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default()
+                })
                 .collect();
             v["seg6local_routes"] = json!(counted);
             v["rx_headroom"] = json!(router.worker.rx_headroom);
@@ -520,39 +524,6 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn route_json(
-    router: &Snapshot,
-    table: u32,
-    r: &RouteEntry,
-    counters: Option<&[LocalCounters]>,
-) -> serde_json::Value {
-    let (linux_mtu, mtu) = router.route_mtu(r);
-    let local = r.tunnel.and_then(|t| match &router.tunnels[t] {
-        Tunnel::Local(l) if l.spec.count => Some(t),
-        _ => None,
-    });
-    let stats = local.and_then(|t| {
-        counters.map(|c| {
-            let c = c.get(t).copied().unwrap_or_default();
-            json!({"packets": c.packets, "bytes": c.bytes, "errors": c.errors})
-        })
-    });
-    json!({
-        "table": table_name(table),
-        "stats64": stats,
-        "dst": if r.prefix.prefix_len() == 0 { "default".to_string() } else { r.prefix.to_string() },
-        "gateway": r.via.map(|v| v.to_string()),
-        "dev": r.dev.map(|d| router.links[d].name.clone()),
-        "protocol": match r.origin { Origin::Connected => "kernel", Origin::Static => "static" },
-        "metric": r.metric,
-        "mtu": r.mtu,
-        "encap": r.tunnel.map(|t| router.tunnels[t].iproute2()),
-        "effective_mtu": mtu,
-        "linux_effective_mtu": linux_mtu,
-        "line": if r.line == 0 { None } else { Some(r.line) },
-    })
-}
-
 fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Failure> {
     let router = Snapshot::build_from(load_config(config)?)
         .map_err(|e| fail(format!("{}: {e}", config.display())))?;
@@ -570,9 +541,9 @@ fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Fail
 pub fn routes_text(router: &Snapshot, as_json: bool, counters: Option<&[LocalCounters]>) -> String {
     if as_json {
         let v: Vec<_> = all_routes(router)
-            .map(|(t, r)| route_json(router, t, r, counters))
+            .map(|(t, r)| route_json::route(router, t, r, counters))
             .collect();
-        return format!("{}\n", serde_json::Value::Array(v));
+        return format!("[{}]\n", v.join(","));
     }
     let mut text = String::new();
     for (t, r) in all_routes(router) {
@@ -590,12 +561,16 @@ fn counted_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)>
     })
 }
 
-/// Every route of every table, IPv6 first in each, tables in id order (as `ip route show table all`).
+/// Every route of every table, IPv6 first in each, tables in id order, each family in the kernel's dump order
+/// ([`route_json::kernel_order`]), as `ip route show table all` lists them.
 fn all_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
-    router
-        .tables()
-        .into_iter()
-        .flat_map(|(t, f)| f.routes_v6().chain(f.routes_v4()).map(move |r| (t, r)))
+    router.tables().into_iter().flat_map(|(t, f)| {
+        let mut v6: Vec<_> = f.routes_v6().collect();
+        let mut v4: Vec<_> = f.routes_v4().collect();
+        v6.sort_by_key(|r| route_json::kernel_order(r));
+        v4.sort_by_key(|r| route_json::kernel_order(r));
+        v6.into_iter().chain(v4).map(move |r| (t, r))
+    })
 }
 
 /// One route as `ip route show table all` prints it (with `ip -s` counters for seg6local `count` routes when
@@ -607,12 +582,7 @@ fn route_line(
     counters: Option<&[LocalCounters]>,
 ) -> String {
     {
-        let dst = if r.prefix.prefix_len() == 0 {
-            "default".to_string()
-        } else {
-            r.prefix.to_string()
-        };
-        let mut line = dst;
+        let mut line = route_json::dst_text(r);
         if let Some(t) = r.tunnel {
             let text = match &router.tunnels[t] {
                 Tunnel::Local(l) => l.iproute2_stats(
@@ -635,6 +605,12 @@ fn route_line(
         }
         if r.origin == Origin::Connected {
             line += " proto kernel";
+        }
+        if let Some(sc) = route_json::scope(r) {
+            line += &format!(" scope {sc}");
+        }
+        if let Some(a) = route_json::prefsrc(router, r) {
+            line += &format!(" src {a}");
         }
         if r.prefix.addr().is_ipv6() || r.metric != 0 {
             line += &format!(" metric {}", r.metric);

@@ -119,7 +119,11 @@ impl Seg6Tunnel {
 
     /// The tunnel as `ip -6 route show` prints it (`encap seg6 mode M segs N [ A B ... ]`, then `hmac`, `tunsrc`).
     pub fn iproute2(&self) -> String {
-        let segs: Vec<String> = self.segs.iter().map(|a| a.to_string()).collect();
+        let mut segs: Vec<String> = self.segs.iter().map(|a| a.to_string()).collect();
+        // The SRH as stored: inline mode keeps a slot for the original destination (Segment List[0]).
+        if self.mode == Seg6Mode::Inline {
+            segs.push("::".into());
+        }
         let mut x = format!(
             "encap seg6 mode {} segs {} [ {} ]",
             self.mode.name(),
@@ -127,7 +131,8 @@ impl Seg6Tunnel {
             segs.join(" ")
         );
         if let Some(k) = self.hmac_key {
-            x += &format!(" hmac {k}");
+            // iproute2 prints the key id in upper-case hex (`%llX`).
+            x += &format!(" hmac {k:X}");
         }
         if let Some(src) = self.tunsrc {
             x += &format!(" tunsrc {src}");
