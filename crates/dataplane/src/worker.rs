@@ -1365,12 +1365,23 @@ impl Worker {
         let mut reply = std::mem::take(&mut self.reply);
         let events = self.event_sink();
         let r = node_arp::receive(cx.snap, cx.in_dev, buf.data(), &mut reply, events);
+        self.answer(cx, reply, r)
+    }
+
+    /// Carries out what an NDP or ARP message led to: its reply (in `reply`, the worker's reply buffer, given
+    /// back) out of the ingress interface, or the packet counted as consumed.
+    fn answer(
+        &mut self,
+        cx: &mut Cx<'_, '_>,
+        reply: Vec<u8>,
+        r: Result<crate::node::Answer, DropReason>,
+    ) -> Verdict {
         let r = match r {
-            Ok(node_arp::ArpOutcome::Reply { len }) => {
+            Ok(crate::node::Answer::Reply { len }) => {
                 cx.send(cx.in_dev, &reply[..len]);
                 Ok(())
             }
-            Ok(node_arp::ArpOutcome::Consumed) => {
+            Ok(crate::node::Answer::Consumed) => {
                 self.outcome = Outcome::Consumed;
                 Ok(())
             }
@@ -1395,19 +1406,7 @@ impl Worker {
             &mut reply,
             events,
         );
-        let r = match r {
-            Ok(node_ndp::NdOutcome::Reply { len }) => {
-                cx.send(cx.in_dev, &reply[..len]);
-                Ok(())
-            }
-            Ok(node_ndp::NdOutcome::Consumed) => {
-                self.outcome = Outcome::Consumed;
-                Ok(())
-            }
-            Err(e) => Err(e),
-        };
-        self.reply = reply;
-        r
+        self.answer(cx, reply, r)
     }
 
     /// A packet for one of our IPv6 addresses without a routing header: neighbour discovery and echo requests are

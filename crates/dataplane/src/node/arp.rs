@@ -5,6 +5,7 @@
 //! a request or reply with a usable sender becomes a [`NeighEvent`] (a reply confirms reachability). Requests for
 //! other addresses, and replies, are taken in without an answer.
 
+use super::Answer;
 use super::neigh::NeighEvent;
 use crate::fib::DevId;
 use crate::snapshot::Snapshot;
@@ -13,18 +14,6 @@ use crate::wire::arp::{self, ArpRepr};
 use crate::wire::ethernet::{self, EthernetRepr};
 use std::net::IpAddr;
 
-/// What receiving an ARP packet led to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArpOutcome {
-    /// A reply to send out of the ingress interface: the first `len` bytes of the output buffer.
-    Reply {
-        /// Frame length.
-        len: usize,
-    },
-    /// Taken in, nothing to send.
-    Consumed,
-}
-
 /// Processes the ARP payload `body` of a frame received on `in_dev`.
 pub fn receive(
     snap: &Snapshot,
@@ -32,7 +21,7 @@ pub fn receive(
     body: &[u8],
     out: &mut Vec<u8>,
     events: Option<&mut Vec<NeighEvent>>,
-) -> Result<ArpOutcome, DropReason> {
+) -> Result<Answer, DropReason> {
     let a = ArpRepr::parse(body).map_err(|_| DropReason::ArpInvalid)?;
     let s = a.sender_ip;
     // A sender that cannot be a neighbour (RFC 1122 §3.2.1.3 addresses; a multicast or broadcast MAC).
@@ -56,7 +45,7 @@ pub fn receive(
         return Err(DropReason::ArpOtherTarget);
     }
     if !for_us {
-        return Ok(ArpOutcome::Consumed);
+        return Ok(Answer::Consumed);
     }
     let mac = snap.links[in_dev].mac;
     const E: usize = ethernet::HEADER_LEN;
@@ -76,5 +65,5 @@ pub fn receive(
         target_ip: s,
     }
     .emit(&mut out[E..]);
-    Ok(ArpOutcome::Reply { len: E + arp::LEN })
+    Ok(Answer::Reply { len: E + arp::LEN })
 }

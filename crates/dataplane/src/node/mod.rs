@@ -17,3 +17,17 @@ pub mod rpl;
 pub mod saddr;
 pub mod seg6local;
 pub mod srh;
+
+/// What a neighbour-protocol message addressed to this node (an NDP solicitation or advertisement, an ARP packet) led
+/// to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A reply to send out of the ingress interface: the first `len` bytes of the output buffer, a whole Ethernet
+    /// frame.
+    Reply {
+        /// Frame length.
+        len: usize,
+    },
+    /// Taken in (what it taught is a neighbour event), nothing to send.
+    Consumed,
+}

@@ -9,6 +9,7 @@
 //! the frame's source address. Its source link-layer option, and every valid advertisement, become
 //! [`NeighEvent`]s. Anything else (checks of §7.1.1 / §7.1.2 failing) is a named drop.
 
+use super::Answer;
 use super::neigh::NeighEvent;
 use crate::fib::DevId;
 use crate::snapshot::Snapshot;
@@ -17,19 +18,6 @@ use crate::wire::ethernet::{self, EthernetRepr, Mac};
 use crate::wire::ipv6;
 use crate::wire::ndp::{self, Kind, NdRepr};
 use std::net::{IpAddr, Ipv6Addr};
-
-/// What receiving an NS or NA led to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NdOutcome {
-    /// An advertisement to send: the first `len` bytes of the output buffer, a whole Ethernet frame, out of the
-    /// ingress interface.
-    Reply {
-        /// Frame length.
-        len: usize,
-    },
-    /// Taken in (an advertisement), nothing to send.
-    Consumed,
-}
 
 /// Processes an NS or NA. `ip` is the IPv6 packet (trimmed to its payload length), `icmp_at` where the ICMPv6
 /// message starts in it, `eth_src` the frame's source address. A reply is written into `out` (grown as needed);
@@ -42,7 +30,7 @@ pub fn receive(
     icmp_at: usize,
     out: &mut Vec<u8>,
     events: Option<&mut Vec<NeighEvent>>,
-) -> Result<NdOutcome, DropReason> {
+) -> Result<Answer, DropReason> {
     let p = ipv6::Packet::new_unchecked(ip);
     let (src, dst) = (p.src_addr(), p.dst_addr());
     // §7.1.1 / §7.1.2: hop limit 255 (the message cannot have been forwarded).
@@ -59,7 +47,7 @@ pub fn receive(
             }
             if snap.is_local6(&nd.target) {
                 // Someone advertises one of our addresses: nothing to learn.
-                return Ok(NdOutcome::Consumed);
+                return Ok(Answer::Consumed);
             }
             if let Some(ev) = events {
                 ev.push(NeighEvent::Learned {
@@ -70,7 +58,7 @@ pub fn receive(
                     overrides: nd.flags & ndp::FLAG_OVERRIDE != 0,
                 });
             }
-            Ok(NdOutcome::Consumed)
+            Ok(Answer::Consumed)
         }
     }
 }
@@ -85,7 +73,7 @@ fn solicit(
     nd: &NdRepr,
     out: &mut Vec<u8>,
     events: Option<&mut Vec<NeighEvent>>,
-) -> Result<NdOutcome, DropReason> {
+) -> Result<Answer, DropReason> {
     let dad = src.is_unspecified();
     // §7.1.1: from the unspecified address, only to a solicited-node group and without a source link-layer
     // option. A multicast solicitation goes to a solicited-node group.
@@ -140,5 +128,5 @@ fn solicit(
     }
     .emit(out);
     let len = E + na.emit(&mut out[E..], nd.target, to);
-    Ok(NdOutcome::Reply { len })
+    Ok(Answer::Reply { len })
 }
