@@ -1,0 +1,201 @@
+"""The live testbeds of scripts/testbed.sh (docs/live.md) built, run and torn down: (b) an lwt6 SRv6 head-end whose
+tunnel carries an IOAM trace through the kernel's End, an IOAM transit node and End.DX6; (c) the IOAM paper's five
+nodes with lwt6 on Athos, Porthos and Aramis. The expected bytes follow from the configurations (node ids, SIDs,
+hop counts) and the RFCs, not from lwt6's output."""
+import ipaddress
+import os
+import socket
+import struct
+import subprocess
+
+import pytest
+
+from ktlive import LiveRouter
+from ktnet import in_ns, require_root
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+SCRIPT = os.path.join(ROOT, "scripts", "testbed.sh")
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    require_root()
+    return str(tmp_path_factory.mktemp("testbeds"))
+
+
+class Bed:
+    """scripts/testbed.sh BED with this process's own prefix; `down` (checked) on every exit path."""
+
+    def __init__(self, bed, workdir):
+        self.bed = bed
+        self.prefix = f"l6t-{os.getpid()}-tb{bed}-"
+        self.dir = os.path.join(workdir, f"testbed-{bed}")
+        self.env = dict(os.environ, LWT6_TESTBED_PREFIX=self.prefix, LWT6_TESTBED_DIR=self.dir)
+
+    def __enter__(self):
+        up = subprocess.run([SCRIPT, self.bed, "up"], env=self.env, capture_output=True, text=True)
+        if up.returncode != 0:
+            self.down()
+            raise AssertionError(f"testbed {self.bed} up: {up.stderr}")
+        return self
+
+    def __exit__(self, *exc):
+        down = self.down()
+        assert down.returncode == 0, down.stderr
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert self.prefix not in left, left
+
+    def down(self):
+        return subprocess.run([SCRIPT, self.bed, "down"], env=self.env, capture_output=True, text=True)
+
+    def ns(self, node):
+        return self.prefix + node
+
+    def router(self, node, args=()):
+        with open(os.path.join(self.dir, f"{node}.conf")) as f:
+            return LiveRouter(self.ns(node), f.read(), self.dir, args=args, label=f"run-{node}")
+
+    def ping(self, src, dst, count=3):
+        return subprocess.run(["ip", "netns", "exec", self.ns(src), "ping", "-c", str(count), "-i", "0.2", "-W", "2",
+                               dst], capture_output=True, text=True, timeout=20)
+
+
+def sniffer(ns, ifname):
+    """An AF_PACKET socket on ns's ifname (opened before the traffic, read after)."""
+    def open_():
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        s.bind((ifname, 0))
+        s.setblocking(False)
+        return s
+    return in_ns(ns, open_)
+
+
+def received(s):
+    """The frames s received (not those it saw leave), oldest first."""
+    out = []
+    while True:
+        try:
+            data, addr = s.recvfrom(65535)
+        except BlockingIOError:
+            break
+        if addr[2] != PACKET_OUTGOING:
+            out.append(data)
+    s.close()
+    return out
+
+
+def ip6(frame):
+    """(next header, hop limit, src, dst, payload) of an Ethernet frame carrying IPv6, else None."""
+    if len(frame) < 54 or frame[12:14] != b"\x86\xdd":
+        return None
+    nh, hlim = frame[20], frame[21]
+    return nh, hlim, str(ipaddress.IPv6Address(frame[22:38])), str(ipaddress.IPv6Address(frame[38:54])), frame[54:]
+
+
+def ioam_trace(hbh):
+    """The IOAM pre-allocated trace option in a Hop-by-Hop header (RFC 9486 §3, RFC 9197 §4.4): (namespace,
+    node length, remaining length, trace type, data)."""
+    end = (hbh[1] + 1) * 8
+    i = 2
+    while i < end:
+        t = hbh[i]
+        if t == 0:
+            i += 1
+            continue
+        ln = hbh[i + 1]
+        if t == 0x31 and hbh[i + 3] == 0:           # IOAM, option type 0: pre-allocated trace
+            o = hbh[i + 4:i + 2 + ln]
+            ns, w, ttype = struct.unpack("!HH", o[0:4]) + (int.from_bytes(o[4:7], "big"),)
+            return ns, w >> 11, w & 0x7F, ttype, o[8:]
+        i += 2 + ln
+    return None
+
+
+def node_ids(data):
+    """Trace type 0x800000 (bit 0: hop limit + 24-bit node id): the node ids slot by slot, as in the packet."""
+    return [int.from_bytes(data[k + 1:k + 4], "big") for k in range(0, len(data), 4)]
+
+
+def to_receiver(frames):
+    """The IPv6 frames for the receiver (fd00:2::2): the echo requests of the ping."""
+    return [f for f in frames if ip6(f) and ip6(f)[3] == "fd00:2::2"]
+
+
+def test_testbed_b_lwt6_headend_kernel_srv6_ioam_chain(workdir):
+    """Testbed (b): ping from the sender to the receiver; lwt6 encapsulates into seg6 (End fc00:e::100, End.DX6
+    fc00:d::600) and adds an IOAM trace to the tunnel; the kernel's End advances it, the kernel's IOAM node fills it,
+    the kernel's End.DX6 decapsulates. Checked on the wire before End.DX6 and at the receiver."""
+    with Bed("b", workdir) as tb:
+        head = tb.router("head")
+        try:
+            at_dx6 = sniffer(tb.ns("dx6"), "x0")
+            at_rcv = sniffer(tb.ns("rcv"), "d0")
+            ping = tb.ping("snd", "fd00:2::2")
+        finally:
+            final = head.stop()
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+        assert final["balanced"] and final["encapsulated"] == {"seg6": 3, "ioam6": 3}, final
+
+        tunnel = [f for f in received(at_dx6) if ip6(f) and ip6(f)[3] == "fc00:d::600"]
+        assert len(tunnel) == 3, tunnel
+        for f in tunnel:
+            nh, hlim, src, dst, pl = ip6(f)
+            assert nh == 0 and src == "fd00:12::1", (nh, src)   # Hop-by-Hop first; the tunnel source: h1's address
+            ns, nodelen, remaining, ttype, data = ioam_trace(pl)
+            # 3 slots of one word: lwt6 wrote the last (the inserting node), the kernel's IOAM node the one before,
+            # the kernel's End (IOAM not enabled there) nothing; one word remains
+            assert (ns, nodelen, remaining, ttype) == (123, 1, 1, 0x800000)
+            assert node_ids(data) == [0, 0x222222, 0x111111], data.hex()
+            srh = pl[(pl[1] + 1) * 8:]
+            assert pl[0] == 43 and srh[2] == 4 and srh[3] == 0, srh[:8].hex()   # SRH, the End done: Segments Left 0
+            segs = [str(ipaddress.IPv6Address(srh[8 + 16 * k:24 + 16 * k])) for k in range(srh[1] // 2)]
+            assert segs == ["fc00:d::600", "fc00:e::100"], segs              # RFC 8754 §2: last segment first
+            inner = srh[(srh[1] + 1) * 8:]
+            assert srh[0] == 41 and ip6(f[:14] + inner)[3] == "fd00:2::2"
+
+        got = to_receiver(received(at_rcv))
+        assert len(got) == 3, got
+        for f in got:
+            nh, hlim, src, dst, _ = ip6(f)
+            # the inner packet alone (no HbH, no SRH). seg6 encap is an input tunnel (it acts before forwarding:
+            # only the outer header's hop limit is decremented at the head-end); End.DX6 forwards the inner: 64 - 1
+            assert (nh, hlim, src, dst) == (58, 63, "fd00:1::1", "fd00:2::2")
+
+
+def test_testbed_c_ioam_paper_five_nodes(workdir):
+    """Testbed (c): Alpha pings Beta through three lwt6 routers. Athos inserts and fills the trace, Porthos fills
+    it, Aramis (over AF_PACKET here, so that a socket beside it sees what it receives) fills and removes it: Beta
+    gets the bare packet."""
+    with Bed("c", workdir) as tb:
+        routers = []
+        try:
+            for node, args in [("athos", ()), ("porthos", ()), ("aramis", ("--io", "packet"))]:
+                routers.append((node, tb.router(node, args)))
+            at_aramis = sniffer(tb.ns("aramis"), "m0")
+            at_beta = sniffer(tb.ns("beta"), "b0")
+            ping = tb.ping("alpha", "fd00:2::2")
+        finally:
+            finals = {node: r.stop() for node, r in routers}
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+        assert all(f["balanced"] for f in finals.values()), finals
+        assert finals["athos"]["encapsulated"] == {"ioam6": 3}, finals["athos"]
+        assert finals["porthos"]["ioam_transit_filled"] == 3, finals["porthos"]
+        assert finals["aramis"]["ioam_transit_filled"] == 3, finals["aramis"]
+        assert finals["aramis"]["ioam"]["removed"] == 3, finals["aramis"]
+
+        got = to_receiver(received(at_aramis))
+        assert len(got) == 3, got
+        for f in got:
+            nh, hlim, src, dst, pl = ip6(f)
+            assert (nh, hlim, dst) == (0, 62, "fd00:2::2")      # forwarded by Athos and Porthos
+            ns, nodelen, remaining, ttype, data = ioam_trace(pl)
+            assert (ns, nodelen, remaining, ttype) == (123, 1, 1, 0x800000)
+            assert node_ids(data) == [0, 0x0b0b0b, 0x0a0a0a], data.hex()   # Porthos, then Athos (newest first)
+
+        got = to_receiver(received(at_beta))
+        assert len(got) == 3, got
+        for f in got:
+            nh, hlim, src, dst, _ = ip6(f)
+            assert (nh, hlim, src, dst) == (58, 61, "fd00:1::1", "fd00:2::2")   # no Hop-by-Hop left
