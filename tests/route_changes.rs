@@ -271,21 +271,21 @@ fn the_template_block_grows() {
 }
 
 /// Route churn (issue 15's soak): tunnel routes removed and added one by one reuse the removed routes' tunnel
-/// ids and plan slots, so the tunnel table and the plans stay the size of the most routes present at once, and
+/// ids, plan slots and template space, so the tunnel table, the plans and the templates stay the size of the most routes present at once, and
 /// the router still equals a rebuild.
 #[test]
 fn churn_reuses_tunnel_ids_and_plan_slots() {
     let kinds = [
-        "encap seg6 mode encap segs fc00::a,fc00::b",
+        "encap seg6 mode encap segs fc00::a,fc00::N",
         "encap seg6 mode inline segs fc00::a",
-        "encap rpl segs fc00::a,fc00::1:b",
+        "encap rpl segs fc00::a,fc00::1:N",
         "encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28",
         "via fd00:2::3",
     ];
     let line = |i: usize| {
         format!(
             "-6 route add fd02:{i:x}::/64 {} dev r1",
-            kinds[i % kinds.len()]
+            kinds[i % kinds.len()].replace('N', &format!("{:x}", 0x100 + i))
         )
     };
     let mut lines: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
@@ -295,12 +295,20 @@ fn churn_reuses_tunnel_ids_and_plan_slots() {
         snap.apply(&Change::AddRoute(route(&line(i)))).unwrap();
     }
     let (tunnels, plans) = (snap.tunnels.len(), snap.plan_stats().0);
-    for i in WINDOW..WINDOW + 400 {
-        snap.apply(&del(&line(i - WINDOW))).unwrap();
-        snap.apply(&Change::AddRoute(route(&line(i)))).unwrap();
-    }
+    let churn = |snap: &mut Snapshot, from: usize, to: usize| {
+        for i in from..to {
+            snap.apply(&del(&line(i - WINDOW))).unwrap();
+            snap.apply(&Change::AddRoute(route(&line(i)))).unwrap();
+        }
+    };
+    // Every seg6 encap and rpl route has a template of its own (its last segment); the kind removed is not the
+    // kind added: the free space of every template length fills first.
+    churn(&mut snap, WINDOW, WINDOW + 100);
+    let bytes = snap.plan_stats().1;
+    churn(&mut snap, WINDOW + 100, WINDOW + 400);
     assert_eq!(snap.tunnels.len(), tunnels, "tunnel ids were not reused");
     assert_eq!(snap.plan_stats().0, plans, "plan slots were not reused");
+    assert_eq!(snap.plan_stats().1, bytes, "template space was not reused");
     lines.extend((400..400 + WINDOW).map(line));
     let f = frames(&lines);
     assert_eq!(run(&snap, &f), run(&build(&lines), &f));

@@ -433,6 +433,8 @@ impl Snapshot {
         }
         self.plan_keys.retain(|k, _| k.0 != Some(tid));
         if let Some(p) = r.plan {
+            let t = self.templates.unbase(self.plans[p as usize].template);
+            self.template_log.release(t);
             self.free_plans.push(p);
         }
         if let Tunnel::Local(l) = &self.tunnels[tid]
@@ -580,9 +582,15 @@ impl Snapshot {
         self.place_templates(&log, placed, &mut plans[..before]);
         if plans.len() > before {
             let mut p = plans.pop().expect("made just now");
+            if (p.template.start_offset() as usize) < placed {
+                // Space a released template left (or a template already there): the block gets its bytes.
+                log.write_back(&mut self.templates, p.template);
+            }
             p.template = self.templates.rebase(p.template);
             let slot = match r.plan {
                 Some(o) => {
+                    // The route's old plan goes, and its template with it (unless another plan shares it).
+                    log.release(self.templates.unbase(plans[o as usize].template));
                     plans[o as usize] = p;
                     o
                 }
