@@ -269,3 +269,84 @@ fn the_template_block_grows() {
     let f = frames(&lines);
     assert_eq!(run(&snap, &f), run(&build(&lines), &f));
 }
+
+/// Route churn (issue 15's soak): tunnel routes removed and added one by one reuse the removed routes' tunnel
+/// ids, plan slots and template space, so the tunnel table, the plans and the templates stay the size of the most routes present at once, and
+/// the router still equals a rebuild.
+#[test]
+fn churn_reuses_tunnel_ids_and_plan_slots() {
+    let kinds = [
+        "encap seg6 mode encap segs fc00::a,fc00::N",
+        "encap seg6 mode inline segs fc00::a",
+        "encap rpl segs fc00::a,fc00::1:N",
+        "encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28",
+        "via fd00:2::3",
+    ];
+    let line = |i: usize| {
+        format!(
+            "-6 route add fd02:{i:x}::/64 {} dev r1",
+            kinds[i % kinds.len()].replace('N', &format!("{:x}", 0x100 + i))
+        )
+    };
+    let mut lines: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
+    let mut snap = build(&lines);
+    const WINDOW: usize = 12;
+    for i in 0..WINDOW {
+        snap.apply(&Change::AddRoute(route(&line(i)))).unwrap();
+    }
+    let (tunnels, plans) = (snap.tunnels.len(), snap.plan_stats().0);
+    let churn = |snap: &mut Snapshot, from: usize, to: usize| {
+        for i in from..to {
+            snap.apply(&del(&line(i - WINDOW))).unwrap();
+            snap.apply(&Change::AddRoute(route(&line(i)))).unwrap();
+        }
+    };
+    // Every seg6 encap and rpl route has a template of its own (its last segment); the kind removed is not the
+    // kind added: the free space of every template length fills first.
+    churn(&mut snap, WINDOW, WINDOW + 100);
+    let bytes = snap.plan_stats().1;
+    churn(&mut snap, WINDOW + 100, WINDOW + 400);
+    assert_eq!(snap.tunnels.len(), tunnels, "tunnel ids were not reused");
+    assert_eq!(snap.plan_stats().0, plans, "plan slots were not reused");
+    assert_eq!(snap.plan_stats().1, bytes, "template space was not reused");
+    lines.extend((400..400 + WINDOW).map(line));
+    let f = frames(&lines);
+    assert_eq!(run(&snap, &f), run(&build(&lines), &f));
+}
+
+/// A sampled ioam6 route (freq 1/2) installed in the reused tunnel id of a removed one starts its count anew,
+/// as a new tunnel does: a worker that counted packets on the old tunnel treats the new one's first packet as
+/// a fresh worker does.
+#[test]
+fn a_reused_tunnel_id_starts_its_freq_count_anew() {
+    let sampled = |p: &str| {
+        format!(
+            "-6 route add {p}::/64 encap ioam6 mode inline freq 1/2 trace prealloc type 0x800000 ns 123 size 8 via fd00:2::2 dev r1"
+        )
+    };
+    let mut lines: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
+    let mut snap = build(&lines);
+    snap.apply(&Change::AddRoute(route(&sampled("fd03:1"))))
+        .unwrap();
+    let tunnels = snap.tunnels.len();
+    let mut w = Worker::new(&snap);
+    let one = |w: &mut Worker, snap: &Snapshot, dst: &str| {
+        let f = frame(dst.parse().unwrap(), 64);
+        let mut out = Vec::new();
+        w.process_batch(snap, [(0usize, 5u64, f.as_slice())], &mut |d, _, b| {
+            out.push((d, b.to_vec()))
+        });
+        out
+    };
+    one(&mut w, &snap, "fd03:1::1");
+    snap.apply(&del(&sampled("fd03:1"))).unwrap();
+    snap.apply(&Change::AddRoute(route(&sampled("fd03:2"))))
+        .unwrap();
+    assert_eq!(snap.tunnels.len(), tunnels);
+    lines.push(sampled("fd03:2"));
+    let fresh = build(&lines);
+    assert_eq!(
+        one(&mut w, &snap, "fd03:2::1"),
+        one(&mut Worker::new(&fresh), &fresh, "fd03:2::1")
+    );
+}

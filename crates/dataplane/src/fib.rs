@@ -108,8 +108,10 @@ pub struct Fib {
     fast6: LpmIndex,
     /// Lookup index of `v4` (addresses widened to `u128`).
     fast4: LpmIndex,
-    /// Routes in the table (`routes` also keeps removed ones, so that ids stay stable).
+    /// Routes in the table (`routes` also holds the slots of removed routes, listed in `free`).
     live: usize,
+    /// Slots of removed routes, reused by the next insertions so that route churn does not grow `routes`.
+    free: Vec<RouteId>,
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -347,8 +349,8 @@ impl Fib {
         self.fast4.refresh_plans(&self.routes);
     }
 
-    /// Every route, in the order they were inserted (removed ones included, with no prefix set pointing at
-    /// them: see [`Fib::remove`]).
+    /// Every route slot, indexed by [`RouteId`]: the routes in the table and the slots of removed ones (with no
+    /// prefix set pointing at them, until an insertion reuses them: see [`Fib::remove`]).
     pub fn routes(&self) -> &[RouteEntry] {
         &self.routes
     }
@@ -381,8 +383,9 @@ impl Fib {
         }
     }
 
-    /// Removes the route for `prefix` with `metric`; returns its id. Its slot in [`Fib::routes`] stays (ids are
-    /// stable), unreachable: no prefix set and no index entry points at it any more.
+    /// Removes the route for `prefix` with `metric`; returns its id. Its slot in [`Fib::routes`] stays,
+    /// unreachable (no prefix set and no index entry points at it any more), until the next [`Fib::insert`]
+    /// reuses it: ids of routes in the table are stable, the id of a removed route may name a new one.
     pub fn remove(&mut self, prefix: IpNet, metric: u32) -> Option<RouteId> {
         /// Takes `id`'s route out of its prefix's set: the prefix's new best route, if any remains.
         fn take<P: prefix_trie::Prefix>(
@@ -435,6 +438,7 @@ impl Fib {
                     }
                 }
                 self.live -= 1;
+                self.free.push(id);
                 Some(id)
             }
             IpNet::V4(p) => {
@@ -455,12 +459,14 @@ impl Fib {
                     }
                 }
                 self.live -= 1;
+                self.free.push(id);
                 Some(id)
             }
         }
     }
 
-    /// Adds a route; routes for the same prefix are kept sorted by metric. Returns its id.
+    /// Adds a route; routes for the same prefix are kept sorted by metric. Returns its id: the slot of a removed
+    /// route when there is one, else a new one.
     pub fn insert(&mut self, r: RouteEntry) -> RouteId {
         /// Adds `id` to its prefix's set; returns the prefix's best route and whether the prefix is new.
         fn add<P: prefix_trie::Prefix>(
@@ -485,9 +491,18 @@ impl Fib {
                 }
             }
         }
-        let id = self.routes.len() as RouteId;
         let prefix = r.prefix.trunc();
-        self.routes.push(RouteEntry { prefix, ..r });
+        let entry = RouteEntry { prefix, ..r };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.routes[id as usize] = entry;
+                id
+            }
+            None => {
+                self.routes.push(entry);
+                self.routes.len() as RouteId - 1
+            }
+        };
         self.live += 1;
         match prefix {
             IpNet::V6(p) => {
@@ -606,6 +621,33 @@ mod tests {
             line: 0,
             plan: None,
         }
+    }
+
+    /// Route churn (issue 15's soak): a window of routes removed and added one by one must reuse the removed
+    /// slots, so that the route vector stays the size of the most routes ever present at once; the routes that
+    /// stay keep their ids and lookups see the new routes.
+    #[test]
+    fn churn_reuses_removed_slots() {
+        let mut f = Fib::new();
+        let keep = f.insert(r("fc00::/16", 1024, 9));
+        for i in 0..100u32 {
+            f.insert(r(&format!("2001:db8:{i:x}::/48"), 1024, 1));
+        }
+        for i in 100..10_000u32 {
+            let old: IpNet = format!("2001:db8:{:x}::/48", i - 100).parse().unwrap();
+            assert!(f.remove(old, 1024).is_some());
+            f.insert(r(&format!("2001:db8:{i:x}::/48"), 1024, 2));
+        }
+        assert_eq!(f.len(), 101);
+        assert_eq!(f.routes().len(), 101, "removed slots were not reused");
+        assert_eq!(f.route(keep).unwrap().dev, Some(9));
+        let at = |a: &str| f.lookup_v6(a.parse().unwrap()).map(|r| (r.prefix, r.dev));
+        assert_eq!(
+            at("2001:db8:2700::1"),
+            Some(("2001:db8:2700::/48".parse().unwrap(), Some(2)))
+        );
+        assert_eq!(at("2001:db8:26ab::1"), None);
+        assert_eq!(at("fc00::1").map(|x| x.1), Some(Some(9)));
     }
 
     #[test]

@@ -224,6 +224,11 @@ impl TemplateRef {
     pub fn is_empty(self) -> bool {
         self.len == 0
     }
+
+    /// Where it starts in its block.
+    pub fn start_offset(self) -> usize {
+        self.start as usize
+    }
 }
 
 /// Every plan's template, packed into one page-aligned block. A template starts on a cache line in the second
@@ -246,6 +251,16 @@ pub struct TemplatesBuilder {
     /// Templates placed, by a hash of their bytes (the bytes themselves are compared in `bytes`, not kept twice;
     /// a template whose hash is taken by another is placed again, not shared: rare, and only space).
     seen: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
+    /// Plans using each placed template, by its start (a template is shared by identical plans).
+    users: std::collections::HashMap<u32, u32, crate::fib::FastBuild>,
+    /// Starts of released templates' space, by the space's length (the template's rounded up to a cache line),
+    /// reused by the next template of that rounded length.
+    free: std::collections::BTreeMap<usize, Vec<u32>>,
+}
+
+/// The space a template of `len` bytes takes: its length rounded up to a cache line.
+fn slot_len(len: usize) -> usize {
+    len.div_ceil(64) * 64
 }
 
 impl TemplatesBuilder {
@@ -256,8 +271,20 @@ impl TemplatesBuilder {
         if let Some(r) = self.seen.get(&hash) {
             let start = r.start as usize;
             if self.bytes[start..start + r.len as usize] == *t {
+                *self.users.entry(r.start).or_insert(0) += 1;
                 return *r;
             }
+        }
+        if let Some(start) = self.free.get_mut(&slot_len(t.len())).and_then(Vec::pop) {
+            let at = start as usize;
+            self.bytes[at..at + t.len()].copy_from_slice(t);
+            let r = TemplateRef {
+                start,
+                len: t.len() as u32,
+            };
+            self.seen.entry(hash).or_insert(r);
+            self.users.insert(start, 1);
+            return r;
         }
         const PAGE: usize = crate::buffer::PAGE;
         const LINE: usize = 64;
@@ -280,7 +307,38 @@ impl TemplatesBuilder {
             len: t.len() as u32,
         };
         self.seen.entry(hash).or_insert(r);
+        self.users.insert(r.start, 1);
         r
+    }
+
+    /// A plan no longer uses template `r` (as [`TemplatesBuilder::add`] returned it): when no plan does, its
+    /// space goes to the next template of its rounded length.
+    pub fn release(&mut self, r: TemplateRef) {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let Some(n) = self.users.get_mut(&r.start) else {
+            return;
+        };
+        *n -= 1;
+        if *n > 0 {
+            return;
+        }
+        self.users.remove(&r.start);
+        let start = r.start as usize;
+        let hash = BuildHasherDefault::<crate::fib::FastHasher>::default()
+            .hash_one(&self.bytes[start..start + r.len as usize]);
+        if self.seen.get(&hash) == Some(&r) {
+            self.seen.remove(&hash);
+        }
+        self.free
+            .entry(slot_len(r.len()))
+            .or_default()
+            .push(r.start);
+    }
+
+    /// Copies template `r` (placed before the block's copy was last brought up to date: reused space) into `t`.
+    pub fn write_back(&self, t: &mut Templates, r: TemplateRef) {
+        let (start, end) = (r.start as usize, (r.start + r.len) as usize);
+        t.bytes[t.base + start..t.base + end].copy_from_slice(&self.bytes[start..end]);
     }
 
     /// The packed block, page-aligned, with room for `spare` more bytes. The [`TemplateRef`]s handed out so far
@@ -324,6 +382,14 @@ impl Templates {
     pub fn rebase(&self, r: TemplateRef) -> TemplateRef {
         TemplateRef {
             start: r.start + self.base as u32,
+            len: r.len,
+        }
+    }
+
+    /// The builder's reference for a rebased one (the inverse of [`Templates::rebase`]).
+    pub fn unbase(&self, r: TemplateRef) -> TemplateRef {
+        TemplateRef {
+            start: r.start - self.base as u32,
             len: r.len,
         }
     }

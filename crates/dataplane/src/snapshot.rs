@@ -145,8 +145,18 @@ pub struct Snapshot {
     /// Per destination a tunnel routes towards (seg6 first SID, rpl first segment, ioam6 tundst): the tunnels,
     /// whose plans depend on the route to it.
     tunnel_dsts: BTreeMap<u128, Vec<TunnelId>>,
-    /// Installed tunnels, indexed by [`TunnelId`].
+    /// Installed tunnels, indexed by [`TunnelId`] (the slots listed in `free_tunnels` included).
     pub tunnels: Vec<Tunnel>,
+    /// Tunnel ids of removed routes, reused by the next tunnels so that route churn does not grow the per-tunnel
+    /// vectors (here and in the workers).
+    free_tunnels: Vec<TunnelId>,
+    /// Per tunnel: the value of `tunnel_births` when it was installed in its slot, so that a worker can tell a
+    /// reused slot and reset its per-tunnel state.
+    pub(crate) tunnel_born: Vec<u64>,
+    /// Tunnels installed in a reused slot so far (never decreases).
+    pub(crate) tunnel_births: u64,
+    /// Plan slots of removed tunnel routes (a tunnel's plan is its route's alone), reused by the next plans.
+    free_plans: Vec<u32>,
     pub(crate) hmac: HashMap<u32, HmacSecret>,
     pub(crate) tunsrc: Option<Ipv6Addr>,
     pub(crate) ioam: IoamNode,
@@ -311,6 +321,10 @@ impl Snapshot {
             tunnel_route: Vec::new(),
             tunnel_dsts: BTreeMap::new(),
             tunnels: Vec::new(),
+            free_tunnels: Vec::new(),
+            tunnel_born: Vec::new(),
+            tunnel_births: 0,
+            free_plans: Vec::new(),
             hmac,
             tunsrc: cfg.sr_tunsrc.filter(|a| !a.is_unspecified()),
             ioam,
@@ -342,20 +356,19 @@ impl Snapshot {
                 l.dev = Some(d);
                 l.policy = self.add_policy(&l.spec, d);
             }
-            let tid = self.tunnels.len();
             let src = t
                 .fixed_destination()
                 .and_then(|a| self.source_for(Some(d), &a));
-            self.tun_src.push((Some(d), src));
-            if main && let Some(dst) = t.routed_destination() {
+            let dst = t.routed_destination();
+            let need = (t.overhead() + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
+            self.rx_headroom = self.rx_headroom.max(need);
+            let tid = self.install_tunnel(t, (Some(d), src));
+            if main && let Some(dst) = dst {
                 self.tunnel_dsts
                     .entry(u128::from(dst))
                     .or_default()
                     .push(tid);
             }
-            let need = (t.overhead() + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
-            self.rx_headroom = self.rx_headroom.max(need);
-            self.tunnels.push(t);
             tid
         });
         let entry = RouteEntry {
@@ -372,18 +385,66 @@ impl Snapshot {
         if !main {
             // Routes of other tables have no plan and no tunnel bookkeeping: nothing is replanned through them.
             self.tables.entry(r.table).or_default().insert(entry);
-            if let Some(t) = tunnel {
-                self.tunnel_route.push(NO_ROUTE);
-                debug_assert_eq!(self.tunnel_route.len(), t + 1);
-            }
             return Ok(NO_ROUTE);
         }
         let id = self.fib.insert(entry);
         if let Some(t) = tunnel {
-            self.tunnel_route.push(id);
-            debug_assert_eq!(self.tunnel_route.len(), t + 1);
+            self.tunnel_route[t] = id;
         }
         Ok(id)
+    }
+
+    /// Puts tunnel `t` with its outer source `src` in a free slot, or a new one, carried by no route yet; returns
+    /// its id.
+    fn install_tunnel(&mut self, t: Tunnel, src: (Option<DevId>, Option<Ipv6Addr>)) -> TunnelId {
+        match self.free_tunnels.pop() {
+            Some(tid) => {
+                self.tunnel_births += 1;
+                self.tunnels[tid] = t;
+                self.tun_src[tid] = src;
+                self.tunnel_route[tid] = NO_ROUTE;
+                self.tunnel_born[tid] = self.tunnel_births;
+                tid
+            }
+            None => {
+                self.tunnels.push(t);
+                self.tun_src.push(src);
+                self.tunnel_route.push(NO_ROUTE);
+                self.tunnel_born.push(self.tunnel_births);
+                self.tunnels.len() - 1
+            }
+        }
+    }
+
+    /// Frees the tunnel of removed route `r` (and its End.B6 policy) for reuse: its destination entry, its plan
+    /// keys and its route's plan slot (the plan is the route's alone: its key names the tunnel).
+    fn release_tunnel(&mut self, r: &RouteEntry) {
+        let Some(tid) = r.tunnel else {
+            return;
+        };
+        if let Some(dst) = self.tunnels[tid].routed_destination() {
+            let key = u128::from(dst);
+            if let Some(tids) = self.tunnel_dsts.get_mut(&key) {
+                tids.retain(|t| *t != tid);
+                if tids.is_empty() {
+                    self.tunnel_dsts.remove(&key);
+                }
+            }
+        }
+        self.plan_keys.retain(|k, _| k.0 != Some(tid));
+        if let Some(p) = r.plan {
+            let t = self.templates.unbase(self.plans[p as usize].template);
+            self.template_log.release(t);
+            self.free_plans.push(p);
+        }
+        if let Tunnel::Local(l) = &self.tunnels[tid]
+            && let Some(policy) = l.policy
+        {
+            self.tunnel_route[policy] = NO_ROUTE;
+            self.free_tunnels.push(policy);
+        }
+        self.tunnel_route[tid] = NO_ROUTE;
+        self.free_tunnels.push(tid);
     }
 
     /// Installs the SRH of an End.B6 / End.B6.Encaps(.Red) route as a seg6 tunnel of its own (inline for End.B6,
@@ -405,12 +466,9 @@ impl Snapshot {
         let src = t
             .fixed_destination()
             .and_then(|a| self.source_for(Some(d), &a));
-        self.tun_src.push((Some(d), src));
         let need = (t.overhead() + 2 * ethernet::HEADER_LEN).div_ceil(64) * 64;
         self.rx_headroom = self.rx_headroom.max(need);
-        self.tunnels.push(t);
-        self.tunnel_route.push(NO_ROUTE);
-        Some(self.tunnels.len() - 1)
+        Some(self.install_tunnel(t, (Some(d), src)))
     }
 
     /// The routing table `id`: main, or one a route was added to with `table N`.
@@ -524,16 +582,28 @@ impl Snapshot {
         self.place_templates(&log, placed, &mut plans[..before]);
         if plans.len() > before {
             let mut p = plans.pop().expect("made just now");
+            if (p.template.start_offset() as usize) < placed {
+                // Space a released template left (or a template already there): the block gets its bytes.
+                log.write_back(&mut self.templates, p.template);
+            }
             p.template = self.templates.rebase(p.template);
             let slot = match r.plan {
                 Some(o) => {
+                    // The route's old plan goes, and its template with it (unless another plan shares it).
+                    log.release(self.templates.unbase(plans[o as usize].template));
                     plans[o as usize] = p;
                     o
                 }
-                None => {
-                    plans.push(p);
-                    plans.len() as u32 - 1
-                }
+                None => match self.free_plans.pop() {
+                    Some(o) => {
+                        plans[o as usize] = p;
+                        o
+                    }
+                    None => {
+                        plans.push(p);
+                        plans.len() as u32 - 1
+                    }
+                },
             };
             let key = (r.tunnel, r.dev, r.via, r.mtu, p.contains_local);
             keys.insert(key, Some(slot));
@@ -588,7 +658,7 @@ impl Snapshot {
     /// Applies one change to this snapshot in place, as building it anew from the changed configuration would
     /// (same routes, same plans, same bytes out); a change that cannot apply is refused before anything changes.
     /// Cost: the FIB entry, the plan, and the plans of the tunnels routed through the changed prefix, not the
-    /// table. (Tunnels of removed routes stay in the tunnel table, unused.)
+    /// table. The tunnel id and plan slot of a removed route are reused by the next ones.
     pub fn apply(&mut self, change: &Change) -> Result<(), ConfigError> {
         match change {
             Change::ReplaceRoute(r) => {
@@ -635,12 +705,15 @@ impl Snapshot {
                 line,
             } => {
                 if *table != MAIN_TABLE {
-                    return match self
-                        .tables
-                        .get_mut(table)
-                        .and_then(|f| f.remove(*prefix, *metric))
-                    {
-                        Some(_) => Ok(()),
+                    let gone = self.tables.get_mut(table).and_then(|f| {
+                        let id = f.remove(*prefix, *metric)?;
+                        f.route(id).cloned()
+                    });
+                    return match gone {
+                        Some(r) => {
+                            self.release_tunnel(&r);
+                            Ok(())
+                        }
                         None => Err(cfg_err(
                             *line,
                             &prefix.to_string(),
@@ -650,12 +723,15 @@ impl Snapshot {
                         )),
                     };
                 }
-                if self.fib.remove(*prefix, *metric).is_none() {
+                let Some(id) = self.fib.remove(*prefix, *metric) else {
                     return Err(cfg_err(
                         *line,
                         &prefix.to_string(),
                         format!("no such route (prefix {prefix} with metric {metric})"),
                     ));
+                };
+                if let Some(r) = self.fib.route(id).cloned() {
+                    self.release_tunnel(&r);
                 }
                 self.replan_within(*prefix);
                 Ok(())

@@ -88,6 +88,9 @@ pub struct Worker {
     icmp_big: Vec<u8>,
     /// Per tunnel: the IOAM `freq K/N` position.
     freq: Vec<u64>,
+    /// The snapshot's count of tunnels installed in reused slots when `freq` was last brought up to date: a
+    /// tunnel born after it starts its count at 0, as a new tunnel does.
+    births_seen: u64,
     /// Per tunnel: the route to its new destination (first SID, first RPL segment, ioam6 tundst) as found in the
     /// snapshot of generation `nh_gen` (Linux's per-tunnel dst_cache). Valid only for the current generation:
     /// every batch (one snapshot) and every single [`Worker::process`] call starts a new one.
@@ -243,6 +246,7 @@ impl Worker {
             icmp: vec![0; ipv6::MIN_MTU + ethernet::HEADER_LEN],
             icmp_big: Vec::new(),
             freq: vec![0; n],
+            births_seen: snap.tunnel_births,
             nh_cache: vec![(0, Ipv6Addr::UNSPECIFIED, None); n],
             nh_gen: 0,
             encap_pending: [0; 3],
@@ -311,7 +315,22 @@ impl Worker {
             self.freq.resize(n, 0);
             self.nh_cache.resize(n, (0, Ipv6Addr::UNSPECIFIED, None));
         }
+        if self.births_seen != snap.tunnel_births {
+            self.reset_reused_tunnels(snap);
+        }
         self.fast_path && self.headroom_policy.is_none() && snap.all.forwarding
+    }
+
+    /// Starts the `freq K/N` count of every tunnel installed in a reused slot since the last batch anew. (Out of
+    /// line: only after route changes.)
+    #[inline(never)]
+    fn reset_reused_tunnels(&mut self, snap: &Snapshot) {
+        for (f, born) in self.freq.iter_mut().zip(&snap.tunnel_born) {
+            if *born > self.births_seen {
+                *f = 0;
+            }
+        }
+        self.births_seen = snap.tunnel_births;
     }
 
     /// Adds the pending fast-path and per-kind tunnel counts to the counters. (Once per batch; kept out of line so
