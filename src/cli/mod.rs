@@ -349,14 +349,13 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     // capture's length. Output files are temporary until the whole capture has been read without error.
     let mut reader = pcap::CaptureReader::open(&a.input)
         .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
-    let dev_names: Vec<String> = snap.links.iter().map(|l| l.name.clone()).collect();
     let exporter = a
         .ioam_export
         .as_ref()
         .map(|t| {
             router.worker.ioam_export.capacity = ioam_export::QUEUE;
             router.worker.ioam_export.transit = a.ioam_export_transit;
-            t.start(dev_names.clone())
+            t.start(snap.links.iter().map(|l| l.name.clone()).collect())
         })
         .transpose()?;
     router.set_resolve(a.resolve);
