@@ -11,11 +11,11 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lwt6-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+#[path = "support/tmpdir.rs"]
+mod tmpdir;
+
+fn tmp(name: &str) -> tmpdir::TmpDir {
+    tmpdir::TmpDir::new("cli", name)
 }
 
 #[test]

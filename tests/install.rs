@@ -17,11 +17,11 @@ fn lwt6(args: &[&str]) -> std::process::Output {
     o
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lwt6-install-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+#[path = "support/tmpdir.rs"]
+mod tmpdir;
+
+fn tmp(name: &str) -> tmpdir::TmpDir {
+    tmpdir::TmpDir::new("install", name)
 }
 
 /// The subcommands `lwt6 --help` lists (the "Commands:" section), read from the binary rather than written here.
