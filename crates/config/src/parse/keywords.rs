@@ -160,6 +160,23 @@ pub(super) fn seg6local_actions() -> String {
     names(BEHAVIOURS.iter().map(|b| b.name))
 }
 
+/// Reads the value of a seg6local attribute keyword `kw` (given at most once): parses it with `parse`, keeps it
+/// with its token in `slot`, and records the attribute bit `bit` with the keyword in `given`.
+fn attr_value<'t, T>(
+    c: &mut Cur<'t>,
+    slot: &mut Option<(T, &'t str)>,
+    given: &mut Vec<(u16, &'t str)>,
+    kw: &'t str,
+    bit: u16,
+    parse: impl FnOnce(&Cur<'t>, &'t str) -> Result<T>,
+) -> Result<()> {
+    once(c, slot, kw)?;
+    let t = c.value(kw)?;
+    *slot = Some((parse(c, t)?, t));
+    given.push((bit, kw));
+    Ok(())
+}
+
 /// `encap seg6local` arguments (iproute2's, `bpf` aside).
 pub(super) fn seg6local<'t>() -> [Keyword<'t, Seg6LocalArgs<'t>>; 9] {
     [
@@ -184,44 +201,40 @@ pub(super) fn seg6local<'t>() -> [Keyword<'t, Seg6LocalArgs<'t>>; 9] {
         Keyword {
             names: &["nh4"],
             handle: |_, c, a, kw| {
-                once(c, &a.nh4, kw)?;
-                let t = c.value(kw)?;
-                match parse_ip(c, t)? {
-                    IpAddr::V4(v) => a.nh4 = Some((v, t)),
-                    IpAddr::V6(_) => return Err(c.err(t, "expected an IPv4 address, got IPv6")),
-                }
-                a.given.push((attr::NH4, kw));
-                Ok(())
+                attr_value(
+                    c,
+                    &mut a.nh4,
+                    &mut a.given,
+                    kw,
+                    attr::NH4,
+                    |c, t| match parse_ip(c, t)? {
+                        IpAddr::V4(v) => Ok(v),
+                        IpAddr::V6(_) => Err(c.err(t, "expected an IPv4 address, got IPv6")),
+                    },
+                )
             },
         },
         Keyword {
             names: &["nh6"],
-            handle: |_, c, a, kw| {
-                once(c, &a.nh6, kw)?;
-                let t = c.value(kw)?;
-                a.nh6 = Some((parse_v6(c, t)?, t));
-                a.given.push((attr::NH6, kw));
-                Ok(())
-            },
+            handle: |_, c, a, kw| attr_value(c, &mut a.nh6, &mut a.given, kw, attr::NH6, parse_v6),
         },
         Keyword {
             names: &["table"],
             handle: |_, c, a, kw| {
-                once(c, &a.table, kw)?;
-                let t = c.value(kw)?;
-                a.table = Some((parse_table(c, t)?, t));
-                a.given.push((attr::TABLE, kw));
-                Ok(())
+                attr_value(c, &mut a.table, &mut a.given, kw, attr::TABLE, parse_table)
             },
         },
         Keyword {
             names: &["vrftable"],
             handle: |_, c, a, kw| {
-                once(c, &a.vrftable, kw)?;
-                let t = c.value(kw)?;
-                a.vrftable = Some((parse_table(c, t)?, t));
-                a.given.push((attr::VRFTABLE, kw));
-                Ok(())
+                attr_value(
+                    c,
+                    &mut a.vrftable,
+                    &mut a.given,
+                    kw,
+                    attr::VRFTABLE,
+                    parse_table,
+                )
             },
         },
         Keyword {
