@@ -56,7 +56,8 @@ pub enum Command {
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(crate::live::RunArgs),
-    /// Send one request to a running router's control socket: a configuration line or `show routes|stats|neigh`.
+    /// Send one request to a running router's control socket: a configuration line, `show routes|stats|neigh|trace`,
+    /// or `trace add N [FILTER]|stop|clear` (packet tracing).
     Ctl(crate::live::CtlArgs),
     /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
     Gen(crate::live::generator::GenArgs),

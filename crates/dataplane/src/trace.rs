@@ -12,7 +12,7 @@
 //! [`FrameTrace`] in its context (`Cx`); frames that do not match take the fast path as usual. The fast path
 //! (`Worker::fast_forward`) has no trace code at all. On the general path each recording point is one test of the
 //! context's `Option<Box<FrameTrace>>`; what is recorded is built in a closure that runs, out of line
-//! ([`record`]), only when tracing — nothing is formatted or allocated for an untraced frame. A traced frame is
+//! (`record`), only when tracing — nothing is formatted or allocated for an untraced frame. A traced frame is
 //! processed exactly as it would be without the trace (the general path gives the fast path's bytes:
 //! `tests/fast_path.rs`); only the `fast_path` counter differs, since a traced frame does not take it
 //! (`tests/trace.rs` checks both). docs/BENCHMARKS.md has the instruction counts.
