@@ -5,7 +5,8 @@
 //! - [`wire`] (`lwt6-wire`): pure codecs (checked views over bytes plus `Repr`s), no allocation, no I/O.
 //! - `lwt6-dataplane`: [`spec`] (what a router is made of), [`snapshot`] (all of it, immutable, with the [`fib`] and
 //!   its [`plan`]s), [`worker`] (the pipeline, per thread), [`buffer`], [`copy`], [`tunnel`], [`node`],
-//!   [`router`] (one snapshot handle and one worker), [`headroom`] (how room is made for added headers), [`stats`].
+//!   [`router`] (one snapshot handle and one worker), [`headroom`] (how room is made for added headers), [`stats`],
+//!   [`trace`] (the per-packet tracer).
 //! - [`config`] (`lwt6-config`): iproute2 syntax into [`spec`] types.
 //! - [`io`] (`lwt6-io`): pcap / pcapng files, AF_PACKET ports, interface queries.
 //! - [`live`]: `lwt6 run`, the live router (workers, control socket, metrics).
@@ -14,7 +15,7 @@
 
 pub use lwt6_config as config;
 pub use lwt6_dataplane::{
-    buffer, copy, fib, headroom, node, plan, router, snapshot, spec, stats, tunnel, worker,
+    buffer, copy, fib, headroom, node, plan, router, snapshot, spec, stats, trace, tunnel, worker,
 };
 pub use lwt6_io as io;
 pub use lwt6_lab::{analysis, audit, bench, decode};

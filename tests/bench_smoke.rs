@@ -126,3 +126,11 @@ fn floor_runs() {
     assert_eq!(r.template_len, 94);
     assert!(r.lwt6.median > 0.0 && r.floor.median > 0.0 && r.floor_rx.median > 0.0);
 }
+
+#[test]
+fn trace_cost_runs() {
+    let r = bench::trace::run(Family::Seg6(Seg6ModeKey::Encap), 2, &tiny()).unwrap();
+    assert!(r.off.median > 0.0 && r.armed.median > 0.0 && r.traced.median > 0.0);
+    assert!(r.traced_packets <= lwt6::trace::MAX_FRAMES as usize);
+    assert!(r.table().contains("every frame traced"));
+}

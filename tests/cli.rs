@@ -288,3 +288,62 @@ fn cooked_and_raw_captures_read_as_received_on_in_dev() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn pcap_trace_prints_the_frames_it_traced() {
+    let d = tmp("trace");
+    let pcap = |extra: &[&str]| {
+        lwt6()
+            .args(["pcap", "-c"])
+            .arg(root().join("examples/seg6/router.conf"))
+            .args(["--in-dev", "r0"])
+            .arg(root().join("examples/seg6/input.pcap"))
+            .arg(d.join("out.pcapng"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The capture: fd00:91::1 .. fd00:95::1 (seg6 modes), 10.99.0.7 (IPv4 in seg6), fd00:92::2 with hop limit 1,
+    // 2001:db8:dead::1 (no route), a runt.
+    let o = pcap(&["--trace", "2", "--trace-filter", "dst fd00:92::/64", "-j"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["recorded"].as_u64()),
+        (Some("done"), Some(2))
+    );
+    let f = &v["frames"];
+    assert_eq!(f[0]["headers"][1]["dst"], "fd00:92::1");
+    assert_eq!(f[0]["outcome"], "sent");
+    assert_eq!(f[1]["headers"][1]["dst"], "fd00:92::2");
+    assert_eq!(
+        (f[1]["outcome"].as_str(), f[1]["drop_reason"].as_str()),
+        (Some("dropped"), Some("hop_limit_exceeded"))
+    );
+    // More frames asked for than the capture has: what there was, said to be incomplete; text for people.
+    let o = pcap(&["--trace", "100"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("trace incomplete: 9 of 100 frames recorded\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("=> dropped: no_route") && text.contains("=> dropped: ipv6_malformed"),
+        "{text}"
+    );
+    // A bad filter: nothing processed, the token named.
+    let o = pcap(&["--trace", "1", "--trace-filter", "dst fd00::/64 via r1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--trace-filter: 'via': unknown trace filter keyword"),
+        "{err}"
+    );
+    let o = pcap(&["--trace", "0"]);
+    assert_eq!(o.status.code(), Some(2), "clap refuses 0");
+}

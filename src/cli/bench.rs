@@ -30,6 +30,9 @@ pub enum BenchWhat {
     /// The IOAM paper's experiments in memory (rate with IOAM off / configured / in use, against the share of
     /// packets traced, the options and namespaces per packet; time added per node role): CSV, SVG plots, table.
     Ioam(IoamArgs),
+    /// What the per-packet tracer costs on one family: no trace, a trace armed that no frame matches, every frame
+    /// traced (interleaved runs).
+    Trace(FloorArgs),
 }
 
 /// `lwt6 bench soak`.
@@ -170,7 +173,7 @@ pub struct SweepArgs {
     pub common: Common,
 }
 
-/// `lwt6 bench floor`.
+/// `lwt6 bench floor` and `lwt6 bench trace`.
 #[derive(Debug, Args)]
 pub struct FloorArgs {
     /// Family (`seg6-encap`, `seg6-inline`, `ioam6-inline`, `rpl`, `ipv6`, ...; seg6local: `end`, `end-x`,
@@ -324,7 +327,19 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchWhat::Fib(a) => fib(a),
         BenchWhat::Soak(a) => soak(a),
         BenchWhat::Ioam(a) => ioam(a),
+        BenchWhat::Trace(a) => trace(a),
     }
+}
+
+fn trace(a: FloorArgs) -> Result<(), Failure> {
+    let opts = options(&a.common)?;
+    let fam = Family::from_name(&a.family)
+        .ok_or_else(|| super::fail(format!("lwt6 bench: unknown --family '{}'", a.family)))?;
+    let r = bench::trace::run(fam, a.size, &opts)
+        .map_err(|e| super::fail(format!("lwt6 bench: {e}")))?;
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{}", r.table());
+    Ok(())
 }
 
 fn ioam(a: IoamArgs) -> Result<(), Failure> {

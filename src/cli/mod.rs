@@ -56,7 +56,8 @@ pub enum Command {
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(crate::live::RunArgs),
-    /// Send one request to a running router's control socket: a configuration line or `show routes|stats|neigh`.
+    /// Send one request to a running router's control socket: a configuration line, `show routes|stats|neigh|trace`,
+    /// or `trace add N [FILTER]|stop|clear` (packet tracing).
     Ctl(crate::live::CtlArgs),
     /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
     Gen(crate::live::generator::GenArgs),
@@ -103,6 +104,14 @@ pub struct PcapArgs {
     /// packet is dropped as unresolved, with its ICMP error.
     #[arg(long)]
     pub resolve: bool,
+    /// Trace the first N frames (that match --trace-filter): every stage each passed and what it decided, printed
+    /// after the run (with -j: as JSON, docs/live.md *Packet tracing*). Traced frames are processed exactly as
+    /// the others.
+    #[arg(long, value_name = "N", value_parser = crate::cli::within::<u64>(1, crate::trace::MAX_FRAMES))]
+    pub trace: Option<u64>,
+    /// Which frames --trace records: `[dev IF] [src PREFIX] [dst PREFIX] [proto NAME|N]` (all must match).
+    #[arg(long = "trace-filter", value_name = "FILTER", requires = "trace")]
+    pub trace_filter: Option<String>,
 }
 
 /// `lwt6 show`.
@@ -154,6 +163,7 @@ pub mod headroom;
 pub mod install;
 pub mod ioam_export;
 pub mod route_json;
+pub mod trace;
 
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
@@ -359,6 +369,29 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         })
         .transpose()?;
     router.set_resolve(a.resolve);
+    let trace_summary = match a.trace {
+        Some(n) => {
+            let text = a.trace_filter.as_deref().unwrap_or("");
+            let filter = config::trace_filter(text, |d| snap.dev_id(d)).map_err(|e| {
+                fail(format!(
+                    "--trace-filter: '{}': {}",
+                    crate::spec::shown_token(&e.token),
+                    e.reason
+                ))
+            })?;
+            let budget = std::sync::Arc::new(crate::trace::Budget::new(n));
+            let summary = trace::Summary {
+                status: "done",
+                requested: n,
+                filter: filter.text.clone(),
+            };
+            router
+                .worker
+                .set_tracer(Some(crate::trace::Tracer::new(filter, budget, 0)));
+            Some(summary)
+        }
+        None => None,
+    };
     let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
     let ng = match &a.output {
         Some(out) => {
@@ -440,10 +473,27 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     for w in std::mem::take(&mut sink.per_dev).into_iter().flatten() {
         w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
     }
+    let traced = router.worker.take_traces();
+    let trace_doc = trace_summary.map(|mut s| {
+        if (traced.len() as u64) < s.requested {
+            s.status = "incomplete";
+        }
+        (s, traced)
+    });
+    if let Some((s, frames)) = &trace_doc {
+        if !a.json {
+            out!("{}", trace::text(s, frames));
+        } else if !a.stats {
+            out!("{}", trace::json(s, frames));
+        }
+    }
     let st = &router.worker.stats;
     if a.stats {
         if a.json {
             let mut v = st.to_json();
+            if let Some((s, frames)) = &trace_doc {
+                v["trace"] = trace::json(s, frames);
+            }
             let mut per_dev = serde_json::Map::new();
             for (i, n) in names.iter().enumerate() {
                 per_dev.insert(n.to_string(), json!(sent_by_dev[i]));

@@ -42,6 +42,8 @@ pub struct Control {
     pub outbox: Arc<Outbox>,
     /// Routes mirrored from the kernel (`--kernel-routes`, [`super::kroutes`]), kept across rebuilds.
     pub kernel_routes: super::kroutes::KernelRoutes,
+    /// The packet trace the workers follow (`trace add|stop|clear`, `show trace`).
+    pub trace: Arc<super::trace::TraceBoard>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -139,6 +141,7 @@ impl Control {
         match toks.first().copied() {
             None => (false, "empty request".into()),
             Some("show") => self.show(&toks[1..]),
+            Some("trace") => self.trace(&toks[1..]),
             Some("link") => (
                 false,
                 "'link': interfaces are attached when the router starts; restart it to change them"
@@ -164,11 +167,22 @@ impl Control {
             [] => {
                 return (
                     false,
-                    "show what? (expected one of: routes, stats, neigh)".into(),
+                    "show what? (expected one of: routes, stats, neigh, trace)".into(),
                 );
             }
         };
         match what {
+            "trace" => {
+                let (sum, frames) = self.trace.snapshot();
+                if json {
+                    (
+                        true,
+                        format!("{}\n", crate::cli::trace::json(&sum, &frames)),
+                    )
+                } else {
+                    (true, crate::cli::trace::text(&sum, &frames))
+                }
+            }
             "routes" => {
                 // With the workers' `count` counters of seg6local routes, as `ip -s route` shows them.
                 let (total, _) = gather(&self.reports);
@@ -247,10 +261,58 @@ impl Control {
             w => (
                 false,
                 format!(
-                    "'{}': expected one of: routes, stats, neigh",
+                    "'{}': expected one of: routes, stats, neigh, trace",
                     shown_token(w)
                 ),
             ),
+        }
+    }
+
+    /// `trace add N [FILTER]`, `trace stop`, `trace clear`.
+    fn trace(&mut self, args: &[&str]) -> (bool, String) {
+        const WHAT: &str = "expected one of: add N [FILTER], stop, clear";
+        match args {
+            ["add", n, filter @ ..] => {
+                let n = match n.parse::<u64>() {
+                    Ok(n) if (1..=crate::trace::MAX_FRAMES).contains(&n) => n,
+                    _ => {
+                        return (
+                            false,
+                            format!(
+                                "'{}': the number of frames to trace (1..={})",
+                                shown_token(n),
+                                crate::trace::MAX_FRAMES
+                            ),
+                        );
+                    }
+                };
+                let snap = self.handle.load();
+                match crate::config::trace_filter(&filter.join(" "), |d| snap.dev_id(d)) {
+                    Ok(f) => {
+                        self.trace.arm(f, n);
+                        (true, String::new())
+                    }
+                    Err(e) => (false, format!("'{}': {}", shown_token(&e.token), e.reason)),
+                }
+            }
+            ["add"] => (
+                false,
+                "'add': missing value (the number of frames to trace)".into(),
+            ),
+            ["stop"] => {
+                self.trace.stop();
+                (true, String::new())
+            }
+            ["clear"] => {
+                self.trace.clear();
+                (true, String::new())
+            }
+            [w @ ("stop" | "clear"), x, ..] => (
+                false,
+                format!("'{}': nothing expected after trace {w}", shown_token(x)),
+            ),
+            [w, ..] => (false, format!("'{}': {WHAT}", shown_token(w))),
+            [] => (false, format!("trace what? ({WHAT})")),
         }
     }
 
@@ -481,6 +543,7 @@ mod tests {
             neigh: NeighTable::default(),
             outbox: Arc::default(),
             kernel_routes: Default::default(),
+            trace: Arc::default(),
         }
     }
 
@@ -551,5 +614,55 @@ mod tests {
                 "{line} changed something"
             );
         }
+    }
+
+    #[test]
+    fn trace_requests() {
+        let mut c = control();
+        let (ok, shown) = c.handle_line("show trace");
+        assert!(
+            ok && shown.starts_with("trace off: 0 of 0 frames"),
+            "{shown}"
+        );
+        for (line, token) in [
+            ("trace add 0", "0"),
+            ("trace add many", "many"),
+            ("trace add 10001", "10001"),
+            ("trace add 3 dst banana", "banana"),
+            ("trace add 3 dev nosuch0", "nosuch0"),
+            ("trace add 3 port 53", "port"),
+            ("trace add", "add"),
+            ("trace start", "start"),
+            ("trace stop now", "now"),
+        ] {
+            let (ok, msg) = c.handle_line(line);
+            assert!(!ok && msg.contains(&format!("'{token}'")), "{line}: {msg}");
+        }
+        assert_eq!(
+            c.trace.snapshot().0.status,
+            "off",
+            "a bad line arms nothing"
+        );
+        assert!(
+            c.handle_line("trace add 2 dev r1 dst fd00:99::/64 proto udp")
+                .0
+        );
+        let (ok, shown) = c.handle_line("show trace -j");
+        let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert!(ok);
+        assert_eq!(v["status"], "armed");
+        assert_eq!(
+            (v["requested"].as_u64(), v["recorded"].as_u64()),
+            (Some(2), Some(0))
+        );
+        assert_eq!(v["filter"], "dev r1 dst fd00:99::/64 proto udp");
+        assert!(c.handle_line("trace stop").0);
+        assert!(
+            c.handle_line("show trace")
+                .1
+                .starts_with("trace stopped: 0 of 2")
+        );
+        assert!(c.handle_line("trace clear").0);
+        assert!(c.handle_line("show trace").1.starts_with("trace off"));
     }
 }

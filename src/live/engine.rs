@@ -145,6 +145,10 @@ pub struct WorkerCtx<P> {
     /// Called for each port once it is drained at stop: how many frames it still holds that the kernel never
     /// took (AF_PACKET: after waiting a while for it to take them).
     pub close: fn(&mut P) -> u64,
+    /// This worker's number (0, 1, ...).
+    pub index: usize,
+    /// The packet trace the control thread arms (`lwt6 ctl trace add`), looked at once per round.
+    pub trace: Arc<super::trace::TraceBoard>,
 }
 
 impl<P> std::fmt::Debug for WorkerCtx<P> {
@@ -176,9 +180,13 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     let fds: Vec<RawFd> = ctx.ports.iter().map(|p| p.raw_fd()).collect();
     let mut last_publish = Instant::now();
     let mut draining = None;
+    let mut trace_seen = 0;
     loop {
         if draining.is_none() && ctx.stop.load(Ordering::Relaxed) {
             draining = Some(0usize);
+        }
+        if let Some(t) = ctx.trace.changed(&mut trace_seen, ctx.index) {
+            worker.set_tracer(t);
         }
         let snap = ctx.handle.load();
         // A route added at run time may need more room in front of received frames than the start did.
@@ -209,6 +217,10 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         // Timers of the next hops being resolved, and the packets a newer snapshot's neighbours release.
         worker.service(&snap, ts, &mut |odev, _ts, frame| stages[odev].push(frame));
         drop(snap);
+        let traced = worker.take_traces();
+        if !traced.is_empty() {
+            ctx.trace.deposit(trace_seen, traced);
+        }
         let events = worker.take_neigh_events();
         if !events.is_empty() {
             let _ = ctx.neigh_tx.send(events);

@@ -9,6 +9,7 @@ pub mod generator;
 pub mod kroutes;
 pub mod links;
 pub mod metrics;
+pub mod trace;
 
 use crate::cli::{Failure, fail, load_config};
 use crate::io::afpacket::{AfPacket, AfPacketOptions, Fanout};
@@ -87,8 +88,9 @@ pub struct CtlArgs {
     /// The router's control socket.
     #[arg(long = "control", default_value = DEFAULT_CONTROL)]
     pub control: PathBuf,
-    /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`) or
-    /// `show routes|stats|neigh [-j]`; the words are joined by spaces.
+    /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
+    /// `show routes|stats|neigh|trace [-j]`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`,
+    /// `trace stop`, `trace clear` (docs/live.md, *Packet tracing*); the words are joined by spaces.
     #[arg(required = true, num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }
@@ -292,6 +294,7 @@ fn serve(
     }
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
+    let trace = Arc::new(trace::TraceBoard::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
@@ -313,6 +316,8 @@ fn serve(
                     neigh_tx: neigh_tx.clone(),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
+                    index: i,
+                    trace: Arc::clone(&trace),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -329,6 +334,8 @@ fn serve(
                     neigh_tx: neigh_tx.clone(),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     close: close_xsk,
+                    index: i,
+                    trace: Arc::clone(&trace),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -350,6 +357,7 @@ fn serve(
         neigh: Default::default(),
         outbox,
         kernel_routes: Default::default(),
+        trace,
     };
     let mut monitor = if a.kernel_routes {
         Some(kroutes::start(&mut control)?)

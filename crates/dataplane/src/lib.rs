@@ -11,7 +11,8 @@
 //! - [`worker`]: one thread's pipeline, buffers, caches and counters, borrowing a snapshot per batch;
 //!   [`headroom`]: how it makes room for added headers (its own plan, or a policy plugged in from outside, such as
 //!   the lab's models of the Linux kernel); [`router`]: one snapshot handle and one worker, for offline use.
-//! - [`stats`]: counters, every drop named.
+//! - [`stats`]: counters, every drop named; [`trace`]: the per-packet tracer (every stage a chosen frame passed, and
+//!   what it decided), which costs nothing while it is off.
 //!
 //! This crate knows neither the configuration syntax nor the lab: dependencies point from them to it.
 #![deny(unsafe_code)]
@@ -30,5 +31,6 @@ pub mod router;
 pub mod snapshot;
 pub mod spec;
 pub mod stats;
+pub mod trace;
 pub mod tunnel;
 pub mod worker;

@@ -25,8 +25,9 @@ use crate::node::{arp as node_arp, echo as node_echo, ndp as node_ndp};
 use crate::node::{options as node_options, rpl as node_rpl, srh as node_srh};
 use crate::plan::{FRONT, IoamField, PlanKind, Received, patch_inserting_header};
 use crate::snapshot::Snapshot;
-use crate::spec::{DevSysctls, IoamForeign, IoamMode, Seg6Mode};
+use crate::spec::{DevSysctls, IoamForeign, IoamMode, MAIN_TABLE, Seg6Mode};
 use crate::stats::{DropReason, IOAM6, RPL, SEG6, Stats};
+use crate::trace::{self, FrameTrace, Step, Tracer};
 use crate::tunnel::seg6::Outer;
 use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
@@ -106,6 +107,25 @@ pub struct Worker {
     unreachable_sent: bool,
     /// The last receive time converted for IOAM timestamps, and its seconds and microseconds.
     ts_cache: (u64, u32, u32),
+    /// The trace this worker records for (None: not tracing, the normal case; see [`crate::trace`]).
+    tracer: Option<Box<Tracer>>,
+    /// Whether the batch in progress may use the fast path for the frames the trace does not take.
+    trace_fast: bool,
+    /// The frames traced since the last [`Worker::take_traces`].
+    traces: Vec<FrameTrace>,
+}
+
+/// Records, when the frame is traced, what `|t| BODY` adds to its trace (`t`: the [`FrameTrace`]). The closure is
+/// built, and the `NAME = EXPR` bindings before it evaluated, only then, and it runs out of line
+/// ([`trace::record`]); it captures by value, so no local of the packet path has its address taken. An untraced
+/// frame pays one test of `cx.trace`.
+macro_rules! note {
+    ($cx:expr, $($v:ident = $e:expr,)* |$t:ident| $body:expr) => {
+        if let Some(tr) = $cx.trace.as_deref_mut() {
+            $(let $v = $e;)*
+            $crate::trace::record(tr, move |$t: &mut $crate::trace::FrameTrace| $body)
+        }
+    };
 }
 
 pub(crate) mod seg6local;
@@ -119,12 +139,30 @@ pub(crate) struct Cx<'s, 'o> {
     out: &'o mut dyn FnMut(DevId, u64, &[u8]),
     /// The frame was sent to an Ethernet broadcast or multicast address: never forwarded.
     group: bool,
+    /// The frame's trace, when it is traced (None, the normal case, costs one test per recording point).
+    trace: Option<Box<FrameTrace>>,
 }
 
 impl Cx<'_, '_> {
     /// Sends a frame out of `dev`, stamped with the packet's receive time.
     fn send(&mut self, dev: DevId, frame: &[u8]) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            let name = trace::dev_name(self.snap, dev);
+            trace::record(t, |t| {
+                t.push(Step::Sent {
+                    dev: name,
+                    len: frame.len(),
+                    frame: frame.to_vec(),
+                })
+            });
+        }
         (self.out)(dev, self.ts, frame)
+    }
+
+    /// Whether the frame is traced.
+    #[inline(always)]
+    fn traced(&self) -> bool {
+        self.trace.is_some()
     }
 }
 
@@ -253,7 +291,27 @@ impl Worker {
             fast_sent: 0,
             unreachable_sent: false,
             ts_cache: (0, 0, 0),
+            tracer: None,
+            trace_fast: false,
+            traces: Vec::new(),
         }
+    }
+
+    /// Starts tracing the frames `tracer` admits (its filter, its shared budget), or stops with `None`. The frames
+    /// traced so far stay until [`Worker::take_traces`]. The worker drops the tracer by itself once the budget is
+    /// spent.
+    pub fn set_tracer(&mut self, tracer: Option<Tracer>) {
+        self.tracer = tracer.map(Box::new);
+    }
+
+    /// Whether a trace is armed on this worker.
+    pub fn tracing(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// The frames traced since the last call, in the order they were processed.
+    pub fn take_traces(&mut self) -> Vec<FrameTrace> {
+        std::mem::take(&mut self.traces)
     }
 
     /// Replaces the buffer received frames are loaded into (returns the old one). The worker's own is page-aligned;
@@ -318,7 +376,28 @@ impl Worker {
         if self.births_seen != snap.tunnel_births {
             self.reset_reused_tunnels(snap);
         }
-        self.fast_path && self.headroom_policy.is_none() && snap.all.forwarding
+        let fast = self.fast_path && self.headroom_policy.is_none() && snap.all.forwarding;
+        if self.tracer.is_some() {
+            return self.begin_traced(fast);
+        }
+        fast
+    }
+
+    /// A batch while a trace is armed: every frame goes to [`Self::process_traced`] (the fast path, when `fast`,
+    /// still takes the frames the trace does not); a spent budget ends the trace. (Out of line: only when tracing.)
+    #[cold]
+    #[inline(never)]
+    fn begin_traced(&mut self, fast: bool) -> bool {
+        if self
+            .tracer
+            .as_ref()
+            .is_some_and(|t| t.budget.remaining() == 0)
+        {
+            self.tracer = None;
+            return fast;
+        }
+        self.trace_fast = fast;
+        false
     }
 
     /// Starts the `freq K/N` count of every tunnel installed in a reused slot since the last batch anew. (Out of
@@ -393,6 +472,7 @@ impl Worker {
             ts,
             out,
             group: false,
+            trace: None,
         };
         self.process_slow(&mut cx, frame, hint);
     }
@@ -401,8 +481,53 @@ impl Worker {
     /// its helpers to be inlined.)
     #[inline(never)]
     fn process_slow(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
+        if self.tracer.is_some() {
+            return self.process_traced(cx, frame, hint);
+        }
         self.stats.rx += 1;
         self.general(cx, frame, hint);
+    }
+
+    /// A frame of a batch while a trace is armed: traced through the general path when the tracer admits it (its
+    /// filter matches and the budget has a frame left), otherwise processed as without the trace (the fast path
+    /// first when the batch may use it).
+    #[cold]
+    #[inline(never)]
+    fn process_traced(&mut self, cx: &mut Cx<'_, '_>, frame: &[u8], hint: Option<RouteHint<'_>>) {
+        let admitted = self.tracer.as_ref().and_then(|t| {
+            t.admit(cx.in_dev, frame)
+                .map(|seq| FrameTrace::start(cx.snap, seq, t.worker, cx.in_dev, cx.ts, frame))
+        });
+        // The frame goes through `process_slow` again, without the tracer (so that the general path is inlined
+        // there only, as without tracing).
+        let tracer = self.tracer.take();
+        match admitted {
+            None => {
+                let mut hint = hint;
+                let fast = self.trace_fast
+                    && match self.fast_forward(cx.snap, cx.in_dev, cx.ts, frame, cx.out) {
+                        Ok(()) => true,
+                        Err(h) => {
+                            hint = h;
+                            false
+                        }
+                    };
+                if !fast {
+                    self.process_slow(cx, frame, hint);
+                }
+            }
+            Some(t) => {
+                let before = self.stats.clone();
+                cx.trace = Some(Box::new(t));
+                // No route hint: the input stage looks the destination up itself, and records what it found.
+                self.process_slow(cx, frame, None);
+                if let Some(mut t) = cx.trace.take() {
+                    t.finish(&before, &self.stats);
+                    self.traces.push(*t);
+                }
+            }
+        }
+        self.tracer = tracer;
     }
 
     /// The general path's work on a frame already counted as received (a new one, or one leaving a pending
@@ -487,6 +612,7 @@ impl Worker {
                 ts: now,
                 out,
                 group: false,
+                trace: None,
             };
             if snap.neighbour(key.0, key.1).is_some() {
                 for q in self.pending.take(&key) {
@@ -870,6 +996,18 @@ impl Worker {
         let total = ipv6::HEADER_LEN + p.payload_len() as usize;
         let (src, dst, hlim) = (p.src_addr(), p.dst_addr(), p.hop_limit());
         buf.truncate(total);
+        note!(cx, b = &*buf, |t| {
+            let b = b.data();
+            t.push(Step::Ipv6 {
+                pass,
+                src,
+                dst,
+                hop_limit: hlim,
+                next_header: b[6],
+                payload_len: (total - ipv6::HEADER_LEN) as u16,
+                local: snap.local6.contains(&dst),
+            })
+        });
         // RFC 4291 §2.5.2, §2.5.3: the unspecified address is never a source, the loopback address never leaves a
         // node. Linux drops these on receipt, without an ICMPv6 error (other ::/8 addresses it forwards; so does
         // lwt6). Compared with the kernel in tests/kernel/test_forbidden.py.
@@ -904,6 +1042,17 @@ impl Worker {
             Some((d, r)) if d == dst => r,
             _ => snap.fib().lookup_v6(dst),
         };
+        note!(cx, |t| {
+            if !local {
+                t.push(Step::route(
+                    snap,
+                    "destination",
+                    MAIN_TABLE,
+                    dst.into(),
+                    route,
+                ))
+            }
+        });
         // Like Linux, a transit router looks at the Hop-by-Hop header only; the rest of the chain is walked
         // (and must be well formed) only for packets addressed to us.
         let domains = !snap.ioam.domains.is_empty();
@@ -981,8 +1130,19 @@ impl Worker {
         };
         let enabled = ingress.sysctl.ioam6_enabled;
         self.check_options(cx, buf, h)?;
+        let before = cx
+            .traced()
+            .then(|| buf.data()[h.offset..h.offset + h.len].to_vec());
         let hbh = &mut buf.data_mut()[h.offset..h.offset + h.len];
         let filled = snap.ioam.transit(hbh, h.offset, enabled, &ctx)?;
+        note!(cx, b = &*buf, |t| {
+            let after = &b.data()[h.offset..h.offset + h.len];
+            t.push(Step::HopByHop {
+                len: h.len,
+                ioam_enabled: enabled,
+                ioam: trace::ioam_fills(before.as_deref(), after),
+            })
+        });
         self.stats.ioam_transit_filled += filled as u64;
         if enabled && self.ioam_export.enabled() {
             self.direct_export(cx, buf, h, route.and_then(|r| r.dev), &ctx);
@@ -1083,7 +1243,7 @@ impl Worker {
     /// now is, or None when it went entirely (the packet is then processed again from its IPv6 header).
     fn ioam_ingress(
         &mut self,
-        cx: &Cx<'_, '_>,
+        cx: &mut Cx<'_, '_>,
         buf: &mut PacketBuf,
         h: exthdr::ExtHeader,
     ) -> Result<Option<exthdr::ExtHeader>, DropReason> {
@@ -1103,8 +1263,16 @@ impl Worker {
         if n == 0 {
             return Ok(Some(h));
         }
+        let len = buf.len();
         ioam_domain::strip_options(buf, h.len, foreign)?;
         self.stats.ioam.foreign_stripped += n;
+        note!(cx, b = &*buf, |t| {
+            t.push(Step::IoamDomain {
+                action: "foreign_stripped",
+                options: n as usize,
+                removed: len - b.len(),
+            })
+        });
         if buf.data()[6] != proto::HOPOPTS {
             return Ok(None);
         }
@@ -1120,7 +1288,7 @@ impl Worker {
     /// trace of a domain is exported. Returns whether it was decapsulated.
     fn ioam_decap(
         &mut self,
-        cx: &Cx<'_, '_>,
+        cx: &mut Cx<'_, '_>,
         buf: &mut PacketBuf,
         hbh_len: usize,
     ) -> Result<bool, DropReason> {
@@ -1131,6 +1299,11 @@ impl Worker {
         if ioam_domain::options_where(hbh, in_domain).next().is_none() {
             return Ok(false);
         }
+        let traced = if cx.traced() {
+            ioam_domain::options_where(hbh, in_domain).count()
+        } else {
+            0
+        };
         if self.ioam_export.enabled() {
             let flow = FlowIds::of(&buf.data()[at + hbh_len..]);
             let opts: Vec<Vec<u8>> = ioam_domain::options_where(hbh, in_domain)
@@ -1143,6 +1316,13 @@ impl Worker {
         buf.pull_front(at + hbh_len)
             .map_err(|_| DropReason::ExtHeaderMalformed)?;
         self.stats.ioam.decapsulated += 1;
+        note!(cx, |t| {
+            t.push(Step::IoamDomain {
+                action: "decapsulated",
+                options: traced,
+                removed: at + hbh_len,
+            })
+        });
         Ok(true)
     }
 
@@ -1150,7 +1330,7 @@ impl Worker {
     /// is removed (the whole Hop-by-Hop header when nothing else is in it) and exported.
     fn ioam_egress(
         &mut self,
-        cx: &Cx<'_, '_>,
+        cx: &mut Cx<'_, '_>,
         buf: &mut PacketBuf,
         hbh_len: usize,
         dev: DevId,
@@ -1165,8 +1345,16 @@ impl Worker {
         if opts.is_empty() {
             return Ok(());
         }
+        let len = buf.len();
         ioam_domain::strip_options(buf, hbh_len, leaving)?;
         self.stats.ioam.removed += opts.len() as u64;
+        note!(cx, b = &*buf, n_opts = opts.len(), |t| {
+            t.push(Step::IoamDomain {
+                action: "removed",
+                options: n_opts,
+                removed: len - b.len(),
+            })
+        });
         let flow = FlowIds::of(buf.data());
         for o in &opts {
             self.export(cx, ExportEvent::Egress, Some(dev), flow, o);
@@ -1255,7 +1443,17 @@ impl Worker {
                     return Err(DropReason::RplDisabled);
                 }
                 let local6 = &snap.local6;
-                match node_rpl::process(buf, rh.offset, &|a| local6.contains(a))? {
+                let action = node_rpl::process(buf, rh.offset, &|a| local6.contains(a))?;
+                note!(cx, b = &*buf, |t| {
+                    let what = match action {
+                        RplAction::Deliver => "deliver",
+                        RplAction::Decap { .. } => "decap",
+                        RplAction::ParamProblem { .. } => "param_problem",
+                        RplAction::Forward => "forward",
+                    };
+                    t.push(routing_step("rpl", what, b.data(), rh.offset, rh.len))
+                });
+                match action {
                     RplAction::Deliver => Err(DropReason::LocalDelivery),
                     RplAction::Decap { inner_offset } => {
                         buf.pull_front(inner_offset)
@@ -1278,7 +1476,17 @@ impl Worker {
                     return Err(DropReason::Seg6Disabled);
                 }
                 node_srh::check_hmac(buf.data(), rh.offset, dev.seg6_require_hmac, &snap.hmac)?;
-                match node_srh::process(buf, rh.offset)? {
+                let action = node_srh::process(buf, rh.offset)?;
+                note!(cx, b = &*buf, |t| {
+                    let what = match action {
+                        SrhAction::Deliver => "deliver",
+                        SrhAction::Decap { .. } => "decap",
+                        SrhAction::ParamProblem { .. } => "param_problem",
+                        SrhAction::Forward => "forward",
+                    };
+                    t.push(routing_step("srh", what, b.data(), rh.offset, rh.len))
+                });
+                match action {
                     SrhAction::Deliver => Err(DropReason::LocalDelivery),
                     SrhAction::Decap {
                         inner_offset,
@@ -1338,7 +1546,15 @@ impl Worker {
         if is_link_local(&dst) {
             return Err(DropReason::ScopeViolation);
         }
-        let Some(route) = snap.fib().lookup_v6(dst) else {
+        let route = snap.fib().lookup_v6(dst);
+        note!(cx, |t| t.push(Step::route(
+            snap,
+            "next segment",
+            MAIN_TABLE,
+            dst.into(),
+            route
+        )));
+        let Some(route) = route else {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
@@ -1358,6 +1574,16 @@ impl Worker {
         }
         let (dst, total) = (p.dst_addr(), p.total_len() as usize);
         let is_icmp = p.protocol() == icmpv4::PROTO_ICMP;
+        note!(cx, |t| {
+            t.push(Step::Ipv4 {
+                src: p.src_addr(),
+                dst,
+                ttl: p.ttl(),
+                protocol: p.protocol(),
+                total_len: total as u16,
+                local: snap.local4.contains(&dst),
+            })
+        });
         buf.truncate(total);
         if dst.is_multicast() || dst.is_broadcast() {
             return Err(DropReason::Multicast);
@@ -1371,7 +1597,15 @@ impl Worker {
         if cx.group {
             return Err(DropReason::GroupAddressedFrame);
         }
-        let Some(route) = snap.fib().lookup_v4(dst) else {
+        let route = snap.fib().lookup_v4(dst);
+        note!(cx, |t| t.push(Step::route(
+            snap,
+            "destination",
+            MAIN_TABLE,
+            dst.into(),
+            route
+        )));
+        let Some(route) = route else {
             self.icmp4_error(cx, buf.data(), Icmpv4Error::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
@@ -1544,6 +1778,13 @@ impl Worker {
         let snap = cx.snap;
         let p = ipv4::Packet::new_unchecked(invoking);
         let to = p.src_addr();
+        note!(cx, |t| {
+            t.push(Step::Icmp {
+                error: format!("ICMPv4 {err:?}"),
+                to: to.into(),
+                sent: false,
+            })
+        });
         let o = to.octets();
         if to.is_unspecified()
             || to.is_loopback()
@@ -1651,9 +1892,13 @@ impl Worker {
                 new_dst: Some(new_dst),
                 route_dev: route.dev,
             });
-            next0 = self
-                .tunnel_route(snap.fib(), tid, new_dst)
-                .ok_or(DropReason::NoRoute)?;
+            next0 = match self.tunnel_route(snap.fib(), tid, new_dst) {
+                Some(r) => r,
+                None => {
+                    note!(cx, |t| plan_steps(t, snap, input, None));
+                    return Err(DropReason::NoRoute);
+                }
+            };
             match next0.tunnel.map(|t| (t, &snap.tunnels[t])) {
                 Some((t, Tunnel::Input(_))) if t != tid => return Err(DropReason::TunnelLoop),
                 _ => {}
@@ -1668,6 +1913,7 @@ impl Worker {
         match l3 {
             L3::V6 => {
                 if buf.data()[7] <= 1 {
+                    note!(cx, |t| plan_steps(t, snap, input, None));
                     self.icmp_error(cx, buf.data(), IcmpError::TimeExceeded { code: 0 });
                     return Err(DropReason::HopLimitExceeded);
                 }
@@ -1679,6 +1925,7 @@ impl Worker {
                     buf.data()[8]
                 };
                 if ttl_or_outer <= 1 {
+                    note!(cx, |t| plan_steps(t, snap, input, None));
                     if input.is_none() {
                         self.icmp4_error(cx, buf.data(), Icmpv4Error::TimeExceeded { code: 0 });
                     }
@@ -1701,7 +1948,7 @@ impl Worker {
                             growth: t.hbh_len,
                             new_dst: None,
                             route_dev: route.dev,
-                        })
+                        });
                     }
                     _ => {
                         let growth = ipv6::HEADER_LEN + t.hbh_len;
@@ -1713,9 +1960,13 @@ impl Worker {
                             route_dev: route.dev,
                         });
                         let tundst = t.tundst.ok_or(DropReason::NoRoute)?;
-                        next1 = self
-                            .tunnel_route(snap.fib(), tid, tundst)
-                            .ok_or(DropReason::NoRoute)?;
+                        next1 = match self.tunnel_route(snap.fib(), tid, tundst) {
+                            Some(r) => r,
+                            None => {
+                                note!(cx, |n| plan_steps(n, snap, input, output));
+                                return Err(DropReason::NoRoute);
+                            }
+                        };
                         if next1.tunnel.is_some_and(|n| n != tid) {
                             return Err(DropReason::TunnelLoop);
                         }
@@ -1730,6 +1981,14 @@ impl Worker {
         let mtu = route.mtu.map_or(link_mtu, |m| m.min(link_mtu)) as usize;
         let final_len = buf.len() - if l2_frame { ethernet::HEADER_LEN } else { 0 } + growth;
         if final_len > mtu {
+            note!(cx, |t| {
+                plan_steps(t, snap, input, output);
+                t.push(Step::Mtu {
+                    len: final_len,
+                    mtu,
+                    fits: false,
+                })
+            });
             if l3 == L3::V6 {
                 let reported = mtu.saturating_sub(growth).max(ipv6::MIN_MTU) as u32;
                 self.icmp_error(cx, buf.data(), IcmpError::PacketTooBig { mtu: reported });
@@ -1760,7 +2019,23 @@ impl Worker {
             ),
             (Some(IpAddr::V4(_)), _, _) => return Err(DropReason::NoNeighbour),
         };
-        let dst_mac = self.neighbour_mac(snap, egress, nh)?;
+        let dst_mac = self.neighbour_mac(snap, egress, nh);
+        note!(cx, b = buf, |t| {
+            plan_steps(t, snap, input, output);
+            let received = match l3 {
+                L3::V6 => b.data()[7],
+                L3::V4 if input.is_some() => out_hlim_v4,
+                L3::V4 => b.data()[8],
+            };
+            t.push(Step::HopLimit { received });
+            t.push(Step::Mtu {
+                len: final_len,
+                mtu,
+                fits: true,
+            });
+            t.push(Step::neighbour(snap, egress, nh));
+        });
+        let dst_mac = dst_mac?;
         Ok(Forwarding {
             input,
             output,
@@ -1827,6 +2102,15 @@ impl Worker {
                 p.before_stage(buf, s.growth, false);
             }
             self.apply_ioam(cx, s, buf)?;
+            note!(cx, b = &*buf, |t| {
+                t.push(Step::IoamInsert {
+                    mode: match s.tunnel.effective_mode() {
+                        IoamMode::Inline => "inline",
+                        _ => "encap",
+                    },
+                    ioam: trace::ioam_inserted(b.data(), ipv6::HEADER_LEN),
+                })
+            });
             if let Some(p) = &policy {
                 p.after_stage(buf);
             }
@@ -1962,6 +2246,13 @@ impl Worker {
         let snap = cx.snap;
         let p = ipv6::Packet::new_unchecked(invoking);
         let to = p.src_addr();
+        note!(cx, |t| {
+            t.push(Step::Icmp {
+                error: format!("ICMPv6 {err:?}"),
+                to: to.into(),
+                sent: false,
+            })
+        });
         if to.is_unspecified() || to.is_multicast() || snap.local6.contains(&to) {
             return;
         }
@@ -2049,6 +2340,55 @@ fn ts_parts(cache: &mut (u64, u32, u32), ts: u64) -> (u32, u32) {
         );
     }
     (cache.1, cache.2)
+}
+
+/// The tunnels of a forwarding plan, for the trace, each with the lookup of the destination it sends the packet
+/// to (looked up again here, in the same snapshot: the packet path keeps its own lookups as they are).
+fn plan_steps(
+    t: &mut FrameTrace,
+    snap: &Snapshot,
+    input: Option<Stage<&InputTunnel>>,
+    output: Option<Stage<&Ioam6Tunnel>>,
+) {
+    let lookup = |t: &mut FrameTrace, dst: Option<Ipv6Addr>| {
+        if let Some(d) = dst {
+            let r = snap.fib().lookup_v6(d);
+            t.push(Step::route(
+                snap,
+                "tunnel destination",
+                MAIN_TABLE,
+                d.into(),
+                r,
+            ));
+        }
+    };
+    if let Some(s) = input {
+        t.push(Step::input_tunnel(s.tunnel, s.growth, s.new_dst));
+        lookup(t, s.new_dst);
+    }
+    if let Some(s) = output {
+        t.push(Step::output_tunnel(s.tunnel, s.growth, s.new_dst));
+        lookup(t, s.new_dst);
+    }
+}
+
+/// A routing header processed here, as the trace shows it: Segments Left, the destination and the header's length
+/// after processing (`len`: before).
+fn routing_step(
+    kind: &'static str,
+    action: &'static str,
+    pkt: &[u8],
+    rh: usize,
+    len: usize,
+) -> Step {
+    Step::RoutingHeader {
+        kind,
+        action,
+        segments_left: pkt.get(rh + 3).copied().unwrap_or(0),
+        dst: ipv6::Packet::new_unchecked(pkt).dst_addr(),
+        len_before: len,
+        len_after: pkt.get(rh + 1).map_or(0, |l| (usize::from(*l) + 1) * 8),
+    }
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {

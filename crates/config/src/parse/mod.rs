@@ -1969,5 +1969,7 @@ impl Parser<'_> {
 
 #[cfg(test)]
 mod tests;
+mod trace;
+pub use trace::trace_filter;
 
 mod keywords;

@@ -14,6 +14,7 @@ use crate::plan::{Plan, PlanKind};
 use crate::snapshot::Snapshot;
 use crate::spec::{MAIN_TABLE, flavor};
 use crate::stats::DropReason;
+use crate::trace::Step;
 use crate::tunnel::Tunnel;
 use crate::wire::icmpv6::IcmpError;
 use crate::wire::{exthdr, ipv4, ipv6, proto};
@@ -37,6 +38,14 @@ fn towards(base: &RouteEntry, nh: IpAddr) -> RouteEntry {
         tunnel: None,
         plan: None,
         ..base.clone()
+    }
+}
+
+/// The trace's step for an SRH advanced from Segments Left `sl` (the packet's destination is the next segment).
+fn advanced(sl: u8, pkt: &[u8]) -> Step {
+    Step::SrhAdvance {
+        segments_left: sl,
+        dst: s6l::dst_of(pkt),
     }
 }
 
@@ -179,6 +188,12 @@ impl Worker {
             return Err(DropReason::NoRoute);
         };
         let len = buf.len() as u64;
+        note!(cx, |t| {
+            t.push(Step::Seg6Local {
+                behaviour: l.behaviour.name,
+                action: l.iproute2(),
+            })
+        });
         self.unreachable_sent = false;
         let verdict = (l.behaviour.handler)(self, cx, buf, l, pass);
         // An IPv6 lookup that found no route answered with an ICMPv6 Destination Unreachable: Linux's behaviour
@@ -227,7 +242,7 @@ impl Worker {
 
     /// Decapsulation (Linux `decap_and_validate`): an SRH, if any, must have Segments Left 0 and a valid HMAC;
     /// the inner packet of protocol `inner` is then all that remains in `buf`.
-    fn decap(&self, cx: &Cx<'_, '_>, buf: &mut PacketBuf, inner: u8) -> Verdict {
+    fn decap(&self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, inner: u8) -> Verdict {
         if let Ok((rh, _)) = s6l::find_srh(buf.data(), false)
             && buf.data()[rh + 3] == 0
         {
@@ -236,6 +251,16 @@ impl Worker {
         let off = s6l::inner_offset(buf.data(), inner)?;
         buf.pull_front(off)
             .map_err(|_| DropReason::BufferPlanning)?;
+        note!(cx, |t| {
+            t.push(Step::Decap {
+                inner: match inner {
+                    proto::IPV6 => "ipv6",
+                    proto::IPV4 => "ipv4",
+                    _ => "ethernet",
+                },
+                removed: off,
+            })
+        });
         match inner {
             proto::IPV6 => {
                 let p =
@@ -276,7 +301,15 @@ impl Worker {
         if dst.is_multicast() {
             return Err(DropReason::Multicast);
         }
-        let Some(route) = snap.table(table).and_then(|f| f.lookup_v6(dst)) else {
+        let route = snap.table(table).and_then(|f| f.lookup_v6(dst));
+        note!(cx, |t| t.push(Step::route(
+            snap,
+            "destination",
+            table,
+            dst.into(),
+            route
+        )));
+        let Some(route) = route else {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             self.unreachable_sent = true;
             return Err(DropReason::NoRoute);
@@ -301,10 +334,15 @@ impl Worker {
         if dst.is_multicast() || dst.is_broadcast() {
             return Err(DropReason::Multicast);
         }
-        let route = snap
-            .table(table)
-            .and_then(|f| f.lookup_v4(dst))
-            .ok_or(DropReason::NoRoute)?;
+        let route = snap.table(table).and_then(|f| f.lookup_v4(dst));
+        note!(cx, |t| t.push(Step::route(
+            snap,
+            "destination",
+            table,
+            dst.into(),
+            route
+        )));
+        let route = route.ok_or(DropReason::NoRoute)?;
         self.forward(cx, buf, route, L3::V4)
     }
 
@@ -318,6 +356,15 @@ impl Worker {
         nh: Ipv6Addr,
     ) -> Verdict {
         let snap = cx.snap;
+        let nh_route = match l.oif {
+            Some(_) => None,
+            None => snap.fib().lookup_v6(nh),
+        };
+        note!(cx, |t| {
+            if l.oif.is_none() {
+                t.push(Step::route(snap, "nh6", MAIN_TABLE, nh.into(), nh_route))
+            }
+        });
         let route = match l.oif {
             Some(d) => RouteEntry {
                 prefix: IpNet::V6(Ipv6Net::new(nh, 128).expect("/128")),
@@ -330,7 +377,7 @@ impl Worker {
                 line: 0,
                 plan: None,
             },
-            None => match snap.fib().lookup_v6(nh) {
+            None => match nh_route {
                 Some(r) => towards(r, IpAddr::V6(nh)),
                 None => {
                     self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
@@ -403,6 +450,7 @@ impl Worker {
             let mut d: [u8; 16] = buf.data()[24..40].try_into().expect("16 bytes");
             if s6l::next_csid_shift(&mut d, lblen, nflen) {
                 buf.data_mut()[24..40].copy_from_slice(&d);
+                note!(cx, |t| t.push(Step::NextCsid { dst: d.into() }));
                 return self.go(cx, buf, l, next, pass);
             }
         }
@@ -411,8 +459,10 @@ impl Worker {
             let (rh, len) = self.active_srh(cx, buf)?;
             let sl = buf.data()[rh + 3];
             s6l::advance(buf.data_mut(), rh);
+            note!(cx, b = &*buf, |t| t.push(advanced(sl, b.data())));
             if sl == 1 && ops & flavor::PSP != 0 {
                 s6l::pop_srh(buf, rh, len)?;
+                note!(cx, |t| t.push(Step::SrhPop { removed: len }));
             }
             return self.go(cx, buf, l, next, pass);
         }
@@ -428,6 +478,7 @@ impl Worker {
         if sl == 0 {
             if ops & flavor::USP != 0 {
                 s6l::pop_srh(buf, rh, len)?;
+                note!(cx, |t| t.push(Step::SrhPop { removed: len }));
             }
             if ops & flavor::USD != 0 {
                 return self.usd(cx, buf, l, next, pass);
@@ -436,8 +487,10 @@ impl Worker {
             return Err(DropReason::LocalDelivery);
         }
         s6l::advance(buf.data_mut(), rh);
+        note!(cx, b = &*buf, |t| t.push(advanced(sl, b.data())));
         if sl == 1 && ops & flavor::PSP != 0 {
             s6l::pop_srh(buf, rh, len)?;
+            note!(cx, |t| t.push(Step::SrhPop { removed: len }));
         }
         self.go(cx, buf, l, next, pass)
     }
@@ -548,10 +601,16 @@ pub(crate) fn end_dx4(
     }
     // Linux routes the packet as if its destination were nh4 (`ip_route_input`), then forwards it to that
     // route's gateway, or, on a connected route, to the packet's own destination.
-    let route = cx
-        .snap
-        .fib()
-        .lookup_v4(nh)
+    let found = cx.snap.fib().lookup_v4(nh);
+    let snap = cx.snap;
+    note!(cx, |t| t.push(Step::route(
+        snap,
+        "nh4",
+        MAIN_TABLE,
+        nh.into(),
+        found
+    )));
+    let route = found
         .map(|r| RouteEntry {
             tunnel: None,
             plan: None,
@@ -624,6 +683,8 @@ pub(crate) fn end_b6_encaps(
     _pass: usize,
 ) -> Verdict {
     let (rh, _) = w.active_srh(cx, buf)?;
+    let sl = buf.data()[rh + 3];
     s6l::advance(buf.data_mut(), rh);
+    note!(cx, b = &*buf, |t| t.push(advanced(sl, b.data())));
     w.via_policy(cx, buf, l)
 }

@@ -18,6 +18,7 @@ pub mod fib;
 pub mod ioam;
 pub mod plot;
 pub mod soak;
+pub mod trace;
 
 use crate::analysis::skb;
 use crate::analysis::skb::BufferStrategy;
