@@ -296,16 +296,26 @@ pub fn frames() -> Vec<Vec<u8>> {
 
 /// The route changes, in order: a window of `WINDOW` generated /48s via r1 (every tenth seg6 encap) added, then
 /// one removed and one added alternately; every hundredth change adds or removes fd00:90::8000:0:0:0/65 (more
-/// specific than a route the traffic uses) via r2.
-struct Changes {
+/// specific than a route the traffic uses) via r2. An endless iterator; every change applies to the soak
+/// router's configuration after the ones before it.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
     n: u64,
     added: u64,
     removed: u64,
     toggle_on: bool,
 }
 
+impl Iterator for Changes {
+    type Item = Change;
+
+    fn next(&mut self) -> Option<Change> {
+        Some(self.change())
+    }
+}
+
 /// Generated /48s present at once.
-const WINDOW: u64 = 1000;
+pub const WINDOW: u64 = 1000;
 
 impl Changes {
     fn route(k: u64) -> Route {
@@ -342,7 +352,7 @@ impl Changes {
         }
     }
 
-    fn next(&mut self) -> Change {
+    fn change(&mut self) -> Change {
         self.n += 1;
         if self.n.is_multiple_of(100) {
             self.toggle_on = !self.toggle_on;
@@ -434,12 +444,7 @@ pub fn run(opts: SoakOptions) -> Result<SoakReport, String> {
                 return Ok((0, 0));
             }
             let mut writer = SnapshotWriter::new(handle);
-            let mut seq = Changes {
-                n: 0,
-                added: 0,
-                removed: 0,
-                toggle_on: false,
-            };
+            let mut seq = Changes::default();
             let t0 = Instant::now();
             let (mut applied, mut publications) = (0u64, 0u64);
             let mut buf = Vec::with_capacity(batch);
@@ -451,7 +456,7 @@ pub fn run(opts: SoakOptions) -> Result<SoakReport, String> {
                     continue;
                 }
                 buf.clear();
-                buf.extend((0..batch).map(|_| seq.next()));
+                buf.extend(seq.by_ref().take(batch));
                 writer
                     .apply(&buf)
                     .map_err(|(i, e)| format!("route change {}: {e}", applied + i as u64))?;
@@ -563,17 +568,12 @@ mod tests {
 
     #[test]
     fn changes_keep_a_bounded_window() {
-        let mut c = Changes {
-            n: 0,
-            added: 0,
-            removed: 0,
-            toggle_on: false,
-        };
+        let mut c = Changes::default();
         let cfg = config::parse(ROUTER_CONF).unwrap();
         let mut snap = Snapshot::build(&cfg).unwrap();
         let base = snap.fib().routes_v6().count();
         for _ in 0..5000 {
-            snap.apply(&c.next()).unwrap();
+            snap.apply(&c.change()).unwrap();
         }
         let n = snap.fib().routes_v6().count() - base;
         assert!(
