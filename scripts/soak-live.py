@@ -259,11 +259,14 @@ def soak(args, workdir):
         threads = [t for t in (sampler, changer, pauser) if t]
         for t in threads:
             t.start()
-        duration_ms = max(1, round(args.packets / args.rate * 1000))
+        # The generator stops at --packets; the duration is only a cap (a sender slower than the rate sends them
+        # all, later).
+        duration_ms = min(3_600_000, round(args.packets / args.rate * 2000) + 30_000)
         t0 = time.monotonic()
         gen = subprocess.run(
             ["ip", "netns", "exec", net.ns("snd"), args.bin, "gen", "--dev", "s0", "--template", frames,
-             "--all-frames", "--rate", str(args.rate), "--duration-ms", str(duration_ms)],
+             "--all-frames", "--count", str(args.packets), "--rate", str(args.rate), "--duration-ms",
+             str(duration_ms)],
             capture_output=True, text=True)
         secs = time.monotonic() - t0
         if pauser:

@@ -38,6 +38,9 @@ pub struct GenArgs {
     /// Distinct IPv6 source addresses (low 16 bits varied), 1 to 65536.
     #[arg(long = "flows", default_value_t = 1, value_parser = crate::cli::within::<u32>(1, 65536))]
     pub flows: u32,
+    /// Stop after this many frames (0: no limit; --duration-ms still ends the run).
+    #[arg(long = "count", default_value_t = 0)]
+    pub count: u64,
     /// Send every frame of the --template capture in turn, not only the first (traffic of many kinds: the live
     /// soak's, `lwt6 bench soak --frames-out`).
     #[arg(long = "all-frames", requires = "template", conflicts_with = "flows")]
@@ -133,7 +136,15 @@ pub fn run(a: GenArgs) -> Result<(), Failure> {
                 continue;
             }
         }
-        for _ in 0..BATCH {
+        let room = if a.count > 0 {
+            a.count - sent - port.queued() as u64
+        } else {
+            BATCH
+        };
+        if room == 0 && port.queued() == 0 {
+            break;
+        }
+        for _ in 0..BATCH.min(room) {
             match port.send(&frames[next]) {
                 Ok(true) => next = (next + 1) % frames.len(),
                 Ok(false) => break,
