@@ -12,7 +12,8 @@ the generator's or lwt6's. Checked at the end (each a line of the report, and th
 
 - offered: the frames the generator's kernel took = lwt6's rx on r0 + lwt6's overload on r0 (the kernel's
   counters of its sockets: AF_XDP rx_dropped + rx_ring_full, AF_PACKET tp_drops) + what the veth itself dropped
-  before lwt6's socket (s0's tx_dropped);
+  before lwt6's socket (s0's tx_dropped); over AF_XDP, lwt6's overload also equals r0's rx_dropped (the veth's
+  count of frames its XDP program could not deliver);
 - lwt6: rx = tx + dropped + consumed + pending;
 - delivered: lwt6's tx on each link = what the host on the other end counted (its rx_packets) + what the veth
   dropped on the way (the link's tx_dropped);
@@ -319,6 +320,12 @@ def report(args, sent, secs, final, code, err, before, after, changer, sampler, 
     check("offered = received + overload + lost in the veth",
           sent == lk("r0", "rx") + lk("r0", "overload") + veth_lost,
           f"sent {sent} = r0 rx {lk('r0', 'rx')} + overload {lk('r0', 'overload')} + s0 tx_dropped {veth_lost}")
+    if args.io == "xdp":
+        # The veth counts the frames its XDP program could not hand to lwt6's socket as its own rx_dropped: a
+        # second, independent count of the overload.
+        check("overload = the veth's count of frames XDP could not deliver",
+              lk("r0", "overload") == d[("rtr", "r0")]["rx_dropped"],
+              f"{lk('r0', 'overload')} = r0 rx_dropped {d[('rtr', 'r0')]['rx_dropped']}")
     for dev in ("r1", "r2"):
         check(f"nothing received on {dev}", lk(dev, "rx") == 0 and lk(dev, "overload") == 0,
               f"rx {lk(dev, 'rx')}, overload {lk(dev, 'overload')}")
