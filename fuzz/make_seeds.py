@@ -72,6 +72,40 @@ def icmp_error(src, dst, ty, code, field, invoking):
     return src + dst + bytes(msg)
 
 
+def inet_sum(data):
+    """The Internet checksum (RFC 1071) of `data`."""
+    data = data + (b"\0" if len(data) % 2 else b"")
+    s = sum(struct.unpack(">%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def neighbour_seeds(ipv4_packets):
+    """ARP request and reply (RFC 826), NS and NA with their link-layer options (RFC 4861 §4.3, §4.4), ICMPv4 echo
+    requests and the IPv4 datagrams of the captures (as invoking datagrams of ICMPv4 errors)."""
+    mac1, mac2 = bytes([2, 0, 0, 0, 1, 1]), bytes([2, 0, 0, 0, 1, 2])
+    ip1, ip2 = bytes([10, 1, 0, 1]), bytes([10, 1, 0, 2])
+    put("arp", b"\0\x01\x08\x00\x06\x04\x00\x01" + mac1 + ip1 + bytes(6) + ip2)
+    put("arp", b"\0\x01\x08\x00\x06\x04\x00\x02" + mac2 + ip2 + mac1 + ip1)
+    a1 = bytes.fromhex("fd000001000000000000000000000001")
+    a2 = bytes.fromhex("fd000001000000000000000000000002")
+    sol = bytes.fromhex("ff0200000000000000000001ff000002")
+    for src, dst, ty, flags, opt, mac in ((a1, sol, 135, 0, 1, mac1), (a2, a1, 136, 0x60, 2, mac2),
+                                          (bytes(16), sol, 135, 0, None, None)):
+        msg = bytearray(struct.pack(">BBHB3x", ty, 0, 0, flags) + a2)
+        if opt:
+            msg += bytes([opt, 1]) + mac
+        pseudo = src + dst + struct.pack(">I", len(msg)) + b"\0\0\0\x3a"
+        struct.pack_into(">H", msg, 2, inet_sum(pseudo + bytes(msg)))
+        put("ndp", src + dst + bytes(msg))
+    echo = bytearray(b"\x08\0\0\0\0\x01\0\x02abcd")
+    struct.pack_into(">H", echo, 2, inet_sum(bytes(echo)))
+    put("icmpv4", bytes(echo))
+    for pkt in ipv4_packets[:8]:
+        put("icmpv4", pkt)
+
+
 def main():
     captures = sorted(glob.glob("examples/*/*.pcap") + glob.glob("tests/data/*.pcap"))
     frames = [f for c in captures for f in pcap_frames(c)]
@@ -129,6 +163,7 @@ def main():
                 put("control", line)
     put("control", b"-6 route del fd00:91::/64\n-6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1 dev r1")
     put("control", b"link add r9\naddr add fd00:9::1/64 dev r9\n-6 route add fd00:99::/64 dev r9 metric 5")
+    neighbour_seeds([f[14:] for f in frames if f[12:14] == b"\x08\x00"])
 
 
 main()

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../fuzz"
 
 secs="${1:-10}"
 shift || true
-all=(ethernet ipv6 ipv4 exthdr hbh ioam srh rpl icmpv6 pcap decode pipeline config control)
+all=(ethernet ipv6 ipv4 exthdr hbh ioam srh rpl icmpv6 arp ndp icmpv4 pcap decode pipeline config control)
 targets=("${@:-${all[@]}}")
 [ "$#" -gt 0 ] || targets=("${all[@]}")
 

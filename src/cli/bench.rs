@@ -57,6 +57,10 @@ pub struct SoakArgs {
     /// JSON output.
     #[arg(short = 'j', long)]
     pub json: bool,
+    /// Write the soak's frames (every kind, to the soak router's r0) to FILE as a pcap and stop: the traffic of
+    /// the live soak (scripts/soak-live.py, `lwt6 gen --all-frames`).
+    #[arg(long = "frames-out", value_name = "FILE")]
+    pub frames_out: Option<PathBuf>,
 }
 
 /// `lwt6 bench ioam`.
@@ -300,6 +304,16 @@ fn fib(a: FibArgs) -> Result<(), Failure> {
 }
 
 fn soak(a: SoakArgs) -> Result<(), Failure> {
+    if let Some(path) = &a.frames_out {
+        let frames = bench::soak::frames();
+        let stamped: Vec<(u64, &[u8])> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i as u64 * 1000, f.as_slice()))
+            .collect();
+        return std::fs::write(path, crate::io::pcap::pcap_bytes(&stamped))
+            .map_err(|e| super::fail(format!("{}: {e}", path.display())));
+    }
     let report = bench::soak::run(bench::soak::SoakOptions {
         packets: a.packets,
         change_rate: a.change_rate,

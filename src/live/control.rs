@@ -2,11 +2,13 @@
 //! `lwt6 ctl`, its client.
 //!
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
-//! or `show routes|stats|neigh [-j]`. The reply's first line is `ok` or `error: MESSAGE`; what follows is the
-//! output. A configuration line is applied to the running configuration as one atomic step
-//! ([`Builder::from_config`]); a line that adds a route changes the published table in place through a
-//! [`SnapshotWriter`], any other is built into a new snapshot and published; the workers take either at their next
-//! batch. A line with an error changes nothing and its reply names the token.
+//! or `show routes|stats|neigh [-j]`, or a batch: a first line `batch`, then configuration lines up to the end of
+//! the request, applied in order as one atomic step. The reply's first line is `ok` or `error: MESSAGE`; what
+//! follows is the output. Configuration lines are applied to the running configuration ([`Builder::from_config`]);
+//! when what they change is routes only (added, removed, replaced), the published table is changed in place through
+//! a [`SnapshotWriter`], otherwise the configuration is built into a new snapshot and published; the workers take
+//! either at their next batch. A line with an error changes nothing (nor does any line of its batch) and the reply
+//! names the token (and, in a batch, the line).
 
 use super::engine::{Outbox, WorkerReport};
 use crate::cli::{Failure, fail};
@@ -23,6 +25,10 @@ use std::time::Duration;
 
 /// Longest request line accepted.
 const MAX_REQUEST: u64 = 64 * 1024;
+/// Largest batch request accepted (bytes, the `batch` line included).
+const MAX_BATCH: u64 = 64 * 1024 * 1024;
+/// Most lines in one batch request.
+const MAX_BATCH_LINES: usize = 1_000_000;
 
 /// The running router as the control thread sees it.
 pub struct Control {
@@ -69,10 +75,12 @@ pub fn report_json(r: &WorkerReport, names: &[String]) -> serde_json::Value {
             json!({
                 "rx": r.rx_by_dev.get(i).copied().unwrap_or(0),
                 "tx": r.tx_by_dev.get(i).copied().unwrap_or(0),
+                "overload": r.overload_by_dev.get(i).copied().unwrap_or(0),
             }),
         );
     }
     v["links"] = json!(links);
+    v["overload"] = json!(r.overload_by_dev.iter().sum::<u64>());
     v["tx_refused"] = json!(r.tx_refused);
     v["tx_unsent_at_stop"] = json!(r.tx_unsent_at_stop);
     v["port_errors"] = json!(r.port_errors);
@@ -111,6 +119,19 @@ pub fn report_text(r: &WorkerReport, names: &[String]) -> String {
         );
         s += &format!("  link {n:<15} rx {rx} tx {tx}\n");
     }
+    let overload: u64 = r.overload_by_dev.iter().sum();
+    if overload > 0 {
+        let per: Vec<String> = names
+            .iter()
+            .zip(&r.overload_by_dev)
+            .filter(|(_, n)| **n > 0)
+            .map(|(l, n)| format!("{l} {n}"))
+            .collect();
+        s += &format!(
+            "  overload (dropped by the kernel before lwt6 received them: socket ring or buffer full) {overload}: {}\n",
+            per.join(", ")
+        );
+    }
     if r.tx_refused > 0 || r.tx_unsent_at_stop > 0 {
         s += &format!(
             "  lost on transmit: refused by a full queue {}, unsent at stop {}\n",
@@ -147,10 +168,32 @@ impl Control {
                 "'link': interfaces are attached when the router starts; restart it to change them"
                     .into(),
             ),
-            Some(_) => match self.apply(line) {
+            Some(_) => match self.apply(&[line]) {
                 Ok(()) => (true, String::new()),
                 Err(e) => (false, e),
             },
+        }
+    }
+
+    /// Answers a batch request: configuration lines applied in order as one atomic step (all of them, or none
+    /// when one fails: the error names its line, 1 for the first line after `batch`).
+    pub fn handle_batch(&mut self, lines: &[&str]) -> (bool, String) {
+        if let Some((i, _)) = lines.iter().enumerate().find(|(_, l)| {
+            let first = l.split_whitespace().next();
+            matches!(first, Some("show" | "link" | "batch" | "trace"))
+        }) {
+            return (
+                false,
+                format!(
+                    "line {}: '{}': a batch holds configuration lines only (no link, show, trace or batch)",
+                    i + 1,
+                    shown_token(lines[i].split_whitespace().next().unwrap_or(""))
+                ),
+            );
+        }
+        match self.apply(lines) {
+            Ok(()) => (true, String::new()),
+            Err(e) => (false, e),
         }
     }
 
@@ -316,45 +359,90 @@ impl Control {
         }
     }
 
-    /// Applies a configuration line to the running configuration and publishes the result; nothing changes when
-    /// it fails.
-    fn apply(&mut self, line: &str) -> Result<(), String> {
+    /// Applies configuration lines, in order, to the running configuration and publishes the result; nothing
+    /// changes when one fails. Errors name the token and, for several lines, the line (1-based).
+    fn apply(&mut self, lines: &[&str]) -> Result<(), String> {
+        let several = lines.len() > 1;
         let located = |e: crate::spec::ConfigError| {
-            if e.token.is_empty() {
-                e.reason
+            let at = if several && e.line > 0 {
+                format!("line {}: ", e.line)
             } else {
-                format!("'{}': {}", shown_token(&e.token), e.reason)
+                String::new()
+            };
+            if e.token.is_empty() {
+                format!("{at}{}", e.reason)
+            } else {
+                format!("{at}'{}': {}", shown_token(&e.token), e.reason)
             }
         };
         let mut b = Builder::from_config(self.cfg.clone());
-        b.line(1, line).map_err(located)?;
-        let cfg = b.finish().map_err(located)?;
-        // A line that only adds a route changes the published table in place (through the writer's two
-        // snapshots: no rebuild, no copy of the table); anything else builds a new snapshot.
-        if let Some(route) = self.only_added_route(&cfg) {
-            let writer = self
-                .writer
-                .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
-            writer
-                .apply(&[Change::AddRoute(route)])
-                .map_err(|(_, e)| located(e))?;
-        } else {
-            let snap = Snapshot::build(&cfg).map_err(located)?;
-            self.publish(snap);
+        for (i, line) in lines.iter().enumerate() {
+            b.line(i + 1, line).map_err(located)?;
+        }
+        let mut cfg = b.finish().map_err(located)?;
+        // Lines that only add, remove or replace routes change the published table in place (through the
+        // writer's two snapshots: no rebuild, no copy of the table); anything else builds a new snapshot.
+        match self.route_changes(&mut cfg) {
+            Some(changes) if changes.is_empty() => {}
+            Some(changes) => {
+                let writer = self
+                    .writer
+                    .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
+                if let Err((i, e)) = writer.apply(&changes) {
+                    if i > 0 {
+                        // The changes before the one refused are published: put the running configuration back.
+                        let snap = Snapshot::build(&self.cfg).map_err(located)?;
+                        self.publish(snap);
+                    }
+                    return Err(located(e));
+                }
+            }
+            None => {
+                let snap = Snapshot::build(&cfg).map_err(located)?;
+                self.publish(snap);
+            }
         }
         self.cfg = cfg;
         Ok(())
     }
 
-    /// The route `new` adds to the running configuration, when that is all it changes.
-    fn only_added_route(&self, new: &Config) -> Option<Route> {
-        if new.routes.len() != self.cfg.routes.len() + 1 {
+    /// The route changes that turn the running configuration into `new`, when routes are all that differ
+    /// (removals and replaced routes first, then additions); `None` when anything else differs.
+    fn route_changes(&mut self, new: &mut Config) -> Option<Vec<Change>> {
+        let old_routes = std::mem::take(&mut self.cfg.routes);
+        let new_routes = std::mem::take(&mut new.routes);
+        let same = self.cfg == *new;
+        self.cfg.routes = old_routes;
+        new.routes = new_routes;
+        if !same {
             return None;
         }
-        let route = new.routes.last()?.clone();
-        let mut expected = self.cfg.clone();
-        expected.routes.push(route.clone());
-        (expected == *new).then_some(route)
+        let key = |r: &Route| (r.table, r.prefix, r.metric);
+        let mut old: std::collections::HashMap<_, &Route> =
+            self.cfg.routes.iter().map(|r| (key(r), r)).collect();
+        let (mut dels, mut adds) = (Vec::new(), Vec::new());
+        for r in &new.routes {
+            match old.remove(&key(r)) {
+                Some(o) if o == r => {}
+                Some(o) => {
+                    dels.push(o);
+                    adds.push(r);
+                }
+                None => adds.push(r),
+            }
+        }
+        dels.extend(old.into_values());
+        let mut changes: Vec<Change> = dels
+            .into_iter()
+            .map(|r| Change::DelRoute {
+                prefix: r.prefix,
+                metric: r.metric,
+                table: r.table,
+                line: r.line,
+            })
+            .collect();
+        changes.extend(adds.into_iter().map(|r| Change::AddRoute(r.clone())));
+        Some(changes)
     }
 
     /// Publishes a snapshot built from scratch (the writer's spare no longer follows the published one), with
@@ -446,10 +534,28 @@ impl Control {
         let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
         let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
         let mut line = String::new();
-        let read = BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line);
+        let mut reader = BufReader::new((&stream).take(MAX_BATCH));
+        let read = reader.read_line(&mut line);
         let (ok, body) = match read {
             Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST => {
                 (false, format!("request longer than {MAX_REQUEST} bytes"))
+            }
+            Ok(_) if line.trim() == "batch" => {
+                let mut rest = String::new();
+                match reader.read_to_string(&mut rest) {
+                    Ok(n) if (n + line.len()) as u64 >= MAX_BATCH => {
+                        (false, format!("batch longer than {MAX_BATCH} bytes"))
+                    }
+                    Ok(_) => {
+                        let lines: Vec<&str> = rest.lines().collect();
+                        if lines.len() > MAX_BATCH_LINES {
+                            (false, format!("batch of more than {MAX_BATCH_LINES} lines"))
+                        } else {
+                            self.handle_batch(&lines)
+                        }
+                    }
+                    Err(e) => (false, format!("reading the request: {e}")),
+                }
             }
             Ok(_) => self.handle_line(line.trim_end_matches(['\n', '\r'])),
             Err(e) => (false, format!("reading the request: {e}")),
@@ -495,7 +601,8 @@ pub fn listen(path: &Path) -> Result<UnixListener, Failure> {
     Ok(l)
 }
 
-/// `lwt6 ctl`: sends one request, prints the reply; fails with the router's error message.
+/// `lwt6 ctl`: sends one request (a line, or a batch: `batch` and its lines), returns the reply's output; fails
+/// with the router's error message.
 pub fn client(path: &PathBuf, line: &str) -> Result<String, Failure> {
     let mut s = UnixStream::connect(path).map_err(|e| {
         fail(format!(
@@ -504,7 +611,12 @@ pub fn client(path: &PathBuf, line: &str) -> Result<String, Failure> {
         ))
     })?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
-    s.write_all(format!("{line}\n").as_bytes())
+    let request = if line.ends_with('\n') {
+        line.to_string()
+    } else {
+        format!("{line}\n")
+    };
+    s.write_all(request.as_bytes())
         .and_then(|_| s.shutdown(std::net::Shutdown::Write))
         .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
     let mut reply = String::new();
@@ -582,6 +694,128 @@ mod tests {
             ok && neigh.contains("fd00:2::3 dev r1 lladdr 02:00:00:00:02:03 PERMANENT"),
             "{neigh}"
         );
+    }
+
+    #[test]
+    fn route_removals_and_batches_change_the_table_in_place() {
+        let mut c = control();
+        let rebuilt =
+            |c: &Control| crate::cli::routes_text(&Snapshot::build(&c.cfg).unwrap(), false, None);
+        let (ok, msg) = c.handle_batch(&[
+            "-6 route add fd00:55::/64 via fd00:2::2 dev r1",
+            "-6 route add fd00:56::/64 encap seg6 mode encap segs fc00::1 dev r1",
+            "-6 route add fd00:57::/64 via fd00:2::2 dev r1",
+            "-6 route add fd00:58::/64 via fd00:2::2 dev r1",
+        ]);
+        assert!(ok, "{msg}");
+        assert!(c.writer.is_some(), "route additions go through the writer");
+        // Removals, a replacement, an addition and a route both added and removed in one batch.
+        let (ok, msg) = c.handle_batch(&[
+            "-6 route del fd00:55::/64",
+            "-6 route replace fd00:56::/64 encap seg6 mode inline segs fc00::2 dev r1",
+            "route del fd00:57::/64",
+            "-6 route add fd00:59::/64 via fd00:2::2 dev r1",
+            "-6 route add fd00:5a::/64 via fd00:2::2 dev r1",
+            "-6 route del fd00:5a::/64",
+        ]);
+        assert!(ok, "{msg}");
+        assert!(c.writer.is_some(), "route changes only: in place");
+        let shown = routes(&c);
+        assert_eq!(shown, rebuilt(&c), "in place and rebuilt differ");
+        for (p, there) in [
+            ("fd00:55::", false),
+            ("encap seg6 mode inline segs 2 [ fc00::2 :: ]", true),
+            ("fd00:57::", false),
+            ("fd00:58::", true),
+            ("fd00:59::", true),
+            ("fd00:5a::", false),
+        ] {
+            assert_eq!(shown.contains(p), there, "{p}: {shown}");
+        }
+        let (ok, msg) = c.handle_line("-6 route del fd00:58::/64");
+        assert!(ok, "{msg}");
+        assert!(c.writer.is_some() && !routes(&c).contains("fd00:58::"));
+        // Routes and something else: rebuilt.
+        let (ok, msg) = c.handle_batch(&[
+            "-6 route add fd00:5b::/64 via fd00:2::2 dev r1",
+            "neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1",
+        ]);
+        assert!(ok, "{msg}");
+        assert!(c.writer.is_none(), "a batch with a neighbour rebuilds");
+        assert!(routes(&c).contains("fd00:5b::/64"));
+        assert_eq!(routes(&c), rebuilt(&c));
+    }
+
+    /// A batch request over the socket: `batch`, its lines, the end of the request; the reply's first line.
+    #[test]
+    fn a_batch_request_over_the_socket() {
+        let mut c = control();
+        let ask = |c: &mut Control, request: &str| {
+            let (mut client, server) = UnixStream::pair().unwrap();
+            client.write_all(request.as_bytes()).unwrap();
+            client.shutdown(std::net::Shutdown::Write).unwrap();
+            c.serve(server);
+            let mut reply = String::new();
+            client.read_to_string(&mut reply).unwrap();
+            reply
+        };
+        let lines: String = (0..300)
+            .map(|i| {
+                format!(
+                    "-6 route add fd00:{:x}::/48 via fd00:2::2 dev r1\n",
+                    0x100 + i
+                )
+            })
+            .collect();
+        assert_eq!(ask(&mut c, &format!("batch\n{lines}")), "ok\n");
+        assert_eq!(c.cfg.routes.len(), 300);
+        assert_eq!(
+            ask(
+                &mut c,
+                "batch\n-6 route del fd00:100::/48\n-6 route del fd00:999::/48\n"
+            ),
+            "error: line 2: 'fd00:999::/48': no such route to delete\n"
+        );
+        assert_eq!(c.cfg.routes.len(), 300, "a failed batch removed a route");
+        assert_eq!(ask(&mut c, "show stats\n").lines().next(), Some("ok"));
+    }
+
+    #[test]
+    fn a_bad_line_fails_its_whole_batch() {
+        let mut c = control();
+        c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
+        let before = (routes(&c), c.cfg.clone());
+        for (lines, expected) in [
+            (
+                vec![
+                    "-6 route add fd00:56::/64 via fd00:2::2 dev r1",
+                    "-6 route del fd00:55::/64",
+                    "-6 route add fd00:57::/64 via fd00:2::2 dev nosuch0",
+                ],
+                "line 3: 'nosuch0'",
+            ),
+            (
+                vec!["-6 route del fd00:55::/64", "-6 route del fd00:55::/64"],
+                "line 2: ",
+            ),
+            (
+                vec![
+                    "-6 route add fd00:56::/64 via fd00:2::2 dev r1",
+                    "show stats",
+                ],
+                "line 2: 'show'",
+            ),
+            (vec!["link add r2"], "line 1: 'link'"),
+        ] {
+            let (ok, msg) = c.handle_batch(&lines);
+            assert!(!ok, "{lines:?}");
+            assert!(msg.starts_with(expected), "{lines:?}: {msg}");
+            assert_eq!(
+                (routes(&c), c.cfg.clone()),
+                before,
+                "{lines:?} changed something"
+            );
+        }
     }
 
     #[test]

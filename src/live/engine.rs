@@ -33,6 +33,10 @@ pub struct WorkerReport {
     pub rx_by_dev: Vec<u64>,
     /// Frames handed to the ports, per interface (forwarded frames and ICMP errors).
     pub tx_by_dev: Vec<u64>,
+    /// Overload, per interface: frames the kernel dropped before this worker received them because it was not
+    /// keeping up (AF_XDP: RX ring full or no fill-ring frame; AF_PACKET: receive buffer full), as the kernel
+    /// counts them ([`Port::kernel_rx_drops`]). Never received, so not in `stats`.
+    pub overload_by_dev: Vec<u64>,
     /// Frames the dataplane sent that a port refused (its transmit queue stayed full): lost on the way out.
     pub tx_refused: u64,
     /// Frames still queued in a port when the worker stopped, that the kernel never took.
@@ -50,6 +54,7 @@ impl WorkerReport {
         for (v, w) in [
             (&mut self.rx_by_dev, &o.rx_by_dev),
             (&mut self.tx_by_dev, &o.tx_by_dev),
+            (&mut self.overload_by_dev, &o.overload_by_dev),
         ] {
             if v.len() < w.len() {
                 v.resize(w.len(), 0);
@@ -64,6 +69,14 @@ impl WorkerReport {
         if o.last_error.is_some() {
             self.last_error.clone_from(&o.last_error);
         }
+    }
+}
+
+/// The kernel's overload counts of every port, summed per device into `out` (a system call per port).
+fn read_overload<P: Port>(ports: &mut [P], port_dev: &[usize], out: &mut [u64]) {
+    out.fill(0);
+    for (p, &d) in ports.iter_mut().zip(port_dev) {
+        out[d] += p.kernel_rx_drops();
     }
 }
 
@@ -174,6 +187,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     let mut rep = WorkerReport {
         rx_by_dev: vec![0; ndev],
         tx_by_dev: vec![0; ndev],
+        overload_by_dev: vec![0; ndev],
         ..Default::default()
     };
     let mut stages: Vec<Stage> = (0..ndev).map(|_| Stage::default()).collect();
@@ -262,6 +276,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
             }
         }
         if idle || last_publish.elapsed() >= PUBLISH_EVERY {
+            read_overload(&mut ctx.ports, &ctx.port_dev, &mut rep.overload_by_dev);
             rep.stats.clone_from(&worker.stats);
             if let Ok(mut r) = ctx.report.lock() {
                 r.clone_from(&rep);
@@ -278,6 +293,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     for p in &mut ctx.ports {
         rep.tx_unsent_at_stop += (ctx.close)(p);
     }
+    read_overload(&mut ctx.ports, &ctx.port_dev, &mut rep.overload_by_dev);
     rep.stats.clone_from(&worker.stats);
     if let Ok(mut r) = ctx.report.lock() {
         r.clone_from(&rep);

@@ -1,7 +1,7 @@
 //! `lwt6 gen`: a traffic generator for live benchmarks. Sends one template frame (the first of a capture, or given in
 //! hex) over an AF_PACKET socket in `sendmmsg` batches, at a given rate or as fast as the kernel takes them, varying
 //! the low 16 bits of the IPv6 source address over `--flows` values so that a fanout spreads the frames over
-//! several workers.
+//! several workers; or, with `--all-frames`, every frame of the capture in turn.
 
 use crate::cli::{Failure, fail};
 use crate::io::afpacket::{AfPacket, AfPacketOptions};
@@ -38,6 +38,13 @@ pub struct GenArgs {
     /// Distinct IPv6 source addresses (low 16 bits varied), 1 to 65536.
     #[arg(long = "flows", default_value_t = 1, value_parser = crate::cli::within::<u32>(1, 65536))]
     pub flows: u32,
+    /// Stop after this many frames (0: no limit; --duration-ms still ends the run).
+    #[arg(long = "count", default_value_t = 0)]
+    pub count: u64,
+    /// Send every frame of the --template capture in turn, not only the first (traffic of many kinds: the live
+    /// soak's, `lwt6 bench soak --frames-out`).
+    #[arg(long = "all-frames", requires = "template", conflicts_with = "flows")]
+    pub all_frames: bool,
 }
 
 fn hex(s: &str) -> Result<Vec<u8>, Failure> {
@@ -56,24 +63,30 @@ fn hex(s: &str) -> Result<Vec<u8>, Failure> {
 
 /// `lwt6 gen`: prints `{"sent": N, "seconds": S, "rate": R}`.
 pub fn run(a: GenArgs) -> Result<(), Failure> {
-    let frame = match (&a.template, &a.frame) {
+    let mut all = match (&a.template, &a.frame) {
         (Some(p), _) => {
             let frames = pcap::read_file(p).map_err(|e| fail(format!("{}: {e}", p.display())))?;
-            frames
-                .into_iter()
-                .next()
-                .ok_or_else(|| fail(format!("{}: no frame", p.display())))?
-                .data
+            if frames.is_empty() {
+                return Err(fail(format!("{}: no frame", p.display())));
+            }
+            frames.into_iter().map(|f| f.data).collect::<Vec<_>>()
         }
-        (None, Some(h)) => hex(h)?,
+        (None, Some(h)) => vec![hex(h)?],
         (None, None) => return Err(fail("--template or --frame is needed")),
     };
-    if frame.len() < 14 || frame.len() > 9216 {
-        return Err(fail(format!(
-            "the frame has {} bytes (14 to 9216)",
-            frame.len()
-        )));
+    if !a.all_frames {
+        all.truncate(1);
     }
+    for (i, f) in all.iter().enumerate() {
+        if f.len() < 14 || f.len() > 9216 {
+            return Err(fail(format!(
+                "frame {} has {} bytes (14 to 9216)",
+                i + 1,
+                f.len()
+            )));
+        }
+    }
+    let frame = all[0].clone();
     let ipv6 = frame.len() >= 54 && frame[12..14] == [0x86, 0xdd];
     if a.flows > 1 && !ipv6 {
         return Err(fail(
@@ -90,8 +103,8 @@ pub fn run(a: GenArgs) -> Result<(), Failure> {
         },
     )
     .map_err(|e| fail(format!("--dev {}: {e}", a.dev)))?;
-    let mut frames: Vec<Vec<u8>> = Vec::new();
-    for i in 0..a.flows {
+    let mut frames: Vec<Vec<u8>> = if a.all_frames { all } else { Vec::new() };
+    for i in 0..if a.all_frames { 0 } else { a.flows } {
         let mut f = frame.clone();
         if a.flows > 1 {
             // Source address bytes 14..16 of the IPv6 header (frame offset 14 + 8 + 14).
@@ -123,7 +136,15 @@ pub fn run(a: GenArgs) -> Result<(), Failure> {
                 continue;
             }
         }
-        for _ in 0..BATCH {
+        let room = if a.count > 0 {
+            a.count - sent - port.queued() as u64
+        } else {
+            BATCH
+        };
+        if room == 0 && port.queued() == 0 {
+            break;
+        }
+        for _ in 0..BATCH.min(room) {
             match port.send(&frames[next]) {
                 Ok(true) => next = (next + 1) % frames.len(),
                 Ok(false) => break,

@@ -17,7 +17,7 @@ pub fn render(each: &[WorkerReport], links: &[String]) -> String {
     }
     let mut s = String::new();
     type Get = fn(&WorkerReport) -> u64;
-    let families: [(&str, &str, Get); 6] = [
+    let families: [(&str, &str, Get); 7] = [
         ("rx_frames", "Frames received.", |r| r.stats.rx),
         (
             "tx_frames",
@@ -39,6 +39,11 @@ pub fn render(each: &[WorkerReport], links: &[String]) -> String {
             "tx_refused_frames",
             "Frames a full transmit queue refused.",
             |r| r.tx_refused,
+        ),
+        (
+            "overload_frames",
+            "Frames the kernel dropped before lwt6 received them (socket ring or buffer full).",
+            |r| r.overload_by_dev.iter().sum(),
         ),
     ];
     for (name, help, get) in families {
@@ -76,16 +81,23 @@ pub fn render(each: &[WorkerReport], links: &[String]) -> String {
             );
         }
     }
-    for (dir, help) in [("rx", "received"), ("tx", "sent")] {
+    for (dir, help) in [
+        ("rx", "received"),
+        ("tx", "sent"),
+        (
+            "overload",
+            "dropped by the kernel before lwt6 received them (overload)",
+        ),
+    ] {
         let _ = writeln!(
             s,
             "# HELP lwt6_link_{dir}_frames_total Frames {help}, per interface.\n# TYPE lwt6_link_{dir}_frames_total counter"
         );
         for (i, l) in links.iter().enumerate() {
-            let v = if dir == "rx" {
-                &total.rx_by_dev
-            } else {
-                &total.tx_by_dev
+            let v = match dir {
+                "rx" => &total.rx_by_dev,
+                "tx" => &total.tx_by_dev,
+                _ => &total.overload_by_dev,
             };
             let _ = writeln!(
                 s,
@@ -129,10 +141,15 @@ mod tests {
         a.stats.rx = 3;
         a.stats.tx = 2;
         a.stats.count_drop(DropReason::NoRoute);
+        a.overload_by_dev = vec![7];
         let mut b = a.clone();
         b.stats.rx = 5;
         b.stats.tx = 4;
+        b.overload_by_dev = vec![10];
         let text = render(&[a, b], &["r0".into()]);
+        assert!(text.contains("\nlwt6_overload_frames_total 17\n"), "{text}");
+        assert!(text.contains("lwt6_worker_overload_frames_total{worker=\"0\"} 7\n"));
+        assert!(text.contains("lwt6_link_overload_frames_total{link=\"r0\"} 17\n"));
         assert!(text.contains("\nlwt6_rx_frames_total 8\n"), "{text}");
         assert!(text.contains("lwt6_worker_rx_frames_total{worker=\"1\"} 5\n"));
         assert!(text.contains("lwt6_drops_total{reason=\"no_route\"} 2\n"));

@@ -88,16 +88,41 @@ pub struct CtlArgs {
     /// The router's control socket.
     #[arg(long = "control", default_value = DEFAULT_CONTROL)]
     pub control: PathBuf,
+    /// Configuration lines from FILE (`-`: standard input), applied in order as one atomic step: all of them, or
+    /// none when one fails (the error names the line). Routes only added, removed or replaced change the table in
+    /// place.
+    #[arg(long = "batch", value_name = "FILE", conflicts_with = "line")]
+    pub batch: Option<PathBuf>,
     /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
     /// `show routes|stats|neigh|trace [-j]`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`,
     /// `trace stop`, `trace clear` (docs/live.md, *Packet tracing*); the words are joined by spaces.
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
+    #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }
 
 /// `lwt6 ctl`: one request, its output on stdout.
 pub fn ctl(a: CtlArgs) -> Result<(), Failure> {
-    let body = control::client(&a.control, &a.line.join(" "))?;
+    let request = match &a.batch {
+        Some(path) => {
+            let text = if path.as_os_str() == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                    .map(|_| t)
+                    .map_err(|e| fail(format!("--batch -: {e}")))?
+            } else {
+                std::fs::read_to_string(path)
+                    .map_err(|e| fail(format!("--batch {}: {e}", path.display())))?
+            };
+            let mut r = String::from("batch\n");
+            r += &text;
+            if !r.ends_with('\n') {
+                r.push('\n');
+            }
+            r
+        }
+        None => a.line.join(" "),
+    };
+    let body = control::client(&a.control, &request)?;
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(body.as_bytes());
     Ok(())

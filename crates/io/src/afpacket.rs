@@ -70,6 +70,9 @@ pub struct AfPacket {
     tx: Vec<u8>,
     tx_ends: Vec<usize>,
     tx_batch: usize,
+    /// Frames the kernel dropped for a full receive buffer (`PACKET_STATISTICS` `tp_drops`, which reading
+    /// resets), summed.
+    rx_drops: u64,
 }
 
 fn last_error(what: &str) -> io::Error {
@@ -167,6 +170,7 @@ impl AfPacket {
             tx: Vec::with_capacity(tx_batch * 2048),
             tx_ends: Vec::with_capacity(tx_batch),
             tx_batch,
+            rx_drops: 0,
         })
     }
 
@@ -319,5 +323,27 @@ impl Port for AfPacket {
 
     fn kind(&self) -> &'static str {
         "af_packet"
+    }
+
+    /// `PACKET_STATISTICS` `tp_drops`: frames the socket's full receive buffer refused.
+    fn kernel_rx_drops(&mut self) -> u64 {
+        // SAFETY: all-zero is a valid tpacket_stats.
+        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut len = size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `st` is writable and `len` is its size.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            // The kernel resets its counters at every read.
+            self.rx_drops += u64::from(st.tp_drops);
+        }
+        self.rx_drops
     }
 }

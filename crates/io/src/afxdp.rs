@@ -507,6 +507,14 @@ fn check(o: &XskOptions) -> Result<(), XskError> {
 }
 
 impl Port for XskPort {
+    /// `XDP_STATISTICS`: frames dropped for want of a fill-ring frame (`rx_dropped`, which also counts a frame
+    /// too long for a UMEM frame) and for a full RX ring (`rx_ring_full`). `rx_fill_ring_empty_descs` counts the
+    /// same allocations failing as `rx_dropped` and is not added.
+    fn kernel_rx_drops(&mut self) -> u64 {
+        self.kernel_stats()
+            .map_or(0, |k| k.rx_dropped + k.rx_ring_full)
+    }
+
     fn recv_batch(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> io::Result<usize> {
         let max = max.min(self.sock.geometry.ring_size as usize) as u32;
         let n = self.sock.rx.available(max);

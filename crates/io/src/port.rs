@@ -23,4 +23,11 @@ pub trait Port: Send {
 
     /// The back end's name for messages and counters (`"af_packet"`, `"af_xdp"`).
     fn kind(&self) -> &'static str;
+
+    /// Frames the kernel dropped on their way to this port because it was not keeping up (a full socket ring or
+    /// receive buffer, no free frame on the fill ring): overload, counted by the kernel, cumulative since the port
+    /// was opened. A system call: read it now and then, not per frame. 0 for a back end that cannot tell.
+    fn kernel_rx_drops(&mut self) -> u64 {
+        0
+    }
 }

@@ -607,3 +607,106 @@ fn generator_paces_and_counts_over_af_xdp_and_af_packet() {
         );
     }
 }
+
+/// Sends frames 0..count from the peer's `vp` as fast as one socket goes (nobody paces it), then returns.
+fn peer_blasts(peer: &str, count: u32) {
+    let peer = peer.to_string();
+    thread::spawn(move || {
+        enter(&peer);
+        let s = Packet::open("vp");
+        for seq in 0..count {
+            s.send(&frame(seq));
+        }
+    })
+    .join()
+    .expect("peer thread");
+}
+
+/// Our frames a port receives until nothing came for half a second.
+fn drain(port: &mut dyn Port) -> usize {
+    let mut got = 0;
+    let mut last = Instant::now();
+    while last.elapsed() < Duration::from_millis(500) {
+        let mut n = 0;
+        port.recv_batch(64, &mut |f| {
+            if seq_of(f).is_some() {
+                n += 1;
+            }
+        })
+        .unwrap();
+        if n > 0 {
+            got += n;
+            last = Instant::now();
+        } else {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    got
+}
+
+/// Frames the peer's veth dropped on the way (its `tx_dropped`: the receiving side's ring or backlog full, before
+/// any socket saw them).
+fn veth_dropped(peer: &str) -> u64 {
+    // `ip netns exec` mounts the namespace's own /sys.
+    let out = ip(&[
+        "netns",
+        "exec",
+        peer,
+        "cat",
+        "/sys/class/net/vp/statistics/tx_dropped",
+    ]);
+    out.trim().parse().expect("a count")
+}
+
+/// Overload is what the kernel counts: a port that does not read while 1000 frames arrive gets what its rings
+/// (AF_XDP, 256 entries) or its receive buffer (AF_PACKET, the smallest the kernel allows) held, and
+/// `kernel_rx_drops` is the rest, exactly (with what the veth itself dropped before the socket, if the machine
+/// was too busy to drain it: counted apart). IPv6 is off on both ends, so that no frame but ours travels.
+#[test]
+fn overload_is_counted_by_the_kernel_exactly() {
+    let net = Net::new("over", 1);
+    for (ns, dev) in [(&net.ns, "vx"), (&net.peer, "vp")] {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "sysctl", "-qw"])
+            .arg(format!("net.ipv6.conf.{dev}.disable_ipv6=1"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    const N: u32 = 1000;
+    for xdp in [true, false] {
+        let ns = net.ns.clone();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let lwt6 = thread::spawn(move || {
+            enter(&ns);
+            let ifindex = lwt6_io::netdev::lookup("vx").unwrap().ifindex;
+            let mut port: Box<dyn Port> = if xdp {
+                Box::new(XskPort::open("vx", 0, small(XdpMode::Auto, 0)).expect("AF_XDP port"))
+            } else {
+                let opts = lwt6_io::afpacket::AfPacketOptions {
+                    rcvbuf: 0,
+                    ..Default::default()
+                };
+                Box::new(lwt6_io::afpacket::AfPacket::open(ifindex, &opts).expect("AF_PACKET"))
+            };
+            assert_eq!(port.kernel_rx_drops(), 0, "{}", port.kind());
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            let got = drain(port.as_mut());
+            (port.kind(), got, port.kernel_rx_drops())
+        });
+        ready_rx.recv().unwrap();
+        let veth_before = veth_dropped(&net.peer);
+        peer_blasts(&net.peer, N);
+        go_tx.send(()).unwrap();
+        let (kind, got, drops) = lwt6.join().expect("receiving thread");
+        let veth = veth_dropped(&net.peer) - veth_before;
+        assert!(drops > 0, "{kind}: nothing dropped, {got} received");
+        assert_eq!(
+            got as u64 + drops + veth,
+            u64::from(N),
+            "{kind}: received {got} + overload {drops} + dropped by the veth {veth}"
+        );
+    }
+}

@@ -1,7 +1,8 @@
 //! `lwt6 bench soak`: a long run of the real pipeline while routes change under it (issue 15).
 //!
 //! One worker thread forwards batches of frames of every kind the router handles (all seg6 modes, HMAC, RPL,
-//! both ioam6 modes, IPv4 into seg6, local SRH and RPL processing, IOAM transit, plain forwarding) and of
+//! both ioam6 modes, IPv4 into seg6, local SRH and RPL processing, seg6local End / End.DX6 / End.B6.Encaps, IOAM
+//! transit, plain forwarding) and of
 //! kinds it must drop (truncated, wrong version, hop limit 1, no route, foreign MAC, malformed SRH), on the
 //! router of `soak.conf`. Meanwhile a second thread applies route changes through a [`SnapshotWriter`] at a
 //! target rate: a window of generated /48s (every tenth seg6 encap) added and removed one by one, and a /65
@@ -236,6 +237,23 @@ pub fn frames() -> Vec<Vec<u8>> {
     };
     let mut hbh = vec![0u8; ioam::lwt_hbh_len(hdr.remaining_len)];
     ioam::emit_lwt_hbh(&mut hbh, proto::UDP, &hdr);
+    // SRHs for the seg6local SIDs (End, End.B6.Encaps: SL 1, the next segment fd00:90::5), and an inner IPv6
+    // packet for End.DX6 (no SRH: the outer header's next header is 41).
+    let sid_srh = |sid: &str| {
+        let mut h = vec![0u8; 8 + 32];
+        SrhRepr {
+            next_header: proto::UDP,
+            segments_left: 1,
+            last_entry: 1,
+            flags: 0,
+            tag: 0,
+            segments: vec![a6("fd00:90::5"), a6(sid)],
+            tlvs: Vec::new(),
+        }
+        .emit(&mut h);
+        h
+    };
+    let (end_srh, b6_srh) = (sid_srh("fc00:1::e"), sid_srh("fc00:1::b6"));
     for flow in 0..8u32 {
         for (i, dst) in [
             "fd00:91::1",
@@ -260,6 +278,12 @@ pub fn frames() -> Vec<Vec<u8>> {
         out.push(frame(us, 64, proto::ROUTING, &srh, flow));
         out.push(frame(us, 64, proto::ROUTING, &rplh, flow));
         out.push(frame(a6("fd00:90::1"), 64, proto::HOPOPTS, &hbh, flow));
+        out.push(frame(a6("fc00:1::e"), 64, proto::ROUTING, &end_srh, flow));
+        out.push(frame(a6("fc00:1::b6"), 64, proto::ROUTING, &b6_srh, flow));
+        // End.DX6: the inner packet (an IPv6 header and UDP) is the outer packet's payload.
+        let inner = frame(a6("fd00:2::9"), 64, proto::UDP, &[], flow);
+        let dx6 = frame(a6("fc00:1::d6"), 64, proto::IPV6, &inner[14..54], flow);
+        out.push(dx6);
         // IPv4 into seg6 (10.99.0.0/24): Ethernet, a 20-byte header with its checksum, 8 bytes of UDP.
         let mut v4 = vec![0u8; 14 + 28];
         v4[0..6].copy_from_slice(&[2, 0, 0, 0, 1, 2]);
@@ -296,16 +320,26 @@ pub fn frames() -> Vec<Vec<u8>> {
 
 /// The route changes, in order: a window of `WINDOW` generated /48s via r1 (every tenth seg6 encap) added, then
 /// one removed and one added alternately; every hundredth change adds or removes fd00:90::8000:0:0:0/65 (more
-/// specific than a route the traffic uses) via r2.
-struct Changes {
+/// specific than a route the traffic uses) via r2. An endless iterator; every change applies to the soak
+/// router's configuration after the ones before it.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
     n: u64,
     added: u64,
     removed: u64,
     toggle_on: bool,
 }
 
+impl Iterator for Changes {
+    type Item = Change;
+
+    fn next(&mut self) -> Option<Change> {
+        Some(self.change())
+    }
+}
+
 /// Generated /48s present at once.
-const WINDOW: u64 = 1000;
+pub const WINDOW: u64 = 1000;
 
 impl Changes {
     fn route(k: u64) -> Route {
@@ -342,7 +376,7 @@ impl Changes {
         }
     }
 
-    fn next(&mut self) -> Change {
+    fn change(&mut self) -> Change {
         self.n += 1;
         if self.n.is_multiple_of(100) {
             self.toggle_on = !self.toggle_on;
@@ -434,12 +468,7 @@ pub fn run(opts: SoakOptions) -> Result<SoakReport, String> {
                 return Ok((0, 0));
             }
             let mut writer = SnapshotWriter::new(handle);
-            let mut seq = Changes {
-                n: 0,
-                added: 0,
-                removed: 0,
-                toggle_on: false,
-            };
+            let mut seq = Changes::default();
             let t0 = Instant::now();
             let (mut applied, mut publications) = (0u64, 0u64);
             let mut buf = Vec::with_capacity(batch);
@@ -451,7 +480,7 @@ pub fn run(opts: SoakOptions) -> Result<SoakReport, String> {
                     continue;
                 }
                 buf.clear();
-                buf.extend((0..batch).map(|_| seq.next()));
+                buf.extend(seq.by_ref().take(batch));
                 writer
                     .apply(&buf)
                     .map_err(|(i, e)| format!("route change {}: {e}", applied + i as u64))?;
@@ -534,6 +563,10 @@ mod tests {
             );
         }
         assert!(s.ioam_transit_filled > 0 && s.icmp_tx > 0, "{}", r.text());
+        // The three seg6local SIDs each processed packets, and dropped none.
+        let local: Vec<_> = s.seg6local.iter().filter(|c| c.packets > 0).collect();
+        assert_eq!(local.len(), 3, "{:?}", s.seg6local);
+        assert!(local.iter().all(|c| c.errors == 0), "{:?}", s.seg6local);
         for reason in [DropReason::NoRoute, DropReason::NotForUs] {
             assert!(
                 s.drops.get(&reason).copied().unwrap_or(0) > 0,
@@ -563,17 +596,12 @@ mod tests {
 
     #[test]
     fn changes_keep_a_bounded_window() {
-        let mut c = Changes {
-            n: 0,
-            added: 0,
-            removed: 0,
-            toggle_on: false,
-        };
+        let mut c = Changes::default();
         let cfg = config::parse(ROUTER_CONF).unwrap();
         let mut snap = Snapshot::build(&cfg).unwrap();
         let base = snap.fib().routes_v6().count();
         for _ in 0..5000 {
-            snap.apply(&c.next()).unwrap();
+            snap.apply(&c.change()).unwrap();
         }
         let n = snap.fib().routes_v6().count() - base;
         assert!(
