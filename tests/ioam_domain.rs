@@ -358,3 +358,201 @@ fn direct_export_sends_this_nodes_data_and_leaves_the_packet() {
     );
     assert!(r.worker.ioam_export.take().is_empty());
 }
+
+/// A route that merges one trace (namespace 7, trace type bit 0, 8 bytes) into a Hop-by-Hop header the packet
+/// already has (`hbh merge`, docs/ioam.md).
+const MERGE_ROUTE: &str = "-6 route add fd00:9::/64 encap ioam6 mode inline hbh merge \
+    trace prealloc type 0x800000 ns 7 size 8 via fd00:2::2 dev r1\n";
+
+/// The trace `MERGE_ROUTE` inserts as the inserting node leaves it: RemainingLen 2 -> 1, its data (hop limit 63
+/// after forwarding, node id 0x123456) in the last 4 of the 8 free bytes (RFC 9197 §4.4.1).
+fn merged_trace_filled() -> Vec<u8> {
+    let mut t = trace(7);
+    t[7] = 1;
+    t[16..20].copy_from_slice(&[63, 0x12, 0x34, 0x56]);
+    t
+}
+
+/// Sends a packet to fd00:9::1 whose Hop-by-Hop header is `hbh` through `r`; returns what r1 sent.
+fn through(r: &mut Router, hbh: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    let pkt = ipv6("fd00:9::1", 0, 64, &[hbh, &UDP[..]].concat());
+    run(r, 0, &[eth(R0, H1, &pkt)])
+}
+
+fn forwarded(hbh: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    vec![(
+        1,
+        eth(H2, R1, &ipv6("fd00:9::1", 0, 63, &[hbh, &UDP[..]].concat())),
+    )]
+}
+
+#[test]
+fn merge_into_an_existing_header_pads_head_to_4n_and_tail_to_8n() {
+    // Hand-derived from RFC 8200 §4.2 / §4.3 and RFC 9486 §3. The header is kept up to the end of its last
+    // option that is not padding; padding to the next 4n offset, the 20-byte trace, padding to 8n follow.
+    let cases: [(&str, Vec<u8>, Vec<u8>); 4] = [
+        (
+            // Router Alert (RFC 2711) at 2..6, PadN(0): head PadN(0) to 8, trace 8..28, PadN(2) to 32.
+            "router alert",
+            vec![17, 0, 5, 2, 0, 0, 1, 0],
+            [
+                vec![17, 3, 5, 2, 0, 0, 1, 0],
+                merged_trace_filled(),
+                vec![1, 2, 0, 0],
+            ]
+            .concat(),
+        ),
+        (
+            // Option 0x1e (skip if unknown) with 3 data bytes at 2..7, Pad1: head Pad1 to 8.
+            "head pad1",
+            vec![17, 0, 0x1e, 3, 0xa, 0xb, 0xc, 0],
+            [
+                vec![17, 3, 0x1e, 3, 0xa, 0xb, 0xc, 0],
+                merged_trace_filled(),
+                vec![1, 2, 0, 0],
+            ]
+            .concat(),
+        ),
+        (
+            // Option 0x1e with 1 data byte at 2..5, PadN(1): head PadN(1) (3 bytes) to 8.
+            "head padn(1)",
+            vec![17, 0, 0x1e, 1, 0xa, 1, 1, 0],
+            [
+                vec![17, 3, 0x1e, 1, 0xa, 1, 1, 0],
+                merged_trace_filled(),
+                vec![1, 2, 0, 0],
+            ]
+            .concat(),
+        ),
+        (
+            // Option 0x1e with no data at 2..4, PadN(2): the trace takes its place at 4, 4 + 20 = 24, no tail.
+            "no padding needed",
+            vec![17, 0, 0x1e, 0, 1, 2, 0, 0],
+            [vec![17, 2, 0x1e, 0], merged_trace_filled()].concat(),
+        ),
+    ];
+    for (what, hbh, want) in cases {
+        let mut r = router(MERGE_ROUTE);
+        let out = through(&mut r, &hbh);
+        assert_eq!(out, forwarded(&want), "{what}");
+        assert_eq!(
+            (r.worker.stats.ioam.merged, r.worker.stats.ioam.not_inserted),
+            (1, 0),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn merge_after_another_trace_keeps_it_and_fills_both() {
+    // A Linux-built header with a trace of namespace 8 (24 bytes, an option ends it): r fills it in transit (r0
+    // has ioam6_enabled; 8 is known), then appends the trace of 7 at 24 (4n already): 44 bytes, PadN(2) to 48.
+    let mut r = router(MERGE_ROUTE);
+    let out = through(&mut r, &lwt_hbh(17, 8));
+    let mut t8 = trace(8);
+    t8[7] = 1;
+    t8[16..20].copy_from_slice(&[63, 0x12, 0x34, 0x56]);
+    let want = [
+        vec![17, 5, 1, 0],
+        t8,
+        merged_trace_filled(),
+        vec![1, 2, 0, 0],
+    ]
+    .concat();
+    assert_eq!(out, forwarded(&want));
+    assert_eq!(r.worker.stats.ioam_transit_filled, 1);
+}
+
+#[test]
+fn without_hbh_merge_a_packet_with_a_header_gets_no_ioam_as_in_linux() {
+    let route = MERGE_ROUTE.replace(" hbh merge", "");
+    let hbh = [17, 0, 5, 2, 0, 0, 1, 0];
+    let mut r = router(&route);
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    assert_eq!(
+        (r.worker.stats.ioam.merged, r.worker.stats.ioam.not_inserted),
+        (0, 1)
+    );
+    // `hbh skip` says the same.
+    let mut r = router(&MERGE_ROUTE.replace("hbh merge", "hbh skip"));
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    // Without a Hop-by-Hop header both insert as Linux does.
+    for route in [route.as_str(), MERGE_ROUTE] {
+        let mut r = router(route);
+        let out = run(&mut r, 0, &[eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP))]);
+        let want = [vec![17, 2, 1, 0], merged_trace_filled()].concat();
+        assert_eq!(out, forwarded(&want));
+    }
+}
+
+#[test]
+fn merge_refuses_to_make_more_options_than_linux_accepts() {
+    // Eight options 0x1e without data (16 bytes at 2..18), PadN(4) to 24: Linux's default max_hbh_opts_number is 8,
+    // so a ninth would make the next Linux node drop the packet. It leaves without IOAM, counted.
+    let mut hbh = vec![17, 2];
+    for _ in 0..8 {
+        hbh.extend([0x1e, 0]);
+    }
+    hbh.extend([1, 4, 0, 0, 0, 0]);
+    let mut r = router(MERGE_ROUTE);
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    assert_eq!(
+        (r.worker.stats.ioam.merged, r.worker.stats.ioam.not_inserted),
+        (0, 1)
+    );
+    // Seven (2..16, no padding) leave room for the trace: at 16 (already 4n), to 36, PadN(2) to 40.
+    let mut hbh = vec![17, 1];
+    for _ in 0..7 {
+        hbh.extend([0x1e, 0]);
+    }
+    let mut r = router(MERGE_ROUTE);
+    let want = [
+        vec![17, 4],
+        hbh[2..].to_vec(),
+        merged_trace_filled(),
+        vec![1, 2, 0, 0],
+    ]
+    .concat();
+    assert_eq!(through(&mut r, &hbh), forwarded(&want));
+}
+
+#[test]
+fn merge_refuses_to_make_a_header_longer_than_2048_octets() {
+    // Seven options 0x1e of 255 data bytes (2..1801), PadN(5) to 1808 (Hdr Ext Len 225); 9000-byte links.
+    let jumbo = |extra: &str| {
+        let mut r = Router::build(
+            &config::parse(&format!(
+                "{}{extra}",
+                BASE.replace(":01:02\n", ":01:02 mtu 9000\n")
+                    .replace(":02:01\n", ":02:01 mtu 9000\n")
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        r.worker.ioam_export.capacity = 16;
+        r
+    };
+    let mut hbh = vec![17, 225];
+    for i in 0..7u8 {
+        hbh.extend([0x1e, 255]);
+        hbh.extend([i; 255]);
+    }
+    hbh.extend([1, 5, 0, 0, 0, 0, 0]);
+    assert_eq!(hbh.len(), 1808);
+    // A 244-byte trace (a 256-byte option) would start at 1804 (4n) and end at 2060 > 2048 (RFC 8200 §4.3: Hdr
+    // Ext Len is one octet): not inserted.
+    let mut r = jumbo(&MERGE_ROUTE.replace("size 8", "size 244"));
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    assert_eq!(r.worker.stats.ioam.not_inserted, 1);
+    // An 8-byte one (a 20-byte option) fits: at 1804 after PadN(1), to 1824, already 8n (Hdr Ext Len 227).
+    let mut r = jumbo(MERGE_ROUTE);
+    let want = [
+        vec![17, 227],
+        hbh[2..1801].to_vec(),
+        vec![1, 1, 0],
+        merged_trace_filled(),
+    ]
+    .concat();
+    assert_eq!(want.len(), 1824);
+    assert_eq!(through(&mut r, &hbh), forwarded(&want));
+}

@@ -169,6 +169,9 @@ fn encap(o: &mut Object, t: &Tunnel, counters: Option<&LocalCounters>) {
             if let Some(d) = t.tundst {
                 o.put("tundst", d.to_string());
             }
+            if t.hbh_merge {
+                o.put("hbh", "merge");
+            }
             let traces: Vec<String> = std::iter::once(&t.trace)
                 .chain(&t.more)
                 .map(|tr| {

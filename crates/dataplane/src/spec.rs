@@ -279,6 +279,9 @@ pub struct Ioam6Encap {
     /// Further traces (`trace prealloc ...` given again, an lwt6 extension: docs/ioam.md), inserted after the
     /// first, in order.
     pub more_traces: Vec<IoamTraceSpec>,
+    /// `hbh merge` (an lwt6 extension: docs/ioam.md): inline mode adds the options into a Hop-by-Hop header the
+    /// packet already has; `hbh skip` (the default, as Linux) leaves such packets without IOAM.
+    pub hbh_merge: bool,
 }
 
 /// One more pre-allocated trace of an ioam6 route.

@@ -295,6 +295,12 @@ pub struct IoamCounts {
     pub exported: u64,
     /// Traces not exported: the worker's queue or the exporter's was full, or the collector failed.
     pub export_lost: u64,
+    /// Packets whose route inserts IOAM inline into which the options were merged into the Hop-by-Hop header they
+    /// already had (`hbh merge`).
+    pub merged: u64,
+    /// Packets whose route inserts IOAM inline that already had a Hop-by-Hop header and got no IOAM: the route
+    /// does not merge (Linux's behaviour), or the merged header would have held too many options or octets.
+    pub not_inserted: u64,
 }
 
 impl IoamCounts {
@@ -304,6 +310,8 @@ impl IoamCounts {
         self.decapsulated += o.decapsulated;
         self.exported += o.exported;
         self.export_lost += o.export_lost;
+        self.merged += o.merged;
+        self.not_inserted += o.not_inserted;
     }
 }
 

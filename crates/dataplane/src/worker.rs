@@ -1690,18 +1690,27 @@ impl Worker {
             route.tunnel.map(|t| (t, &snap.tunnels[t]))
         {
             let carries_v6 = l3 == L3::V6 || input.is_some();
-            let has_hbh = input.is_none() && buf.data()[6] == proto::HOPOPTS;
             if carries_v6 && t.should_insert(&mut self.freq[tid]) {
                 match t.effective_mode() {
-                    IoamMode::Inline if has_hbh => {}
                     IoamMode::Inline => {
-                        output = Some(Stage {
-                            tunnel: t,
-                            id: tid,
-                            growth: t.hbh_len,
-                            new_dst: None,
-                            route_dev: route.dev,
-                        })
+                        // Behind an input tunnel the packet is not written yet: the most it can take.
+                        let growth = if input.is_some() {
+                            Some(t.hbh_len)
+                        } else {
+                            t.inline_growth(buf.data())
+                        };
+                        match growth {
+                            Some(growth) => {
+                                output = Some(Stage {
+                                    tunnel: t,
+                                    id: tid,
+                                    growth,
+                                    new_dst: None,
+                                    route_dev: route.dev,
+                                })
+                            }
+                            None => self.stats.ioam.not_inserted += 1,
+                        }
                     }
                     _ => {
                         let growth = ipv6::HEADER_LEN + t.hbh_len;
@@ -1826,7 +1835,12 @@ impl Worker {
             if let Some(p) = &policy {
                 p.before_stage(buf, s.growth, false);
             }
-            self.apply_ioam(cx, s, buf)?;
+            let merging = buf.data()[6] == proto::HOPOPTS;
+            match self.apply_ioam(cx, s, buf)? {
+                true if merging => self.stats.ioam.merged += 1,
+                true => {}
+                false => self.stats.ioam.not_inserted += 1,
+            }
             if let Some(p) = &policy {
                 p.after_stage(buf);
             }
@@ -1915,12 +1929,13 @@ impl Worker {
     }
 
     /// ioam6 on the output path (after the hop limit decrement), then this node fills its own data.
+    /// Returns whether anything was inserted (inline mode may find a Hop-by-Hop header it does not merge into).
     fn apply_ioam(
         &self,
         cx: &Cx<'_, '_>,
         stage: Stage<&Ioam6Tunnel>,
         buf: &mut PacketBuf,
-    ) -> Verdict {
+    ) -> Result<bool, DropReason> {
         let (snap, t) = (cx.snap, stage.tunnel);
         let opt_at = match t.effective_mode() {
             IoamMode::Inline => t.insert_inline(buf)?,
@@ -1953,7 +1968,7 @@ impl Worker {
                 snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
             }
         }
-        Ok(())
+        Ok(opt_at.is_some())
     }
 
     /// Sends an ICMPv6 error about `invoking` (an IPv6 packet) back to its source, if that is possible and allowed

@@ -164,6 +164,7 @@ fn ioam6(attrs: &[RouteLwTunnelEncap]) -> Result<Encap, String> {
         namespace: 0,
         size: 0,
         more_traces: Vec::new(),
+        hbh_merge: false,
     };
     let mut trace = false;
     for a in attrs {

@@ -82,6 +82,7 @@ fn ioam6_route() {
         namespace: 7,
         size: 12,
         more_traces: Vec::new(),
+        hbh_merge: false,
     });
     assert_eq!(r.encap, Some(KernelEncap::Tunnel(want.clone())));
     assert_eq!(

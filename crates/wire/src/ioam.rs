@@ -247,6 +247,36 @@ pub fn emit_hbh_traces(
     len
 }
 
+/// Where IOAM options go when they are appended to an existing Hop-by-Hop header (the first Linux IOAM
+/// implementation's head and tail padding, docs/ioam.md): the header is kept up to `keep` (the end of its last
+/// option that is not padding, [`super::hbh::append_point`]), then come `head_pad` octets of padding so that the
+/// first IOAM option starts 4n from the header (RFC 9486 §3), the options (`opts_len` octets, each a multiple of
+/// 4 long), and `tail_pad` octets of padding so that the header is a multiple of 8 octets (RFC 8200 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Padding octets between the kept options and the first IOAM option (0 to 3).
+    pub head_pad: usize,
+    /// Offset of the first IOAM option's type byte from the header's start.
+    pub opts_at: usize,
+    /// Padding octets after the last IOAM option (0 or 4 when `opts_len` is a multiple of 4).
+    pub tail_pad: usize,
+    /// The header's new length.
+    pub len: usize,
+}
+
+/// The layout of [`Appended`] for a header kept up to `keep` octets and `opts_len` octets of IOAM options.
+pub fn append_layout(keep: usize, opts_len: usize) -> Appended {
+    let opts_at = keep.next_multiple_of(4);
+    let end = opts_at + opts_len;
+    let len = end.next_multiple_of(8);
+    Appended {
+        head_pad: opts_at - keep,
+        opts_at,
+        tail_pad: len - end,
+        len,
+    }
+}
+
 /// The fixed fields of the IOAM options other than the traces, from the option's type byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OtherOption {
@@ -912,6 +942,26 @@ mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
             .collect()
+    }
+
+    /// RFC 9486 §3 (each IOAM option 4n from the header) and RFC 8200 §4.3 (the header a multiple of 8), by hand.
+    #[test]
+    fn append_layout_pads_head_to_4n_and_tail_to_8n() {
+        let l = |keep, opts_len| {
+            let a = append_layout(keep, opts_len);
+            (a.head_pad, a.opts_at, a.tail_pad, a.len)
+        };
+        // Router Alert ending at 6: 2 octets (PadN(0)) to 8; a 20-octet trace ends at 28, 4 more to 32.
+        assert_eq!(l(6, 20), (2, 8, 4, 32));
+        // Ending at 7: a Pad1; at 5: PadN(1) (3 octets); at 4: none, and 4 + 20 = 24 needs no tail.
+        assert_eq!(l(7, 20), (1, 8, 4, 32));
+        assert_eq!(l(5, 20), (3, 8, 4, 32));
+        assert_eq!(l(4, 20), (0, 4, 0, 24));
+        // Only padding before: exactly the layout Linux builds (PadN(0), the option at 4).
+        assert_eq!(l(2, 20), (2, 4, 0, 24));
+        assert_eq!(l(2, 16), (2, 4, 4, 24));
+        // After a whole Linux-built header (24 octets): the new option at 24, 24 + 16 = 40 octets.
+        assert_eq!(l(24, 16), (0, 24, 0, 40));
     }
 
     fn node<'a>() -> NodeData<'a> {

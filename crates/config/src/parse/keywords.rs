@@ -454,6 +454,8 @@ pub(super) struct Ioam6Args<'t> {
     pub trace: Option<(u32, u16, u16)>,
     /// Further `trace prealloc ...` clauses.
     pub more: Vec<(u32, u16, u16, &'t str)>,
+    /// `hbh merge|skip`: whether inline mode merges into an existing Hop-by-Hop header (lwt6 extension).
+    pub hbh: Option<(bool, &'t str)>,
 }
 
 /// The ioam6 modes by name.
@@ -464,7 +466,7 @@ pub(super) const IOAM6_MODES: [(&str, IoamMode); 3] = [
 ];
 
 /// `encap ioam6` arguments.
-pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 5] {
+pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 6] {
     fn address<'t>(c: &mut Cur<'t>, kw: &str) -> Result<(Ipv6Addr, &'t str)> {
         let t = c.value(kw)?;
         let a = parse_v6(c, t)?;
@@ -534,6 +536,22 @@ pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 5] {
                 } else {
                     a.more.push((tr.0, tr.1, tr.2, kw));
                 }
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["hbh"],
+            handle: |_, c, a, kw| {
+                // What inline mode does with a packet that already has a Hop-by-Hop header: an lwt6 extension
+                // (docs/ioam.md); Linux skips the insertion.
+                once(c, &a.hbh, kw)?;
+                let t = c.value(kw)?;
+                let merge = match t {
+                    "merge" => true,
+                    "skip" => false,
+                    _ => return Err(c.err(t, "unknown hbh action (expected one of: merge, skip)")),
+                };
+                a.hbh = Some((merge, t));
                 Ok(())
             },
         },
@@ -709,7 +727,7 @@ mod tests {
             "action, nh4, nh6, table, vrftable, oif, srh, count, flavors"
         );
         assert_eq!(expected(&seg6()), "mode, segs, hmac, tunsrc");
-        assert_eq!(expected(&ioam6()), "mode, tunsrc, tundst, freq, trace");
+        assert_eq!(expected(&ioam6()), "mode, tunsrc, tundst, freq, trace, hbh");
         assert_eq!(expected(&rpl()), "segs");
         assert_eq!(expected(&ioam_namespace()), "data, wide");
         assert_eq!(

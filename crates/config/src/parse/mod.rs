@@ -1271,6 +1271,7 @@ impl Parser<'_> {
             freq,
             trace,
             more,
+            hbh,
         } = args;
         let mode_v = mode.map_or(IoamMode::Inline, |m| m.0);
         if trace.is_none()
@@ -1289,6 +1290,12 @@ impl Parser<'_> {
                 if let Some((_, t)) = tundst {
                     return Err(c.err(t, "tundst needs mode encap or auto"));
                 }
+            }
+            _ if hbh.is_some_and(|h| h.0) => {
+                return Err(c.err(
+                    hbh.map_or(type_tok, |h| h.1),
+                    "hbh merge needs mode inline (encap adds its own Hop-by-Hop header)",
+                ));
             }
             IoamMode::Encap | IoamMode::Auto => {
                 if tundst.is_none() {
@@ -1335,6 +1342,7 @@ impl Parser<'_> {
                         size: m.2,
                     })
                     .collect(),
+                hbh_merge: hbh.is_some_and(|h| h.0),
             }),
             type_tok,
             mode_tok: mode.map(|m| m.1),

@@ -780,6 +780,7 @@ fn ioam6_full_and_defaults() {
             namespace: 1,
             size: 12,
             more_traces: vec![],
+            hbh_merge: false,
         }
     );
     let s = ioam6(
@@ -908,6 +909,29 @@ fn ioam6_mode_and_tunnel_rules() {
 }
 
 #[test]
+fn ioam6_hbh_merge() {
+    let t = |rest: &str| {
+        format!(
+            "route add 2001:db8::/32 dev eth0 encap ioam6 {rest} trace prealloc type 0x800000 ns 1 size 8"
+        )
+    };
+    assert!(!ioam6(&t("mode inline")).hbh_merge);
+    assert!(!ioam6(&t("hbh skip")).hbh_merge);
+    assert!(ioam6(&t("hbh merge")).hbh_merge);
+    assert!(ioam6(&t("mode inline hbh merge")).hbh_merge);
+    let e = fail3(&t("hbh fuse"), "fuse");
+    assert_eq!(
+        e.reason,
+        "unknown hbh action (expected one of: merge, skip)"
+    );
+    fail3(&t("hbh merge hbh skip"), "hbh");
+    let e = fail3(&t("mode encap tundst 2001:db8::2 hbh merge"), "merge");
+    assert!(e.reason.contains("hbh merge needs mode inline"));
+    // `hbh skip` with encap says what encap does anyway.
+    assert!(!ioam6(&t("mode encap tundst 2001:db8::2 hbh skip")).hbh_merge);
+}
+
+#[test]
 fn ioam6_missing_pieces() {
     let t = |rest: &str| format!("route add 2001:db8::/32 dev eth0 encap ioam6 {rest}");
     let e = fail3(&t("mode inline"), "ioam6");
@@ -940,7 +964,7 @@ fn ioam6_missing_pieces() {
     );
     assert!(
         e.reason
-            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace)")
+            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, hbh)")
     );
     // Followed by a route keyword: the missing part is reported.
     let e = fail3(&t("mode inline metric 5"), "ioam6");
@@ -951,7 +975,7 @@ fn ioam6_missing_pieces() {
     );
     assert!(
         e.reason
-            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace)")
+            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, hbh)")
     );
 }
 

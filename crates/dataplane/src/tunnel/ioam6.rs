@@ -6,7 +6,7 @@ use crate::plan::{FRONT, Received, scratch};
 use crate::spec::{Ioam6Encap, IoamMode};
 use crate::stats::DropReason;
 use crate::wire::ioam::{self, TraceHeader};
-use crate::wire::{ethernet, ipv6, proto};
+use crate::wire::{ethernet, hbh, ipv6, proto};
 use std::net::Ipv6Addr;
 
 /// An installed ioam6 tunnel.
@@ -30,6 +30,12 @@ pub struct Ioam6Tunnel {
     pub opt_offsets: Vec<usize>,
     /// Length of the inserted Hop-by-Hop header.
     pub hbh_len: usize,
+    /// `hbh merge`: inline mode adds the options into a Hop-by-Hop header the packet already has (the first Linux
+    /// IOAM implementation's head and tail padding, docs/ioam.md), where Linux skips the insertion.
+    pub hbh_merge: bool,
+    /// The IOAM options as inserted (every option of the Hop-by-Hop header after its PadN(0), without the final
+    /// padding): what [`Ioam6Tunnel::insert_inline`] appends to an existing header.
+    pub opts: Box<[u8]>,
 }
 
 /// Offset of the IOAM option inside the Hop-by-Hop header Linux builds (after nh, len and a 2-byte PadN).
@@ -56,6 +62,9 @@ impl Ioam6Tunnel {
         let mut opt_offsets = vec![0; all.len()];
         let mut scratch = vec![0; hbh_len];
         ioam::emit_hbh_traces(&mut scratch, 0, &all, &mut opt_offsets);
+        let opts_end = opt_offsets.last().map_or(OPTION_OFFSET_IN_HBH, |&o| {
+            o + 2 + usize::from(scratch[o + 1])
+        });
         Ioam6Tunnel {
             mode: cfg.mode,
             tunsrc: cfg.tunsrc,
@@ -64,8 +73,10 @@ impl Ioam6Tunnel {
             freq_n: cfg.freq_n,
             trace,
             more,
+            opts: scratch[OPTION_OFFSET_IN_HBH..opts_end].into(),
             opt_offsets,
             hbh_len,
+            hbh_merge: cfg.hbh_merge,
         }
     }
 
@@ -94,6 +105,9 @@ impl Ioam6Tunnel {
         }
         if let Some(d) = self.tundst {
             x += &format!(" tundst {d}");
+        }
+        if self.hbh_merge {
+            x += " hbh merge";
         }
         for t in std::iter::once(&self.trace).chain(&self.more) {
             x += &format!(
@@ -136,12 +150,46 @@ impl Ioam6Tunnel {
         }
     }
 
-    /// Inline insertion. Returns the offset of the Hop-by-Hop header from the IPv6 header (its options at
-    /// [`Ioam6Tunnel::opt_offsets`] from there), or `None` when the packet already has a Hop-by-Hop header (Linux
-    /// then skips insertion).
+    /// The most non-padding options a Hop-by-Hop header may hold for Linux to accept it (its default
+    /// `net.ipv6.max_hbh_opts_number`): a merge that would make more is not done.
+    pub const MAX_HBH_OPTIONS: usize = 8;
+
+    /// How many bytes inline insertion adds to the IPv6 packet `pkt`, or `None` when it inserts nothing: the
+    /// packet already has a Hop-by-Hop header and the route does not merge (Linux skips the insertion), or the
+    /// merged header would hold more than [`Ioam6Tunnel::MAX_HBH_OPTIONS`] options or exceed 2,048 octets, or
+    /// the existing header is malformed.
+    pub fn inline_growth(&self, pkt: &[u8]) -> Option<usize> {
+        if pkt[6] != proto::HOPOPTS {
+            return Some(self.hbh_len);
+        }
+        self.merge_layout(pkt).map(|(old, a)| a.len - old)
+    }
+
+    /// For a packet with a Hop-by-Hop header and a route with `hbh merge`: the existing header's length and where
+    /// the options go in it ([`ioam::append_layout`] after the last option that is not padding).
+    fn merge_layout(&self, pkt: &[u8]) -> Option<(usize, ioam::Appended)> {
+        if !self.hbh_merge {
+            return None;
+        }
+        let old = (usize::from(*pkt.get(ipv6::HEADER_LEN + 1)?) + 1) * 8;
+        let hbh = pkt.get(ipv6::HEADER_LEN..ipv6::HEADER_LEN + old)?;
+        let (keep, options) = hbh::append_point(hbh).ok()?;
+        let a = ioam::append_layout(keep, self.opts.len());
+        (options + self.opt_offsets.len() <= Self::MAX_HBH_OPTIONS && a.len <= hbh::MAX_LEN)
+            .then_some((old, a))
+    }
+
+    /// Inline insertion. Returns the offset from the IPv6 header at which the options are found at
+    /// [`Ioam6Tunnel::opt_offsets`] (the new Hop-by-Hop header's own offset, 40, unless the options were merged
+    /// into an existing header), or `None` when nothing was inserted ([`Ioam6Tunnel::inline_growth`]).
+    ///
+    /// Into an existing header (`hbh merge`), as the first Linux IOAM implementation does (docs/ioam.md): the
+    /// header is kept up to the end of its last option that is not padding; then padding to the next 4n offset
+    /// (RFC 9486 §3), the options, and padding to a multiple of 8 octets (RFC 8200 §4.3) take the place of its
+    /// final padding. Every option already there stays where it was.
     pub fn insert_inline(&self, buf: &mut PacketBuf) -> Result<Option<usize>, DropReason> {
         if buf.data()[6] == proto::HOPOPTS {
-            return Ok(None);
+            return self.merge_inline(buf);
         }
         let plen = u16::from_be_bytes([buf.data()[4], buf.data()[5]]) as usize;
         if plen + self.hbh_len > u16::MAX as usize {
@@ -156,6 +204,27 @@ impl Ioam6Tunnel {
         pkt[6] = proto::HOPOPTS;
         super::grow_payload_len(pkt, self.hbh_len)?;
         Ok(Some(ipv6::HEADER_LEN))
+    }
+
+    /// [`Ioam6Tunnel::insert_inline`] into an existing Hop-by-Hop header.
+    fn merge_inline(&self, buf: &mut PacketBuf) -> Result<Option<usize>, DropReason> {
+        let Some((old, a)) = self.merge_layout(buf.data()) else {
+            return Ok(None);
+        };
+        let growth = a.len - old;
+        super::grow_payload_len(buf.data_mut(), growth)?;
+        // The bytes in front of the kept part of the header move `growth` bytes towards the front; the old final
+        // padding, behind the gap, is written over.
+        let keep_end = ipv6::HEADER_LEN + a.opts_at - a.head_pad;
+        buf.insert_gap(keep_end, growth)
+            .map_err(|_| DropReason::BufferPlanning)?;
+        let hbh = &mut buf.data_mut()[ipv6::HEADER_LEN..ipv6::HEADER_LEN + a.len];
+        hbh[1] = (a.len / 8 - 1) as u8;
+        hbh::write_padding(&mut hbh[a.opts_at - a.head_pad..], a.head_pad);
+        let opts_end = a.opts_at + self.opts.len();
+        hbh[a.opts_at..opts_end].copy_from_slice(&self.opts);
+        hbh::write_padding(&mut hbh[opts_end..], a.tail_pad);
+        Ok(Some(ipv6::HEADER_LEN + a.opts_at - OPTION_OFFSET_IN_HBH))
     }
 
     /// Encapsulation: the outer header is a byte copy of the inner one with next header 0, the new payload

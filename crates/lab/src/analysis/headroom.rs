@@ -318,6 +318,7 @@ pub fn overhead(s: &Scenario, opts: &Options) -> Result<usize, String> {
                 namespace: 1,
                 size: s.size as u16,
                 more_traces: vec![],
+                hbh_merge: false,
             })
             .max_overhead()
         }
