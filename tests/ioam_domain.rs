@@ -556,3 +556,90 @@ fn merge_refuses_to_make_a_header_longer_than_2048_octets() {
     assert_eq!(want.len(), 1824);
     assert_eq!(through(&mut r, &hbh), forwarded(&want));
 }
+
+/// A pre-allocated trace (type bit 0) in namespace `ns` with `words` 4-byte words of data: option length
+/// 2 + 8 + 4 * words.
+fn trace_words(ns: u16, words: u8) -> Vec<u8> {
+    let mut o = vec![0x31, 10 + 4 * words, 0, 0];
+    o.extend(ns.to_be_bytes());
+    o.extend([0x08, words, 0x80, 0, 0, 0]);
+    o.extend(vec![0; 4 * usize::from(words)]);
+    o
+}
+
+#[test]
+fn a_trace_larger_than_the_domain_allows_is_dropped_or_stripped() {
+    // 12 bytes of data allowed. A Linux-built header with a 16-byte trace: PadN(0), option (28 bytes) = 32.
+    let big = [vec![17, 3, 1, 0], trace_words(7, 4)].concat();
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[big, UDP.to_vec()].concat()),
+    );
+    let dom = "ioam domain add d1 namespace 7 ingress r0 egress r0,r1 maxsize 12";
+    let mut r = router(&format!("{dom}\n"));
+    assert!(run(&mut r, 0, std::slice::from_ref(&f)).is_empty());
+    assert_eq!(
+        r.worker.stats.drops.get(&DropReason::IoamOversize),
+        Some(&1)
+    );
+    // Stripped: the header had nothing else, so it goes (as for a foreign trace), and nothing is exported.
+    let mut r = router(&format!("{dom} oversize strip\n"));
+    let out = run(&mut r, 0, std::slice::from_ref(&f));
+    assert_eq!(out, [(1, eth(H2, R1, &ipv6("fd00:2::2", 17, 63, &UDP)))]);
+    assert_eq!(
+        (
+            r.worker.stats.ioam.oversize_stripped,
+            r.worker.stats.ioam.foreign_stripped
+        ),
+        (1, 0)
+    );
+    assert!(r.worker.ioam_export.take().is_empty());
+    // At the limit (12 bytes), it is filled and forwarded; a 16-byte trace of a namespace in no domain too.
+    // PadN(0), 24 + 28 option bytes: 56 (Hdr Ext Len 6).
+    let mut ok = [vec![17, 2, 1, 0], trace_words(7, 3), trace_words(8, 4)].concat();
+    ok[1] = 6;
+    assert_eq!(ok.len(), 56);
+    let mut r = router(&format!("{dom}\n"));
+    let out = run(
+        &mut r,
+        0,
+        &[eth(
+            R0,
+            H1,
+            &ipv6("fd00:2::2", 0, 64, &[ok, UDP.to_vec()].concat()),
+        )],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(r.worker.stats.ioam_transit_filled, 2);
+    // An incremental trace (IOAM Option-Type 1) counts the same: 16 bytes of node data > 12.
+    let mut inc = [vec![17, 3, 1, 0], trace_words(7, 4)].concat();
+    inc[7] = 1;
+    let mut r = router(&format!("{dom}\n"));
+    let g = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[inc, UDP.to_vec()].concat()),
+    );
+    assert!(run(&mut r, 0, &[g]).is_empty());
+    assert_eq!(
+        r.worker.stats.drops.get(&DropReason::IoamOversize),
+        Some(&1)
+    );
+    // Foreign comes first: on r1 (not an ingress) the same trace is foreign, not oversize.
+    let mut r = router(&format!("{dom}\n"));
+    let mut f1 = f.clone();
+    f1[..6].copy_from_slice(&R1);
+    assert!(run(&mut r, 1, &[f1]).is_empty());
+    assert_eq!(r.worker.stats.drops.get(&DropReason::IoamForeign), Some(&1));
+}
+
+#[test]
+fn a_route_larger_than_its_domain_allows_is_refused_by_the_router() {
+    let e = config::parse(&format!(
+        "{BASE}ioam domain add d1 namespace 7 maxsize 8\n\
+         -6 route add fd00:9::/64 encap ioam6 trace prealloc type 0x800000 ns 7 size 12 via fd00:2::2 dev r1\n"
+    ))
+    .unwrap_err();
+    assert_eq!((e.line, e.token.as_str()), (13, "12"), "{e}");
+}

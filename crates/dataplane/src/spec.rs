@@ -22,7 +22,8 @@ pub struct Config {
     pub ioam_namespaces: Vec<IoamNamespace>,
     /// `ioam schema add ID DATA`.
     pub ioam_schemas: Vec<IoamSchema>,
-    /// `ioam domain add NAME namespace N[,M...] [ingress DEV,...] [egress DEV,...] [foreign drop|strip]`.
+    /// `ioam domain add NAME namespace N[,M...] [ingress DEV,...] [egress DEV,...] [foreign drop|strip]
+    /// [maxsize S] [oversize drop|strip]`.
     pub ioam_domains: Vec<IoamDomain>,
     /// `sr tunsrc set ADDR` (`::` clears it).
     pub sr_tunsrc: Option<Ipv6Addr>,
@@ -330,14 +331,20 @@ pub struct IoamDomain {
     pub egress: Vec<String>,
     /// What happens to IOAM data of the domain arriving on an interface that is not an ingress.
     pub foreign: IoamForeign,
+    /// `maxsize S`: the largest trace data (octets after a trace option's 8-octet header, pre-allocated or
+    /// incremental) an option of the domain may carry; `None`: as large as an option can be.
+    pub max_size: Option<u16>,
+    /// What happens to a trace of the domain larger than `max_size` arriving at this node (`oversize`).
+    pub oversize: IoamForeign,
     /// Line the domain was declared on.
     pub line: usize,
 }
 
-/// What happens to IOAM data arriving on an interface that is not an ingress of its domain.
+/// What happens to IOAM data a domain does not accept: arriving on an interface that is not an ingress of the
+/// domain (`foreign`), or a trace larger than the domain allows (`oversize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoamForeign {
-    /// The packet is dropped (`ioam_foreign`), the default.
+    /// The packet is dropped (`ioam_foreign`, `ioam_oversize`), the default.
     #[default]
     Drop,
     /// The IOAM option is removed and the packet processed without it.

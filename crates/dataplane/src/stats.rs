@@ -90,6 +90,8 @@ drop_reasons! {
     UnknownOption => "hbh_unknown_option",
     /// IOAM data of a domain arriving on an interface that is not an ingress of the domain (`foreign drop`).
     IoamForeign => "ioam_foreign",
+    /// An IOAM trace of a domain larger than the domain's `maxsize` (`oversize drop`).
+    IoamOversize => "ioam_oversize",
     /// IOAM option not 4n-aligned or too short for its RemainingLen.
     IoamMalformed => "ioam_malformed",
     /// IOAM NodeLen inconsistent with the trace type (Linux Feb 2026 rule).
@@ -286,6 +288,8 @@ pub struct Stats {
 pub struct IoamCounts {
     /// IOAM options removed because they arrived on an interface that is not an ingress of their domain.
     pub foreign_stripped: u64,
+    /// IOAM traces removed because they were larger than their domain's `maxsize` (`oversize strip`).
+    pub oversize_stripped: u64,
     /// IOAM options removed where the packet leaves the domain (inline mode).
     pub removed: u64,
     /// Packets decapsulated at the IOAM tunnel endpoint (encap mode).
@@ -306,6 +310,7 @@ pub struct IoamCounts {
 impl IoamCounts {
     fn merge(&mut self, o: &IoamCounts) {
         self.foreign_stripped += o.foreign_stripped;
+        self.oversize_stripped += o.oversize_stripped;
         self.removed += o.removed;
         self.decapsulated += o.decapsulated;
         self.exported += o.exported;

@@ -1079,8 +1079,9 @@ impl Worker {
     }
 
     /// IOAM domain ingress roles: IOAM of a domain arriving on an interface that is not one of the domain's
-    /// ingresses is dropped (`foreign drop`) or removed (`foreign strip`). Returns the Hop-by-Hop header as it
-    /// now is, or None when it went entirely (the packet is then processed again from its IPv6 header).
+    /// ingresses is dropped (`foreign drop`) or removed (`foreign strip`); so is a trace larger than its domain's
+    /// `maxsize` (`oversize drop|strip`). Returns the Hop-by-Hop header as it now is, or None when it went
+    /// entirely (the packet is then processed again from its IPv6 header).
     fn ioam_ingress(
         &mut self,
         cx: &Cx<'_, '_>,
@@ -1088,23 +1089,33 @@ impl Worker {
         h: exthdr::ExtHeader,
     ) -> Result<Option<exthdr::ExtHeader>, DropReason> {
         let (domains, in_dev) = (&cx.snap.ioam.domains, cx.in_dev);
-        let foreign = |o: &[u8]| domains.of_option(o).is_some_and(|d| !d.ingress[in_dev]);
-        let hbh = &buf.data()[h.offset..h.offset + h.len];
-        let mut n = 0;
-        for o in ioam_domain::options_where(hbh, foreign) {
-            if domains
+        let refused = |o: &[u8]| {
+            domains
                 .of_option(o)
-                .is_some_and(|d| d.foreign == IoamForeign::Drop)
-            {
-                return Err(DropReason::IoamForeign);
+                .is_some_and(|d| !d.ingress[in_dev] || d.too_big(o))
+        };
+        let hbh = &buf.data()[h.offset..h.offset + h.len];
+        let (mut foreign, mut oversize) = (0, 0);
+        for o in ioam_domain::options_where(hbh, refused) {
+            let Some(d) = domains.of_option(o) else {
+                continue;
+            };
+            let (action, reason, n) = if !d.ingress[in_dev] {
+                (d.foreign, DropReason::IoamForeign, &mut foreign)
+            } else {
+                (d.oversize, DropReason::IoamOversize, &mut oversize)
+            };
+            if action == IoamForeign::Drop {
+                return Err(reason);
             }
-            n += 1;
+            *n += 1;
         }
-        if n == 0 {
+        if foreign + oversize == 0 {
             return Ok(Some(h));
         }
-        ioam_domain::strip_options(buf, h.len, foreign)?;
-        self.stats.ioam.foreign_stripped += n;
+        ioam_domain::strip_options(buf, h.len, refused)?;
+        self.stats.ioam.foreign_stripped += foreign;
+        self.stats.ioam.oversize_stripped += oversize;
         if buf.data()[6] != proto::HOPOPTS {
             return Ok(None);
         }

@@ -451,12 +451,16 @@ pub(super) struct Ioam6Args<'t> {
     pub tunsrc: Option<(Ipv6Addr, &'t str)>,
     pub tundst: Option<(Ipv6Addr, &'t str)>,
     pub freq: Option<(u32, u32)>,
-    pub trace: Option<(u32, u16, u16)>,
-    /// Further `trace prealloc ...` clauses.
-    pub more: Vec<(u32, u16, u16, &'t str)>,
+    pub trace: Option<TraceArg<'t>>,
+    /// Further `trace prealloc ...` clauses, each with its `trace` token.
+    pub more: Vec<(TraceArg<'t>, &'t str)>,
     /// `hbh merge|skip`: whether inline mode merges into an existing Hop-by-Hop header (lwt6 extension).
     pub hbh: Option<(bool, &'t str)>,
 }
+
+/// A `trace prealloc type T ns N size S` clause: type, namespace, size, and the size's token (errors about the
+/// size name it).
+pub(super) type TraceArg<'t> = (u32, u16, u16, &'t str);
 
 /// The ioam6 modes by name.
 pub(super) const IOAM6_MODES: [(&str, IoamMode); 3] = [
@@ -534,7 +538,7 @@ pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 6] {
                 if a.trace.is_none() {
                     a.trace = Some(tr);
                 } else {
-                    a.more.push((tr.0, tr.1, tr.2, kw));
+                    a.more.push((tr, kw));
                 }
                 Ok(())
             },

@@ -104,6 +104,7 @@ impl<'s> Builder<'s> {
                 stdin_used_by: None,
                 hmac_refs: Vec::new(),
                 table_refs: Vec::new(),
+                trace_refs: Vec::new(),
             },
         }
     }
@@ -174,6 +175,7 @@ struct Mark {
     lens: [usize; 8],
     hmac_refs: usize,
     table_refs: usize,
+    trace_refs: usize,
     stdin_used_by: Option<usize>,
     sysctl: Sysctls,
     sr_tunsrc: Option<std::net::Ipv6Addr>,
@@ -562,6 +564,9 @@ struct Parser<'s> {
     /// `table T` / `vrftable T` of seg6local routes: (line, token, table), checked at the end (the table must have
     /// a route, or be main).
     table_refs: Vec<(usize, String, u32)>,
+    /// The traces ioam6 routes insert: (line, the `size` token, namespace, size), checked at the end against the
+    /// domains' `maxsize` (a domain may be declared after the route).
+    trace_refs: Vec<(usize, String, u16, u16)>,
 }
 
 impl Parser<'_> {
@@ -583,6 +588,7 @@ impl Parser<'_> {
             ],
             hmac_refs: self.hmac_refs.len(),
             table_refs: self.table_refs.len(),
+            trace_refs: self.trace_refs.len(),
             stdin_used_by: self.stdin_used_by,
             sysctl: c.sysctl.clone(),
             sr_tunsrc: c.sr_tunsrc,
@@ -614,6 +620,7 @@ impl Parser<'_> {
         c.sr_tunsrc = m.sr_tunsrc;
         self.hmac_refs.truncate(m.hmac_refs);
         self.table_refs.truncate(m.table_refs);
+        self.trace_refs.truncate(m.trace_refs);
         self.stdin_used_by = m.stdin_used_by;
     }
 
@@ -635,6 +642,30 @@ impl Parser<'_> {
                     *line,
                     tok,
                     format!("table {t} does not exist (no route has 'table {t}')"),
+                ));
+            }
+        }
+        for (line, tok, ns, size) in &self.trace_refs {
+            // Only routes still there (a later `route replace` or `route del` may have taken it).
+            if !self.cfg.routes.iter().any(|r| r.line == *line) {
+                continue;
+            }
+            let Some(d) = self
+                .cfg
+                .ioam_domains
+                .iter()
+                .find(|d| d.namespaces.contains(ns))
+            else {
+                continue;
+            };
+            if let Some(max) = d.max_size.filter(|m| size > m) {
+                return Err(err(
+                    *line,
+                    tok,
+                    format!(
+                        "a {size}-byte trace is larger than domain {} allows for namespace {ns} (maxsize {max}, line {})",
+                        d.name, d.line
+                    ),
                 ));
             }
         }
@@ -1279,7 +1310,7 @@ impl Parser<'_> {
         {
             return Err(e);
         }
-        let Some((trace_type, namespace, size)) = trace else {
+        let Some((trace_type, namespace, size, size_tok)) = trace else {
             return Err(c.err(type_tok, "missing 'trace prealloc type T ns N size S'"));
         };
         match mode_v {
@@ -1308,13 +1339,13 @@ impl Parser<'_> {
         }
         if more.len() + 1 > MAX_IOAM_TRACES {
             return Err(c.err(
-                more[MAX_IOAM_TRACES - 1].3,
+                more[MAX_IOAM_TRACES - 1].1,
                 format!("too many traces (at most {MAX_IOAM_TRACES} per route)"),
             ));
         }
         let total = lwt6_wire::ioam::hbh_traces_len(
             std::iter::once(size)
-                .chain(more.iter().map(|m| m.2))
+                .chain(more.iter().map(|m| m.0.2))
                 .map(|s| (s / 4) as u8),
         );
         if total > MAX_HBH_LEN {
@@ -1324,6 +1355,11 @@ impl Parser<'_> {
             ));
         }
         let (freq_k, freq_n) = freq.unwrap_or((1, 1));
+        for (_, ns, size, tok) in std::iter::once(&(trace_type, namespace, size, size_tok))
+            .chain(more.iter().map(|(m, _)| m))
+        {
+            self.trace_refs.push((c.line, tok.to_string(), *ns, *size));
+        }
         Ok(ParsedEncap {
             encap: Encap::Ioam6(Ioam6Encap {
                 mode: mode_v,
@@ -1336,7 +1372,7 @@ impl Parser<'_> {
                 size,
                 more_traces: more
                     .iter()
-                    .map(|m| IoamTraceSpec {
+                    .map(|(m, _)| IoamTraceSpec {
                         trace_type: m.0,
                         namespace: m.1,
                         size: m.2,
@@ -1350,10 +1386,11 @@ impl Parser<'_> {
     }
 
     /// `type T ns N size S` after `trace prealloc`, in any order, each exactly once.
-    fn ioam6_trace(c: &mut Cur<'_>, prealloc: &str) -> Result<(u32, u16, u16)> {
+    /// Returns the type, the namespace, the size and the size's token.
+    fn ioam6_trace<'t>(c: &mut Cur<'t>, prealloc: &str) -> Result<keywords::TraceArg<'t>> {
         let mut ty: Option<u32> = None;
         let mut ns: Option<u16> = None;
-        let mut size: Option<u16> = None;
+        let mut size: Option<(u16, &'t str)> = None;
         while let Some(kw) = c.peek() {
             match kw {
                 "type" => {
@@ -1386,7 +1423,7 @@ impl Parser<'_> {
                     if v % 4 != 0 {
                         return Err(c.err(t, "trace size must be a multiple of 4"));
                     }
-                    size = Some(v as u16);
+                    size = Some((v as u16, t));
                 }
                 _ => break,
             }
@@ -1399,7 +1436,7 @@ impl Parser<'_> {
             return Err(c.err(t, "unknown keyword (expected one of: type, ns, size)"));
         }
         match (ty, ns, size) {
-            (Some(t), Some(n), Some(s)) => Ok((t, n, s)),
+            (Some(t), Some(n), Some((s, tok))) => Ok((t, n, s, tok)),
             (None, _, _) => Err(c.err(prealloc, "missing 'type T'")),
             (_, None, _) => Err(c.err(prealloc, "missing 'ns N'")),
             (_, _, None) => Err(c.err(prealloc, "missing 'size S'")),
@@ -1660,7 +1697,8 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `ioam domain add NAME namespace N[,M...] [ingress DEV[,DEV...]] [egress DEV[,DEV...]] [foreign drop|strip]`.
+    /// `ioam domain add NAME namespace N[,M...] [ingress DEV[,DEV...]] [egress DEV[,DEV...]] [foreign drop|strip]
+    /// [maxsize S] [oversize drop|strip]`.
     fn ioam_domain(&mut self, c: &mut Cur<'_>) -> Result<()> {
         let verb = Self::verb(c, "domain", &["add"])?;
         let ntok = c.positional(verb, "a domain name")?;
@@ -1682,6 +1720,8 @@ impl Parser<'_> {
         let mut ingress: Option<Vec<String>> = None;
         let mut egress: Option<Vec<String>> = None;
         let mut foreign: Option<IoamForeign> = None;
+        let mut max_size: Option<u16> = None;
+        let mut oversize: Option<IoamForeign> = None;
         while let Some(kw) = c.next() {
             match kw {
                 "namespace" | "ns" => {
@@ -1735,19 +1775,33 @@ impl Parser<'_> {
                     }
                     *slot = Some(v);
                 }
-                "foreign" => {
-                    once(c, &foreign, kw)?;
+                "foreign" | "oversize" => {
+                    let slot = if kw == "foreign" {
+                        &mut foreign
+                    } else {
+                        &mut oversize
+                    };
+                    once(c, slot, kw)?;
                     let t = c.value(kw)?;
-                    foreign = Some(match t {
+                    *slot = Some(match t {
                         "drop" => IoamForeign::Drop,
                         "strip" => IoamForeign::Strip,
                         _ => return Err(c.err(t, "unknown action (expected one of: drop, strip)")),
                     });
                 }
+                "maxsize" => {
+                    once(c, &max_size, kw)?;
+                    let t = c.value(kw)?;
+                    let v = num_u32(c, t, 4, TRACE_DATA_MAX as u32)?;
+                    if v % 4 != 0 {
+                        return Err(c.err(t, "trace size must be a multiple of 4"));
+                    }
+                    max_size = Some(v as u16);
+                }
                 _ => {
                     return Err(c.err(
                         kw,
-                        "unknown keyword (expected one of: namespace, ingress, egress, foreign)",
+                        "unknown keyword (expected one of: namespace, ingress, egress, foreign, maxsize, oversize)",
                     ));
                 }
             }
@@ -1761,6 +1815,8 @@ impl Parser<'_> {
             ingress: ingress.unwrap_or_default(),
             egress: egress.unwrap_or_default(),
             foreign: foreign.unwrap_or_default(),
+            max_size,
+            oversize: oversize.unwrap_or_default(),
             line: c.line,
         });
         Ok(())

@@ -1851,12 +1851,88 @@ fn ioam_domain_add() {
             ingress: vec!["a".into(), "b".into()],
             egress: vec!["b".into()],
             foreign: IoamForeign::Strip,
+            max_size: None,
+            oversize: IoamForeign::Drop,
             line: 5,
         }
     );
     assert_eq!(c.ioam_domains[1].namespaces, [3]);
     assert_eq!(c.ioam_domains[1].foreign, IoamForeign::Drop);
     assert!(c.ioam_domains[1].ingress.is_empty());
+}
+
+#[test]
+fn ioam_domain_maxsize() {
+    let pre = "link add a\nioam namespace add 1\nioam namespace add 2\n";
+    let c = ok(&format!(
+        "{pre}ioam domain add d namespace 1 maxsize 0x20 oversize strip\nioam domain add e ns 2 maxsize 244\n"
+    ));
+    assert_eq!(
+        (c.ioam_domains[0].max_size, c.ioam_domains[0].oversize),
+        (Some(32), IoamForeign::Strip)
+    );
+    assert_eq!(
+        (c.ioam_domains[1].max_size, c.ioam_domains[1].oversize),
+        (Some(244), IoamForeign::Drop)
+    );
+    let t = |line: &str, token: &str, why: &str| {
+        let x = fail(&format!("{pre}{line}\n"));
+        assert_eq!((x.line, x.token.as_str()), (4, token), "{line}: {x}");
+        assert!(x.reason.contains(why), "{line}: {x}");
+    };
+    t("ioam domain add d ns 1 maxsize 30", "30", "multiple of 4");
+    t("ioam domain add d ns 1 maxsize 0", "0", "");
+    t("ioam domain add d ns 1 maxsize 248", "248", "");
+    t(
+        "ioam domain add d ns 1 maxsize 8 maxsize 8",
+        "maxsize",
+        "more than once",
+    );
+    t(
+        "ioam domain add d ns 1 oversize keep",
+        "keep",
+        "expected one of: drop, strip",
+    );
+    t("ioam domain add d ns 1 maxsize", "maxsize", "missing value");
+}
+
+#[test]
+fn a_route_inserting_a_trace_larger_than_its_domain_allows_is_refused() {
+    let pre = "link add a\nioam namespace add 1\nioam namespace add 2\n";
+    let route = |ns: u16, size: u16| {
+        format!(
+            "-6 route add 2001:db8::/32 dev a encap ioam6 trace prealloc type 0x800000 ns 2 size 8 \
+             trace prealloc type 0x800000 ns {ns} size {size}"
+        )
+    };
+    let dom = "ioam domain add d namespace 1 maxsize 16";
+    // Domain first, then route (line 5), or route first (line 4): the route's line and its size token.
+    for (text, line) in [
+        (format!("{pre}{dom}\n{}\n", route(1, 20)), 5),
+        (format!("{pre}{}\n{dom}\n", route(1, 20)), 4),
+    ] {
+        let e = fail(&text);
+        assert_eq!((e.line, e.token.as_str()), (line, "20"), "{e}");
+        assert!(
+            e.reason.contains(
+                "a 20-byte trace is larger than domain d allows for namespace 1 (maxsize 16"
+            ),
+            "{e}"
+        );
+    }
+    // At the limit, another namespace, or a route replaced by a smaller trace before the domain: accepted.
+    ok(&format!("{pre}{dom}\n{}\n", route(1, 16)));
+    ok(&format!("{pre}{dom}\n{}\n", route(2, 244)));
+    ok(&format!(
+        "{pre}{}\n{}\n{dom}\n",
+        route(1, 20),
+        route(1, 12).replace("route add", "route replace")
+    ));
+    // A line given to a running configuration is checked against its domains.
+    let mut b = crate::Builder::from_config(ok(&format!("{pre}{dom}\n")));
+    b.line(9, &route(1, 64)).unwrap();
+    let e = b.finish().unwrap_err();
+    assert_eq!((e.line, e.token.as_str()), (9, "64"));
 }
 
 #[test]
