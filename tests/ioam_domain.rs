@@ -643,3 +643,82 @@ fn a_route_larger_than_its_domain_allows_is_refused_by_the_router() {
     .unwrap_err();
     assert_eq!((e.line, e.token.as_str()), (13, "12"), "{e}");
 }
+
+#[test]
+fn a_route_inserts_a_direct_export_option_and_the_encapsulating_node_exports() {
+    let mut r = router(
+        "-6 route add fd00:9::/64 encap ioam6 mode inline dex type 0xc00000 ns 7 flowid 0xabcdef seq \
+         via fd00:2::2 dev r1\n",
+    );
+    let f = eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP));
+    let out = run(&mut r, 0, &vec![f; 3]);
+    assert_eq!(out.len(), 3);
+    for (i, (dev, frame)) in out.iter().enumerate() {
+        // RFC 9486 §3 / RFC 9326 §3.2, by hand: PadN(0); option 0x31, length 18, Reserved, IOAM Option-Type 4
+        // (DEX); Namespace-ID 7; Flags 0; Extension-Flags 0xc0 (Flow ID and Sequence Number follow); trace type
+        // 0xc00000 (bits 0 and 1) and a Reserved octet; Flow ID 0x00abcdef; Sequence Number 0, 1, 2 for the
+        // packets that carry the option. 4 + 20 = 24 octets: Hdr Ext Len 2, no tail padding.
+        let hbh = [
+            vec![17, 2, 1, 0],
+            vec![0x31, 18, 0, 4, 0, 7, 0, 0xc0, 0xc0, 0, 0, 0],
+            vec![0, 0xab, 0xcd, 0xef, 0, 0, 0, i as u8],
+        ]
+        .concat();
+        let mut want = ipv6("fd00:9::1", 0, 63, &[hbh, UDP.to_vec()].concat());
+        want[6] = 0;
+        assert_eq!((*dev, frame.clone()), (1, eth(H2, R1, &want)), "packet {i}");
+    }
+    assert_eq!(
+        r.worker.stats.fast_path, 0,
+        "DEX routes export from the general path"
+    );
+    // The encapsulating node exports its own data (trace type bits 0 and 1): hop limit 63, node id 0x123456,
+    // ingress and egress ids (r0 and r1 have none configured: 0xffff).
+    let recs = r.worker.ioam_export.take();
+    assert_eq!(recs.len(), 3);
+    for (i, rec) in recs.iter().enumerate() {
+        assert_eq!(rec.event, ExportEvent::DirectExport);
+        assert_eq!(rec.node, [63, 0x12, 0x34, 0x56, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(rec.option[16..20], [0, 0, 0, i as u8]);
+        assert_eq!(rec.out_dev, Some(1));
+        let j = lwt6_export::json::record(rec, &["r0".into(), "r1".into()]);
+        assert_eq!(
+            (j["flow_id"].as_u64(), j["seq"].as_u64()),
+            (Some(0xab_cdef), Some(i as u64))
+        );
+    }
+}
+
+#[test]
+fn direct_export_after_traces_with_sampling_numbers_only_the_packets_that_carry_it() {
+    // freq 2/3: of packets 0..6, 0, 1, 3, 4 carry IOAM (Linux's count % 3 < 2); their Sequence Numbers are 0..3.
+    let mut r = router(
+        "-6 route add fd00:9::/64 encap ioam6 mode inline freq 2/3 trace prealloc type 0x800000 ns 7 size 8 \
+         dex type 0x800000 ns 9 seq via fd00:2::2 dev r1\n",
+    );
+    let f = eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP));
+    let out = run(&mut r, 0, &vec![f; 6]);
+    let carried: Vec<&Vec<u8>> = out
+        .iter()
+        .map(|(_, b)| b)
+        .filter(|b| b[14 + 6] == 0)
+        .collect();
+    assert_eq!(carried.len(), 4);
+    for (i, b) in carried.iter().enumerate() {
+        // PadN(0); the trace (20 octets, filled: namespace 7 is known); DEX without Flow ID (16 octets: Opt Data
+        // Len 14, Extension-Flags 0x40); 4 + 20 + 16 = 40 octets, Hdr Ext Len 4, no tail padding.
+        let hbh = [
+            vec![17, 4, 1, 0],
+            merged_trace_filled(),
+            vec![
+                0x31, 14, 0, 4, 0, 9, 0, 0x40, 0x80, 0, 0, 0, 0, 0, 0, i as u8,
+            ],
+        ]
+        .concat();
+        let mut want = ipv6("fd00:9::1", 0, 63, &[hbh, UDP.to_vec()].concat());
+        want[6] = 0;
+        assert_eq!(&b[14..], &want[..], "packet {i}");
+    }
+    // Namespace 9 is not configured here: nothing exported.
+    assert!(r.worker.ioam_export.take().is_empty());
+}

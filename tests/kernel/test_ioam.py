@@ -394,3 +394,69 @@ def test_lwt6_without_hbh_merge_skips_packets_with_hbh_as_linux(lwt6):
     out = res.on("r1")
     assert len(out) == 1 and out[0][14 + 40:] == ins[0][14 + 40:] and parse_ioam(out[0][14:]) == []
     assert res.stats["ioam"]["not_inserted"] == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# (e) Direct Export (RFC 9326): lwt6 inserts a trace and a DEX option -> the kernel fills the trace and passes the
+# DEX option untouched (Linux ignores IOAM option types other than 0) -> lwt6 at the domain's egress exports its
+# data for the DEX option and removes both. The DEX bytes are derived here from RFC 9326 §3.2.
+
+DEX_FLOW = 77
+
+
+def dex_inserter_config():
+    conf = inserter_config(0xC40000, 24)
+    conf[-1] = conf[-1].replace(" via ", f" dex type 0xc00000 ns 123 flowid {DEX_FLOW} seq via ")
+    assert "dex type" in conf[-1]
+    return conf
+
+
+def dex_option(seq):
+    # Type 0x31, Opt Data Len 18, Reserved, IOAM Option-Type 4; Namespace-ID 123, Flags 0, Extension-Flags 0xc0
+    # (Flow ID, Sequence Number); trace type 0xc00000, Reserved; Flow ID; Sequence Number.
+    return bytes([0x31, 18, 0, 4]) + struct.pack(">HBB", 123, 0, 0xC0) + bytes([0xC0, 0, 0, 0]) + \
+        struct.pack(">II", DEX_FLOW, seq)
+
+
+def test_dex_lwt6_inserts_kernel_passes_lwt6_exports(topo3, rtr, lwt6, tmp_path):
+    from ktpkt import MAC_D0
+    hlims = [64, 30, 12]
+    ins = [udp6("fd00:2::2", src="fd00:a::5", hlim=h, size=30 + i * 40, tag=i, smac="02:00:00:00:00:55",
+                dmac=MAC_LI) for i, h in enumerate(hlims)]
+    jl0 = tmp_path / "encap.jsonl"
+    res = lwt6.pcap(render(dex_inserter_config())[1], ins, in_dev="li", label="ioam-dex-insert",
+                    extra=["--ioam-export", f"json:{jl0}"])
+    mid = res.on("r1")
+    assert len(mid) == len(ins), res.stats
+    trace_len = 12 + 24
+    for i, f in enumerate(mid):
+        hbh = f[14 + 40:14 + 40 + (f[14 + 41] + 1) * 8]
+        # PadN(0), the trace (36 octets), the DEX option (20 octets): 60, PadN(2) to 64.
+        assert len(hbh) == 64 and hbh[2:4] == bytes([1, 0]) and hbh[60:] == bytes([1, 2, 0, 0])
+        assert hbh[4 + trace_len:4 + trace_len + 20] == dex_option(i)
+    enc = [json.loads(x) for x in jl0.read_text().splitlines()]
+    assert [(r["event"], r["seq"], r["flow_id"]) for r in enc] == [("direct_export", i, DEX_FLOW)
+                                                                    for i in range(len(ins))]
+    assert [(n["hop_limit"], n["node_id"]) for r in enc for n in r["nodes"]] == [(h - 1, L_NODE_ID) for h in hlims]
+    rtr.apply(ioam_config())
+    got = xfer(topo3.s0, mid, topo3.d0, expect=len(mid), keep=with_marker)[topo3.d0.label]
+    assert len(got) == len(mid), "kernel did not forward lwt6's frames with a DEX option"
+    for i, (f, h) in enumerate(zip(got, hlims)):
+        hbh = f[14 + 40:14 + 40 + 64]
+        assert hbh[4 + trace_len:4 + trace_len + 20] == dex_option(i), "the kernel must leave the DEX option alone"
+        nodes = {n["node_id"]: n["hop_limit"] for n in parse_ioam(f[14:])[0]["nodes"]}
+        assert nodes == {L_NODE_ID: h - 1, NODE_ID: h - 2}, "the kernel fills the trace beside it"
+    jl = tmp_path / "egress.jsonl"
+    out = lwt6.pcap(egress_config(MAC_D0), got, in_dev="e0", label="ioam-dex-egress",
+                    extra=["--ioam-export", f"json:{jl}"])
+    assert len(out.on("e1")) == len(got), out.stats
+    recs = [json.loads(x) for x in jl.read_text().splitlines()]
+    dex = [r for r in recs if r["event"] == "direct_export"]
+    assert [(r["seq"], r["flow_id"], r["namespace"]) for r in dex] == [(i, DEX_FLOW, 123) for i in range(len(got))]
+    for r, h in zip(dex, hlims):
+        assert [(n["hop_limit"], n["node_id"], n["ingress_id"], n["egress_id"]) for n in r["nodes"]] == \
+            [(h - 3, E_NODE_ID, E_IF_IN, E_IF_OUT)]
+    # Both options of namespace 123 leave the domain at e1: removed and exported.
+    egress = [r["option_type"] for r in recs if r["event"] == "egress"]
+    assert sorted(egress) == ["direct_export"] * len(got) + ["prealloc_trace"] * len(got), egress
+    assert out.stats["ioam"]["removed"] == 2 * len(got)

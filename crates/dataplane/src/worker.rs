@@ -1013,40 +1013,53 @@ impl Worker {
         out_dev: Option<DevId>,
         ctx: &FillContext,
     ) {
-        let snap = cx.snap;
         let hbh = &buf.data()[h.offset..h.offset + h.len];
         let is_dex = |o: &[u8]| o.len() >= 12 && o[3] == crate::wire::ioam::OPT_TYPE_DEX;
-        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut flow = None;
         for o in ioam_domain::options_where(hbh, is_dex) {
-            let ns = u16::from_be_bytes([o[4], o[5]]);
-            let Some(node) = snap.ioam.node_data(ns, ctx) else {
-                continue;
-            };
-            let ty = u32::from_be_bytes([0, o[8], o[9], o[10]]);
-            let words = crate::wire::ioam::block_words(ty, node.schema.map(|(_, d)| d.len()));
-            let mut block = vec![0; 4 * words];
-            crate::wire::ioam::write_node(&mut block, ty, &node);
-            found.push((o.to_vec(), block));
+            let f = *flow.get_or_insert_with(|| FlowIds::of(buf.data()));
+            self.export_dex(cx, o, f, out_dev, ctx);
         }
-        if found.is_empty() {
+    }
+
+    /// Exports this node's data for the Direct Export option `o` (from its type byte), if its namespace is known
+    /// here: the fields of the option's trace type, written as into a trace.
+    fn export_dex(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        o: &[u8],
+        flow: Option<FlowIds>,
+        out_dev: Option<DevId>,
+        ctx: &FillContext,
+    ) {
+        let Some(o) = o
+            .get(1)
+            .and_then(|&l| o.get(..2 + usize::from(l)))
+            .filter(|o| o.len() >= 12)
+        else {
             return;
-        }
-        let flow = FlowIds::of(buf.data());
-        for (opt, block) in found {
-            let r = IoamRecord {
-                ts_ns: cx.ts,
-                event: ExportEvent::DirectExport,
-                in_dev: cx.in_dev,
-                out_dev,
-                flow,
-                option: opt,
-                node: block,
-            };
-            if self.ioam_export.push(r) {
-                self.stats.ioam.exported += 1;
-            } else {
-                self.stats.ioam.export_lost += 1;
-            }
+        };
+        let ns = u16::from_be_bytes([o[4], o[5]]);
+        let Some(node) = cx.snap.ioam.node_data(ns, ctx) else {
+            return;
+        };
+        let ty = u32::from_be_bytes([0, o[8], o[9], o[10]]);
+        let words = crate::wire::ioam::block_words(ty, node.schema.map(|(_, d)| d.len()));
+        let mut block = vec![0; 4 * words];
+        crate::wire::ioam::write_node(&mut block, ty, &node);
+        let r = IoamRecord {
+            ts_ns: cx.ts,
+            event: ExportEvent::DirectExport,
+            in_dev: cx.in_dev,
+            out_dev,
+            flow,
+            option: o.to_vec(),
+            node: block,
+        };
+        if self.ioam_export.push(r) {
+            self.stats.ioam.exported += 1;
+        } else {
+            self.stats.ioam.export_lost += 1;
         }
     }
 
@@ -1847,13 +1860,23 @@ impl Worker {
                 p.before_stage(buf, s.growth, false);
             }
             let merging = buf.data()[6] == proto::HOPOPTS;
-            match self.apply_ioam(cx, s, buf)? {
-                true if merging => self.stats.ioam.merged += 1,
-                true => {}
-                false => self.stats.ioam.not_inserted += 1,
+            let at = self.apply_ioam(cx, s, buf)?;
+            match at {
+                Some(_) if merging => self.stats.ioam.merged += 1,
+                Some(_) => {}
+                None => self.stats.ioam.not_inserted += 1,
             }
             if let Some(p) = &policy {
                 p.after_stage(buf);
+            }
+            // A Direct Export option just inserted: the encapsulating node exports its own data too (RFC 9326 §3).
+            if let (Some(hbh_at), Some(dex_at)) = (at, s.tunnel.dex_at)
+                && self.ioam_export.enabled()
+            {
+                let ctx = Self::inserting_node(cx, &s, buf);
+                let o = &buf.data()[hbh_at + dex_at..];
+                let flow = FlowIds::of(buf.data());
+                self.export_dex(cx, o, flow, s.route_dev, &ctx);
             }
         }
         let ethertype = if l3 == L3::V4 && input.is_none() {
@@ -1940,13 +1963,14 @@ impl Worker {
     }
 
     /// ioam6 on the output path (after the hop limit decrement), then this node fills its own data.
-    /// Returns whether anything was inserted (inline mode may find a Hop-by-Hop header it does not merge into).
+    /// Returns the offset from the IPv6 header at which the options are found at [`Ioam6Tunnel::opt_offsets`], or
+    /// None when nothing was inserted (inline mode may find a Hop-by-Hop header it does not merge into).
     fn apply_ioam(
         &self,
         cx: &Cx<'_, '_>,
         stage: Stage<&Ioam6Tunnel>,
         buf: &mut PacketBuf,
-    ) -> Result<bool, DropReason> {
+    ) -> Result<Option<usize>, DropReason> {
         let (snap, t) = (cx.snap, stage.tunnel);
         let opt_at = match t.effective_mode() {
             IoamMode::Inline => t.insert_inline(buf)?,
@@ -1960,26 +1984,39 @@ impl Worker {
             }
         };
         if let Some(hbh_at) = opt_at {
-            let hlim = buf.data()[7];
+            let ctx = Self::inserting_node(cx, &stage, buf);
             let pkt = buf.data_mut();
-            let egress = stage
-                .route_dev
-                .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl));
-            // The inserting node records the hop limit as is (Linux: is_input = false) and the ingress interface
-            // of the packet; lwt6 reports its ingress as unavailable only when there is none.
-            let ctx = FillContext {
-                hop_limit: hlim,
-                ingress: if_ids(&snap.links[cx.in_dev].sysctl),
-                egress,
-                ts_ns: cx.ts,
-            };
             for off in &t.opt_offsets {
                 let at = hbh_at + off;
                 let opt_len = 2 + pkt[at + 1] as usize;
                 snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
             }
+            if let Some(at) = t.dex_seq_at {
+                // The frequency count has counted this packet already (`plan_forwarding`).
+                let seq = t.dex_sequence(self.freq[stage.id]);
+                pkt[hbh_at + at..hbh_at + at + 4].copy_from_slice(&seq.to_be_bytes());
+            }
         }
-        Ok(opt_at.is_some())
+        Ok(opt_at)
+    }
+
+    /// What the node inserting IOAM into `buf` (after the hop limit decrement) records about itself.
+    fn inserting_node(
+        cx: &Cx<'_, '_>,
+        stage: &Stage<&Ioam6Tunnel>,
+        buf: &PacketBuf,
+    ) -> FillContext {
+        let snap = cx.snap;
+        // The inserting node records the hop limit as is (Linux: is_input = false) and the ingress interface of
+        // the packet; lwt6 reports its ingress as unavailable only when there is none.
+        FillContext {
+            hop_limit: buf.data()[7],
+            ingress: if_ids(&snap.links[cx.in_dev].sysctl),
+            egress: stage
+                .route_dev
+                .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl)),
+            ts_ns: cx.ts,
+        }
     }
 
     /// Sends an ICMPv6 error about `invoking` (an IPv6 packet) back to its source, if that is possible and allowed

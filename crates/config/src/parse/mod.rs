@@ -8,9 +8,9 @@
 //! is checked once the whole file has been read (so such an error is reported after all line errors).
 
 use super::{
-    Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamDomain, IoamForeign,
-    IoamMode, IoamNamespace, IoamSchema, IoamTraceSpec, Link, MAIN_TABLE, Neigh, Route, RplEncap,
-    Seg6Encap, Seg6LocalSpec, Seg6Mode, Sysctls,
+    Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamDexSpec, IoamDomain,
+    IoamForeign, IoamMode, IoamNamespace, IoamSchema, IoamTraceSpec, Link, MAIN_TABLE, Neigh,
+    Route, RplEncap, Seg6Encap, Seg6LocalSpec, Seg6Mode, Sysctls,
 };
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use lwt6_dataplane::node::seg6local::attr;
@@ -1300,19 +1300,23 @@ impl Parser<'_> {
             tunsrc,
             tundst,
             freq,
-            trace,
-            more,
+            traces,
+            dex,
             hbh,
         } = args;
         let mode_v = mode.map_or(IoamMode::Inline, |m| m.0);
-        if trace.is_none()
+        if traces.is_empty()
+            && dex.is_none()
             && let Some(e) = stray(c, "ioam6", &keywords::expected(&table))
         {
             return Err(e);
         }
-        let Some((trace_type, namespace, size, size_tok)) = trace else {
-            return Err(c.err(type_tok, "missing 'trace prealloc type T ns N size S'"));
-        };
+        if traces.is_empty() && dex.is_none() {
+            return Err(c.err(
+                type_tok,
+                "missing 'trace prealloc type T ns N size S' (or 'dex type T ns N')",
+            ));
+        }
         match mode_v {
             IoamMode::Inline => {
                 if let Some((_, t)) = tunsrc {
@@ -1337,27 +1341,30 @@ impl Parser<'_> {
                 }
             }
         }
-        if more.len() + 1 > MAX_IOAM_TRACES {
+        if traces.len() > MAX_IOAM_TRACES {
             return Err(c.err(
-                more[MAX_IOAM_TRACES - 1].1,
+                traces[MAX_IOAM_TRACES].1,
                 format!("too many traces (at most {MAX_IOAM_TRACES} per route)"),
             ));
         }
-        let total = lwt6_wire::ioam::hbh_traces_len(
-            std::iter::once(size)
-                .chain(more.iter().map(|m| m.0.2))
-                .map(|s| (s / 4) as u8),
-        );
+        let opts: usize = traces
+            .iter()
+            .map(|((_, _, size, _), _)| 12 + usize::from(*size))
+            .sum::<usize>()
+            + dex.map_or(0, |(d, _)| {
+                lwt6_wire::ioam::dex_len(d.flow_id.is_some(), d.seq)
+            });
+        let total = lwt6_wire::ioam::hbh_options_len(opts);
         if total > MAX_HBH_LEN {
             return Err(c.err(
                 type_tok,
-                format!("the traces need a {total}-byte Hop-by-Hop header (at most {MAX_HBH_LEN})"),
+                format!(
+                    "the options need a {total}-byte Hop-by-Hop header (at most {MAX_HBH_LEN})"
+                ),
             ));
         }
         let (freq_k, freq_n) = freq.unwrap_or((1, 1));
-        for (_, ns, size, tok) in std::iter::once(&(trace_type, namespace, size, size_tok))
-            .chain(more.iter().map(|(m, _)| m))
-        {
+        for ((_, ns, size, tok), _) in &traces {
             self.trace_refs.push((c.line, tok.to_string(), *ns, *size));
         }
         Ok(ParsedEncap {
@@ -1367,22 +1374,94 @@ impl Parser<'_> {
                 tundst: tundst.map(|t| t.0),
                 freq_k,
                 freq_n,
-                trace_type,
-                namespace,
-                size,
-                more_traces: more
+                traces: traces
                     .iter()
-                    .map(|(m, _)| IoamTraceSpec {
-                        trace_type: m.0,
-                        namespace: m.1,
-                        size: m.2,
+                    .map(|((trace_type, namespace, size, _), _)| IoamTraceSpec {
+                        trace_type: *trace_type,
+                        namespace: *namespace,
+                        size: *size,
                     })
                     .collect(),
+                dex: dex.map(|d| d.0),
                 hbh_merge: hbh.is_some_and(|h| h.0),
             }),
             type_tok,
             mode_tok: mode.map(|m| m.1),
         })
+    }
+
+    /// `type T ns N [flowid F] [seq]` after `dex`, in any order, each at most once (RFC 9326 §3.2). The trace
+    /// type follows the rules of `trace prealloc` (the data each node exports is what it would write into a
+    /// trace).
+    fn ioam6_dex(c: &mut Cur<'_>, dex: &str) -> Result<IoamDexSpec> {
+        let mut ty: Option<u32> = None;
+        let mut ns: Option<u16> = None;
+        let mut flow_id: Option<u32> = None;
+        let mut seq: Option<()> = None;
+        while let Some(kw) = c.peek() {
+            match kw {
+                "type" => {
+                    c.next();
+                    once(c, &ty, kw)?;
+                    ty = Some(Self::ioam6_trace_type(c, kw)?);
+                }
+                "ns" => {
+                    c.next();
+                    once(c, &ns, kw)?;
+                    let t = c.value(kw)?;
+                    ns = Some(num_u32(c, t, 0, 0xFFFF)? as u16);
+                }
+                "flowid" => {
+                    c.next();
+                    once(c, &flow_id, kw)?;
+                    let t = c.value(kw)?;
+                    flow_id = Some(num_u32(c, t, 0, u32::MAX)?);
+                }
+                "seq" => {
+                    c.next();
+                    once(c, &seq, kw)?;
+                    seq = Some(());
+                }
+                _ => break,
+            }
+        }
+        if (ty.is_none() || ns.is_none())
+            && let Some(t) = c.peek()
+            && !keywords::spellings(&keywords::route()).any(|w| w == t)
+            && !keywords::spellings(&keywords::ioam6()).any(|w| w == t)
+        {
+            return Err(c.err(
+                t,
+                "unknown keyword (expected one of: type, ns, flowid, seq)",
+            ));
+        }
+        match (ty, ns) {
+            (Some(trace_type), Some(namespace)) => Ok(IoamDexSpec {
+                trace_type,
+                namespace,
+                flow_id,
+                seq: seq.is_some(),
+            }),
+            (None, _) => Err(c.err(dex, "missing 'type T'")),
+            (_, None) => Err(c.err(dex, "missing 'ns N'")),
+        }
+    }
+
+    /// The value of a `type` keyword of `trace prealloc` or `dex`: 24 bits, non-zero, none of the bits Linux
+    /// refuses (12-21, 23).
+    fn ioam6_trace_type(c: &mut Cur<'_>, kw: &str) -> Result<u32> {
+        let t = c.value(kw)?;
+        let v = num_u32(c, t, 0, 0xFF_FFFF)?;
+        if v == 0 {
+            return Err(c.err(t, "trace type must be non-zero"));
+        }
+        if v & LWT_FORBIDDEN_BITS != 0 {
+            return Err(c.err(
+                t,
+                "unsupported trace type bits (bits 12-21 and 23, mask 0x000ffd, must be clear)",
+            ));
+        }
+        Ok(v)
     }
 
     /// `type T ns N size S` after `trace prealloc`, in any order, each exactly once.
@@ -1396,18 +1475,7 @@ impl Parser<'_> {
                 "type" => {
                     c.next();
                     once(c, &ty, kw)?;
-                    let t = c.value(kw)?;
-                    let v = num_u32(c, t, 0, 0xFF_FFFF)?;
-                    if v == 0 {
-                        return Err(c.err(t, "trace type must be non-zero"));
-                    }
-                    if v & LWT_FORBIDDEN_BITS != 0 {
-                        return Err(c.err(
-                            t,
-                            "unsupported trace type bits (bits 12-21 and 23, mask 0x000ffd, must be clear)",
-                        ));
-                    }
-                    ty = Some(v);
+                    ty = Some(Self::ioam6_trace_type(c, kw)?);
                 }
                 "ns" => {
                     c.next();

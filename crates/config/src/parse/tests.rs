@@ -776,10 +776,12 @@ fn ioam6_full_and_defaults() {
             tundst: None,
             freq_k: 1,
             freq_n: 1,
-            trace_type: 0x80_0000,
-            namespace: 1,
-            size: 12,
-            more_traces: vec![],
+            traces: vec![IoamTraceSpec {
+                trace_type: 0x80_0000,
+                namespace: 1,
+                size: 12,
+            }],
+            dex: None,
             hbh_merge: false,
         }
     );
@@ -791,13 +793,20 @@ fn ioam6_full_and_defaults() {
     assert_eq!(s.tunsrc, Some(v6("2001:db8::1")));
     assert_eq!(s.tundst, Some(v6("2001:db8::2")));
     assert_eq!((s.freq_k, s.freq_n), (2, 10));
-    assert_eq!((s.trace_type, s.namespace, s.size), (0xf0_0002, 65535, 244));
+    assert_eq!(
+        s.traces,
+        [IoamTraceSpec {
+            trace_type: 0xf0_0002,
+            namespace: 65535,
+            size: 244
+        }]
+    );
     let s = ioam6(
         "route add 2001:db8::/32 dev eth0 encap ioam6 mode auto tundst 2001:db8::2 trace prealloc type 2 ns 0 size 4 freq 1000000/1000000",
     );
     assert_eq!(s.mode, IoamMode::Auto);
     assert_eq!(
-        (s.freq_k, s.freq_n, s.trace_type),
+        (s.freq_k, s.freq_n, s.traces[0].trace_type),
         (1_000_000, 1_000_000, 1 << 1)
     );
     assert_eq!(ioam6("route add 2001:db8::/32 dev eth0 encap ioam6 mode inline trace prealloc type 0x800000 ns 1 size 4").mode, IoamMode::Inline);
@@ -820,7 +829,7 @@ fn ioam6_trace_type_bits() {
                 "bit {k}: {e}"
             );
         } else {
-            assert_eq!(ioam6(&line).trace_type, ty, "bit {k}");
+            assert_eq!(ioam6(&line).traces[0].trace_type, ty, "bit {k}");
         }
     }
     let e = fail3(
@@ -841,7 +850,8 @@ fn ioam6_trace_type_bits() {
         ioam6(
             "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 8388608 ns 1 size 8"
         )
-        .trace_type,
+        .traces[0]
+            .trace_type,
         0x80_0000
     );
 }
@@ -932,6 +942,64 @@ fn ioam6_hbh_merge() {
 }
 
 #[test]
+fn ioam6_dex() {
+    let t = |rest: &str| format!("route add 2001:db8::/32 dev eth0 encap ioam6 {rest}");
+    // Alone (no trace), with every field, in any order.
+    let s = ioam6(&t("dex ns 7 type 0xc00000"));
+    assert!(s.traces.is_empty());
+    assert_eq!(
+        s.dex,
+        Some(IoamDexSpec {
+            trace_type: 0xc0_0000,
+            namespace: 7,
+            flow_id: None,
+            seq: false
+        })
+    );
+    let s = ioam6(&t(
+        "mode encap tundst 2001:db8::2 trace prealloc type 0x800000 ns 1 size 8 dex seq flowid 0xabcdef type 0x800000 ns 9",
+    ));
+    assert_eq!(s.traces.len(), 1);
+    assert_eq!(
+        s.dex,
+        Some(IoamDexSpec {
+            trace_type: 0x80_0000,
+            namespace: 9,
+            flow_id: Some(0xab_cdef),
+            seq: true
+        })
+    );
+    // Followed by route keywords.
+    assert!(ioam6(&t("dex type 0x800000 ns 1 seq")).dex.unwrap().seq);
+    let e = fail3(&t("dex ns 7"), "dex");
+    assert_eq!(e.reason, "missing 'type T'");
+    let e = fail3(&t("dex type 0x800000"), "dex");
+    assert_eq!(e.reason, "missing 'ns N'");
+    let e = fail3(&t("dex type 0x800000 flow 3 ns 1"), "flow");
+    assert_eq!(
+        e.reason,
+        "unknown keyword (expected one of: type, ns, flowid, seq)"
+    );
+    // Complete, then a misspelling: named among the route's and ioam6's keywords.
+    let e = fail3(&t("dex type 0x800000 ns 1 flow 3"), "flow");
+    assert!(
+        e.reason
+            .ends_with("ioam6: mode, tunsrc, tundst, freq, trace, dex, hbh)")
+    );
+    fail3(&t("dex type 0x800000 ns 1 seq seq"), "seq");
+    fail3(&t("dex type 0x800000 ns 1 dex type 0x800000 ns 2"), "dex");
+    fail3(
+        &t("dex type 0x800000 ns 1 flowid 0x100000000"),
+        "0x100000000",
+    );
+    // The trace type follows the rules of a trace's.
+    let e = fail3(&t("dex type 0 ns 1"), "0");
+    assert!(e.reason.contains("non-zero"));
+    let e = fail3(&t("dex type 0x000400 ns 1"), "0x000400");
+    assert!(e.reason.contains("bits 12-21"));
+}
+
+#[test]
 fn ioam6_missing_pieces() {
     let t = |rest: &str| format!("route add 2001:db8::/32 dev eth0 encap ioam6 {rest}");
     let e = fail3(&t("mode inline"), "ioam6");
@@ -964,7 +1032,7 @@ fn ioam6_missing_pieces() {
     );
     assert!(
         e.reason
-            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, hbh)")
+            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, dex, hbh)")
     );
     // Followed by a route keyword: the missing part is reported.
     let e = fail3(&t("mode inline metric 5"), "ioam6");
@@ -975,7 +1043,7 @@ fn ioam6_missing_pieces() {
     );
     assert!(
         e.reason
-            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, hbh)")
+            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, dex, hbh)")
     );
 }
 
@@ -1995,10 +2063,14 @@ fn ioam6_several_traces() {
         "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 0x800000 ns 1 size 12 \
          trace prealloc ns 2 size 8 type 0xc00000 trace prealloc type 0x800000 ns 1 size 4",
     );
-    assert_eq!((s.trace_type, s.namespace, s.size), (0x80_0000, 1, 12));
     assert_eq!(
-        s.more_traces,
+        s.traces,
         [
+            IoamTraceSpec {
+                trace_type: 0x80_0000,
+                namespace: 1,
+                size: 12
+            },
             IoamTraceSpec {
                 trace_type: 0xc0_0000,
                 namespace: 2,

@@ -1,9 +1,10 @@
 //! The `ioam6` tunnel: inserts a pre-allocated IOAM trace in a Hop-by-Hop option, inline or in an outer
-//! IPv6 header, for the first K of every N packets (docs/references.md §2.1–§2.3).
+//! IPv6 header, for the first K of every N packets (docs/references.md §2.1–§2.3); lwt6's extensions
+//! (docs/ioam.md): several traces, a Direct Export option, merging into an existing Hop-by-Hop header.
 
 use crate::buffer::PacketBuf;
 use crate::plan::{FRONT, Received, scratch};
-use crate::spec::{Ioam6Encap, IoamMode};
+use crate::spec::{Ioam6Encap, IoamDexSpec, IoamMode};
 use crate::stats::DropReason;
 use crate::wire::ioam::{self, TraceHeader};
 use crate::wire::{ethernet, hbh, ipv6, proto};
@@ -22,12 +23,17 @@ pub struct Ioam6Tunnel {
     pub freq_k: u32,
     /// See `freq_k`.
     pub freq_n: u32,
-    /// The trace header to insert (NodeLen recomputed from the type, as Linux does).
-    pub trace: TraceHeader,
-    /// Further traces inserted after the first (an lwt6 extension; docs/ioam.md).
-    pub more: Vec<TraceHeader>,
+    /// The trace headers to insert, in order (NodeLen recomputed from the type, as Linux does). Linux inserts
+    /// exactly one; several, or none with a DEX option, are lwt6 extensions (docs/ioam.md).
+    pub traces: Vec<TraceHeader>,
+    /// The Direct Export option inserted after the traces (RFC 9326; an lwt6 extension).
+    pub dex: Option<IoamDexSpec>,
     /// Where each trace option starts (its type byte) from the start of the Hop-by-Hop header, in order.
     pub opt_offsets: Vec<usize>,
+    /// Where the DEX option's Sequence Number is, from the start of the Hop-by-Hop header (written per packet).
+    pub dex_seq_at: Option<usize>,
+    /// Where the DEX option starts, from the start of the Hop-by-Hop header.
+    pub dex_at: Option<usize>,
     /// Length of the inserted Hop-by-Hop header.
     pub hbh_len: usize,
     /// `hbh merge`: inline mode adds the options into a Hop-by-Hop header the packet already has (the first Linux
@@ -44,38 +50,48 @@ pub const OPTION_OFFSET_IN_HBH: usize = 4;
 impl Ioam6Tunnel {
     /// Builds the tunnel from its configuration.
     pub fn new(cfg: &Ioam6Encap) -> Self {
-        let header = |ns: u16, ty: u32, size: u16| TraceHeader {
-            namespace: ns,
-            node_len: ioam::node_len_for_type(ty),
-            flags: 0,
-            remaining_len: (size / 4) as u8,
-            trace_type: ty,
-        };
-        let trace = header(cfg.namespace, cfg.trace_type, cfg.size);
-        let more: Vec<TraceHeader> = cfg
-            .more_traces
+        let traces: Vec<TraceHeader> = cfg
+            .traces
             .iter()
-            .map(|m| header(m.namespace, m.trace_type, m.size))
+            .map(|t| TraceHeader {
+                namespace: t.namespace,
+                node_len: ioam::node_len_for_type(t.trace_type),
+                flags: 0,
+                remaining_len: (t.size / 4) as u8,
+                trace_type: t.trace_type,
+            })
             .collect();
-        let all: Vec<TraceHeader> = std::iter::once(trace).chain(more.iter().copied()).collect();
-        let hbh_len = ioam::hbh_traces_len(all.iter().map(|h| h.remaining_len));
-        let mut opt_offsets = vec![0; all.len()];
-        let mut scratch = vec![0; hbh_len];
-        ioam::emit_hbh_traces(&mut scratch, 0, &all, &mut opt_offsets);
-        let opts_end = opt_offsets.last().map_or(OPTION_OFFSET_IN_HBH, |&o| {
-            o + 2 + usize::from(scratch[o + 1])
-        });
+        // The options one after the other, as in the header (each a multiple of 4 long: each starts 4n).
+        let mut opt_offsets = vec![0; traces.len()];
+        let mut opts = Vec::new();
+        if !traces.is_empty() {
+            let mut scratch = vec![0; ioam::hbh_traces_len(traces.iter().map(|h| h.remaining_len))];
+            ioam::emit_hbh_traces(&mut scratch, 0, &traces, &mut opt_offsets);
+            let last = *opt_offsets.last().expect("one trace or more");
+            opts.extend(&scratch[OPTION_OFFSET_IN_HBH..last + 2 + usize::from(scratch[last + 1])]);
+        }
+        let (mut dex_at, mut dex_seq_at) = (None, None);
+        if let Some(d) = &cfg.dex {
+            let at = opts.len();
+            opts.resize(at + ioam::dex_len(d.flow_id.is_some(), d.seq), 0);
+            let (_, seq) =
+                ioam::emit_dex(&mut opts[at..], d.namespace, d.trace_type, d.flow_id, d.seq);
+            dex_at = Some(OPTION_OFFSET_IN_HBH + at);
+            dex_seq_at = seq.map(|s| OPTION_OFFSET_IN_HBH + at + s);
+        }
         Ioam6Tunnel {
             mode: cfg.mode,
             tunsrc: cfg.tunsrc,
             tundst: cfg.tundst,
             freq_k: cfg.freq_k,
             freq_n: cfg.freq_n,
-            trace,
-            more,
-            opts: scratch[OPTION_OFFSET_IN_HBH..opts_end].into(),
+            traces,
+            dex: cfg.dex,
+            hbh_len: ioam::hbh_options_len(opts.len()),
+            opts: opts.into(),
             opt_offsets,
-            hbh_len,
+            dex_at,
+            dex_seq_at,
             hbh_merge: cfg.hbh_merge,
         }
     }
@@ -109,7 +125,7 @@ impl Ioam6Tunnel {
         if self.hbh_merge {
             x += " hbh merge";
         }
-        for t in std::iter::once(&self.trace).chain(&self.more) {
+        for t in &self.traces {
             x += &format!(
                 " trace prealloc type {:#08x} ns {} size {}",
                 t.trace_type,
@@ -117,20 +133,31 @@ impl Ioam6Tunnel {
                 t.remaining_len as usize * 4
             );
         }
+        if let Some(d) = &self.dex {
+            x += &format!(" dex type {:#08x} ns {}", d.trace_type, d.namespace);
+            if let Some(f) = d.flow_id {
+                x += &format!(" flowid {f}");
+            }
+            if d.seq {
+                x += " seq";
+            }
+        }
         x
     }
 
-    /// Writes the Hop-by-Hop header with every trace into `out` (exactly [`Ioam6Tunnel::hbh_len`] bytes).
+    /// Writes the Hop-by-Hop header with every option into `out` (exactly [`Ioam6Tunnel::hbh_len`] bytes): with one
+    /// trace, the header Linux builds.
     fn emit_hbh(&self, out: &mut [u8], next_header: u8) {
-        if self.more.is_empty() {
-            ioam::emit_lwt_hbh(out, next_header, &self.trace);
-        } else {
-            let all: Vec<TraceHeader> = std::iter::once(self.trace)
-                .chain(self.more.iter().copied())
-                .collect();
-            let mut offs = vec![0; all.len()];
-            ioam::emit_hbh_traces(out, next_header, &all, &mut offs);
-        }
+        ioam::emit_hbh_options(out, next_header, &self.opts);
+    }
+
+    /// The DEX Sequence Number of the packet that advanced the route's frequency count to `count` (RFC 9326
+    /// §3.2: 0 for the first packet that carries the option, then one more for each): how many of the packets
+    /// before it the frequency rule chose. Wraps at 2^32.
+    pub fn dex_sequence(&self, count: u64) -> u32 {
+        let (k, n) = (u64::from(self.freq_k), u64::from(self.freq_n));
+        let before = count.wrapping_sub(1);
+        ((before / n) * k + (before % n).min(k)) as u32
     }
 
     /// Linux's frequency rule: with `counter` the number of packets seen before this one, insert when
@@ -175,8 +202,8 @@ impl Ioam6Tunnel {
         let hbh = pkt.get(ipv6::HEADER_LEN..ipv6::HEADER_LEN + old)?;
         let (keep, options) = hbh::append_point(hbh).ok()?;
         let a = ioam::append_layout(keep, self.opts.len());
-        (options + self.opt_offsets.len() <= Self::MAX_HBH_OPTIONS && a.len <= hbh::MAX_LEN)
-            .then_some((old, a))
+        let ours = self.traces.len() + usize::from(self.dex.is_some());
+        (options + ours <= Self::MAX_HBH_OPTIONS && a.len <= hbh::MAX_LEN).then_some((old, a))
     }
 
     /// Inline insertion. Returns the offset from the IPv6 header at which the options are found at
@@ -266,6 +293,10 @@ impl Ioam6Tunnel {
     /// The inline template: an IPv6 header slot and the Hop-by-Hop header with the pre-allocated trace, written
     /// by [`Ioam6Tunnel::insert_inline`] itself.
     pub(crate) fn inline_template(&self) -> Option<Vec<u8>> {
+        // A DEX route exports from the general path: no plan.
+        if self.dex.is_some() {
+            return None;
+        }
         let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), self.hbh_len);
         self.insert_inline(&mut b).ok()??;
         Some(b.data().to_vec())
@@ -274,6 +305,9 @@ impl Ioam6Tunnel {
     /// The encap template: the outer IPv6 header (source `src`, destination `tundst`, next header 0) and the
     /// Hop-by-Hop header with next header 41, written by [`Ioam6Tunnel::push_encap`] itself.
     pub(crate) fn encap_template(&self, src: Ipv6Addr) -> Option<Vec<u8>> {
+        if self.dex.is_some() {
+            return None;
+        }
         let growth = ipv6::HEADER_LEN + self.hbh_len;
         let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), growth);
         self.push_encap(&mut b, src).ok()?;
