@@ -631,9 +631,11 @@ impl Worker {
         }
         let len = H + u16::from_be_bytes([ip[4], ip[5]]) as usize;
         let hlim = ip[7];
-        if len > ip.len() || ip[6] == proto::HOPOPTS || hlim <= 1 {
+        if len > ip.len() || hlim <= 1 {
             return Err(None);
         }
+        // A Hop-by-Hop header: only plain forwarding with IOAM transit is planned (`IoamNode::transit_plannable`).
+        let transit = ip[6] == proto::HOPOPTS;
         // Multicast (ff00::/8) or link-local (fe80::/10) source or destination: both start with 0xfe or 0xff,
         // which one test of the first bytes rules out for almost every packet.
         // Also the addresses of ::/8 (loopback, unspecified, IPv4-mapped and compatible): their first byte is 0,
@@ -655,6 +657,13 @@ impl Worker {
         let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
+        if transit
+            && (plan.kind != PlanKind::Forward
+                || (self.ioam_export.transit && self.ioam_export.enabled())
+                || !snap.ioam.transit_plannable(&ip[..len], in_dev, plan.egress))
+        {
+            return Err(hint(best));
+        }
         if plan.kind.is_local() {
             return self.fast_local(snap, in_dev, ts, frame, out, plan, hint(best));
         }
@@ -765,6 +774,22 @@ impl Worker {
             }
         }
         let hl = rx.hop_limit;
+        if transit {
+            let ing = &snap.links[in_dev].sysctl;
+            let ctx = FillContext {
+                hop_limit: hl,
+                ingress: if_ids(ing),
+                egress: if_ids(&snap.links[egress].sysctl),
+                ts_ns: ts,
+            };
+            match snap
+                .ioam
+                .transit_fill(&mut data[E..], ing.ioam6_enabled, &ctx)
+            {
+                Some(n) => self.stats.ioam_transit_filled += u64::from(n),
+                None => return Err(hint(best)),
+            }
+        }
         if ioam_at.is_some() && plan.ioam.baked {
             // This node's data is in the template: only what depends on the packet is written.
             let ing = &snap.links[in_dev].sysctl;
