@@ -224,7 +224,9 @@ def test_ioam_live_benchmark_script_runs_on_testbed_c(workdir):
         assert athos["rx"] > 0 and aramis["rx"] > 0, x
         traced = athos["encapsulated"].get("ioam6", 0)
         if label == "in-use":
-            assert traced == athos["tx"] and aramis["ioam"]["removed"] == aramis["rx"] > 0, x
+            # Every frame Athos sent was traced; every frame Aramis forwarded lost its trace (what it received besides
+            # is the kernel's own traffic, dropped: checked below).
+            assert traced == athos["tx"] and aramis["ioam"]["removed"] == aramis["tx"] > 0, x
         else:
             assert traced == 0 and aramis["ioam"]["removed"] == 0, x
         # Only what the kernel's Porthos sends of its own (router solicitations, MLD reports) is dropped.
