@@ -28,6 +28,7 @@ sysctl net.ipv6.ioam6_id_wide=0x22222222222222
 sysctl net.ipv6.conf.r0.ioam6_id=7
 sysctl net.ipv6.conf.r0.ioam6_id_wide=0x70000007
 sysctl net.ipv6.conf.r1.ioam6_id=9
+sysctl net.ipv6.conf.r0.ioam6_enabled=1
 ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 -6 route add fd00:a0::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 trace prealloc type 0xc00000 ns 123 size 12 via fd00:2::2 dev r1
 -6 route add fd00:a1::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x800000 ns 9 size 8 trace prealloc type 0x800000 ns 123 size 4 dev r1
@@ -38,9 +39,14 @@ ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 ";
 
 fn router(fast: bool, flowlabel: i32) -> Router {
+    router_with(fast, flowlabel, "")
+}
+
+/// The router of `CONF` and `extra` lines.
+fn router_with(fast: bool, flowlabel: i32, extra: &str) -> Router {
     let mut r = Router::build(
         &config::parse(&format!(
-            "{CONF}sysctl net.ipv6.seg6_flowlabel={flowlabel}\n"
+            "{CONF}sysctl net.ipv6.seg6_flowlabel={flowlabel}\n{extra}"
         ))
         .unwrap(),
     )
@@ -86,8 +92,13 @@ fn bases() -> Vec<Vec<u8>> {
 type Run = (Vec<(usize, Vec<u8>)>, String, u64);
 
 fn both(frames: &[Vec<u8>], flowlabel: i32) -> [Run; 2] {
+    both_with(frames, flowlabel, "")
+}
+
+/// [`both`] with `extra` configuration lines.
+fn both_with(frames: &[Vec<u8>], flowlabel: i32, extra: &str) -> [Run; 2] {
     [true, false].map(|fast| {
-        let mut r = router(fast, flowlabel);
+        let mut r = router_with(fast, flowlabel, extra);
         let mut out = Vec::new();
         r.process_batch(
             // Receive times with seconds and microseconds, different per frame (IOAM timestamps are patched per
@@ -104,8 +115,15 @@ fn both(frames: &[Vec<u8>], flowlabel: i32) -> [Run; 2] {
         let s = &r.worker.stats;
         assert!(s.balanced());
         let counters = format!(
-            "rx {} tx {} icmp {} drops {:?} enc {:?} reallocs {}",
-            s.rx, s.tx, s.icmp_tx, s.drops, s.encapsulated, s.reallocs
+            "rx {} tx {} icmp {} drops {:?} enc {:?} reallocs {} ioam transit {} {:?}",
+            s.rx,
+            s.tx,
+            s.icmp_tx,
+            s.drops,
+            s.encapsulated,
+            s.reallocs,
+            s.ioam_transit_filled,
+            s.ioam
         );
         (out, counters, s.fast_path)
     })
@@ -266,5 +284,130 @@ fn fast_path_output_starts_on_a_cache_line_and_stays_in_one_page() {
                 family.name()
             );
         }
+    }
+}
+
+/// An IPv6 packet from fd00:1::1 to `dst` (hop limit 40) with the Hop-by-Hop header `hbh` (next header UDP) and a
+/// 16-byte UDP datagram, in a frame to r0.
+fn with_hbh(dst: &str, hbh: &[u8]) -> Vec<u8> {
+    let mut f = vec![
+        2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd, 0x60, 0, 0, 0,
+    ];
+    f.extend(((hbh.len() + 16) as u16).to_be_bytes());
+    f.extend([0, 40]);
+    f.extend("fd00:1::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend(dst.parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend(hbh);
+    f.extend([
+        0x9c, 0x40, 0x0d, 0x05, 0, 16, 0, 0, b't', b'r', b'a', b'n', b's', b'i', b't', b'!',
+    ]);
+    f
+}
+
+/// A pre-allocated trace option (RFC 9197 §4.4): namespace, trace type, NodeLen, RemainingLen, then 4 * `room`
+/// bytes of data (the last `filled` of them not zero, as an earlier node's).
+fn trace_opt(ns: u16, ty: u32, node_len: u8, remlen: u8, room: u8) -> Vec<u8> {
+    let mut o = vec![0x31, 10 + 4 * room, 0, 0];
+    o.extend(ns.to_be_bytes());
+    o.extend([node_len << 3, remlen]);
+    o.extend(&ty.to_be_bytes()[1..]);
+    o.push(0);
+    o.extend((0..4 * room).map(|i| if i >= 4 * remlen { 0x5a } else { 0 }));
+    o
+}
+
+/// Hop-by-Hop headers as lwt6 and Linux insert them (PadN(0), traces, PadN(2) or nothing), and some that are not.
+fn transit_bases() -> Vec<Vec<u8>> {
+    let hbh = |opts: &[Vec<u8>]| {
+        let mut h = vec![17, 0, 1, 0];
+        for o in opts {
+            h.extend(o);
+        }
+        if h.len() % 8 == 4 {
+            h.extend([1, 2, 0, 0]);
+        }
+        h[1] = (h.len() / 8 - 1) as u8;
+        h
+    };
+    let gw = "2001:db8::7";
+    vec![
+        // One trace with room (bits 0, 1, 5: NodeLen 3), one node there already: planned.
+        with_hbh(gw, &hbh(&[trace_opt(123, 0xc4_0000, 3, 3, 6)])),
+        // Two traces, the second of a namespace not configured here, and PadN(2): planned.
+        with_hbh(
+            gw,
+            &hbh(&[
+                trace_opt(123, 0x80_0000, 1, 2, 2),
+                trace_opt(124, 0x80_0000, 1, 2, 2),
+            ]),
+        ),
+        // No room: the Overflow flag (planned).
+        with_hbh(gw, &hbh(&[trace_opt(123, 0xc4_0000, 3, 2, 2)])),
+        // NodeLen not the trace type's: dropped by the general path.
+        with_hbh(gw, &hbh(&[trace_opt(123, 0xc4_0000, 2, 3, 3)])),
+        // A Router Alert first: not the planned layout.
+        with_hbh(gw, &{
+            let mut h = vec![17, 0, 5, 2, 0, 0, 1, 0];
+            h.extend(trace_opt(123, 0x80_0000, 1, 2, 2));
+            h[1] = 3;
+            h.extend([1, 2, 0, 0]);
+            h
+        }),
+        // A local address, and a route that inserts IOAM (Linux skips the insertion): the general path.
+        with_hbh("fd00:92::9", &hbh(&[trace_opt(123, 0x80_0000, 1, 2, 2)])),
+        with_hbh("fd00:a0::1", &hbh(&[trace_opt(123, 0x80_0000, 1, 2, 2)])),
+        // Nine traces: more options than Linux accepts, dropped by the general path.
+        with_hbh(gw, &hbh(&vec![trace_opt(123, 0x80_0000, 1, 1, 1); 9])),
+    ]
+}
+
+/// IOAM transit on the fast path (`IoamNode::transit_planned`) gives the general path's bytes and counters, with
+/// and without domains (whose roles send some packets to the general path).
+#[test]
+fn transit_frames_match() {
+    let [fast, slow] = both(&transit_bases(), 0);
+    assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1));
+    // Sent: the three planned, the one behind a Router Alert, the one whose route would insert.
+    assert_eq!(fast.0.len(), 5, "{}", fast.1);
+    assert_eq!(fast.2, 3, "the first three frames are planned: {}", fast.1);
+    // The first frame: this node's data (hop limit 39, node id, ingress 7, egress 9, ns data) before the earlier
+    // node's, RemainingLen 3 -> 0.
+    let f = &fast.0[0].1;
+    assert_eq!(f[14 + 40 + 11], 0, "RemainingLen");
+    assert_eq!(
+        f[14 + 40 + 16..14 + 40 + 28],
+        [39, 0x11, 0x11, 0x11, 0, 7, 0, 9, 0xde, 0xad, 0xbe, 0xef]
+    );
+    for (extra, planned) in [
+        // r1 is an egress: the traces of 123 may leave, the fast path fills them.
+        ("ioam domain add d namespace 123 ingress r0 egress r1\n", 3),
+        // r1 is not: they are removed (and exported) by the general path.
+        ("ioam domain add d namespace 123 ingress r0\n", 0),
+        // r0 is not an ingress: foreign, dropped by the general path.
+        ("ioam domain add d namespace 123 egress r1\n", 0),
+        // A trace larger than its domain allows (the second frame's 8 bytes of namespace 124): the general path.
+        (
+            "ioam namespace add 124\nioam domain add d namespace 124 ingress r0 egress r1 maxsize 4 oversize strip\n",
+            2,
+        ),
+    ] {
+        let [fast, slow] = both_with(&transit_bases(), 0, extra);
+        assert_eq!((&fast.0, &fast.1), (&slow.0, &slow.1), "{extra}");
+        assert_eq!(fast.2, planned, "{extra}: {}", fast.1);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_transit_frames_match(i in 0usize..8, flips in prop::collection::vec((54usize..140, any::<u8>()), 1..4)) {
+        let mut f = transit_bases()[i].clone();
+        for (at, v) in flips {
+            let n = f.len();
+            f[at % n] = v;
+        }
+        let [fast, slow] = both(&[f], 0);
+        prop_assert_eq!((fast.0, fast.1), (slow.0, slow.1));
     }
 }

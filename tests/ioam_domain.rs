@@ -358,3 +358,367 @@ fn direct_export_sends_this_nodes_data_and_leaves_the_packet() {
     );
     assert!(r.worker.ioam_export.take().is_empty());
 }
+
+/// A route that merges one trace (namespace 7, trace type bit 0, 8 bytes) into a Hop-by-Hop header the packet
+/// already has (`hbh merge`, docs/ioam.md).
+const MERGE_ROUTE: &str = "-6 route add fd00:9::/64 encap ioam6 mode inline hbh merge \
+    trace prealloc type 0x800000 ns 7 size 8 via fd00:2::2 dev r1\n";
+
+/// The trace `MERGE_ROUTE` inserts as the inserting node leaves it: RemainingLen 2 -> 1, its data (hop limit 63
+/// after forwarding, node id 0x123456) in the last 4 of the 8 free bytes (RFC 9197 §4.4.1).
+fn merged_trace_filled() -> Vec<u8> {
+    let mut t = trace(7);
+    t[7] = 1;
+    t[16..20].copy_from_slice(&[63, 0x12, 0x34, 0x56]);
+    t
+}
+
+/// Sends a packet to fd00:9::1 whose Hop-by-Hop header is `hbh` through `r`; returns what r1 sent.
+fn through(r: &mut Router, hbh: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    let pkt = ipv6("fd00:9::1", 0, 64, &[hbh, &UDP[..]].concat());
+    run(r, 0, &[eth(R0, H1, &pkt)])
+}
+
+fn forwarded(hbh: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    vec![(
+        1,
+        eth(H2, R1, &ipv6("fd00:9::1", 0, 63, &[hbh, &UDP[..]].concat())),
+    )]
+}
+
+#[test]
+fn merge_into_an_existing_header_pads_head_to_4n_and_tail_to_8n() {
+    // Hand-derived from RFC 8200 §4.2 / §4.3 and RFC 9486 §3. The header is kept up to the end of its last
+    // option that is not padding; padding to the next 4n offset, the 20-byte trace, padding to 8n follow.
+    let cases: [(&str, Vec<u8>, Vec<u8>); 4] = [
+        (
+            // Router Alert (RFC 2711) at 2..6, PadN(0): head PadN(0) to 8, trace 8..28, PadN(2) to 32.
+            "router alert",
+            vec![17, 0, 5, 2, 0, 0, 1, 0],
+            [
+                vec![17, 3, 5, 2, 0, 0, 1, 0],
+                merged_trace_filled(),
+                vec![1, 2, 0, 0],
+            ]
+            .concat(),
+        ),
+        (
+            // Option 0x1e (skip if unknown) with 3 data bytes at 2..7, Pad1: head Pad1 to 8.
+            "head pad1",
+            vec![17, 0, 0x1e, 3, 0xa, 0xb, 0xc, 0],
+            [
+                vec![17, 3, 0x1e, 3, 0xa, 0xb, 0xc, 0],
+                merged_trace_filled(),
+                vec![1, 2, 0, 0],
+            ]
+            .concat(),
+        ),
+        (
+            // Option 0x1e with 1 data byte at 2..5, PadN(1): head PadN(1) (3 bytes) to 8.
+            "head padn(1)",
+            vec![17, 0, 0x1e, 1, 0xa, 1, 1, 0],
+            [
+                vec![17, 3, 0x1e, 1, 0xa, 1, 1, 0],
+                merged_trace_filled(),
+                vec![1, 2, 0, 0],
+            ]
+            .concat(),
+        ),
+        (
+            // Option 0x1e with no data at 2..4, PadN(2): the trace takes its place at 4, 4 + 20 = 24, no tail.
+            "no padding needed",
+            vec![17, 0, 0x1e, 0, 1, 2, 0, 0],
+            [vec![17, 2, 0x1e, 0], merged_trace_filled()].concat(),
+        ),
+    ];
+    for (what, hbh, want) in cases {
+        let mut r = router(MERGE_ROUTE);
+        let out = through(&mut r, &hbh);
+        assert_eq!(out, forwarded(&want), "{what}");
+        assert_eq!(
+            (r.worker.stats.ioam.merged, r.worker.stats.ioam.not_inserted),
+            (1, 0),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn merge_after_another_trace_keeps_it_and_fills_both() {
+    // A Linux-built header with a trace of namespace 8 (24 bytes, an option ends it): r fills it in transit (r0
+    // has ioam6_enabled; 8 is known), then appends the trace of 7 at 24 (4n already): 44 bytes, PadN(2) to 48.
+    let mut r = router(MERGE_ROUTE);
+    let out = through(&mut r, &lwt_hbh(17, 8));
+    let mut t8 = trace(8);
+    t8[7] = 1;
+    t8[16..20].copy_from_slice(&[63, 0x12, 0x34, 0x56]);
+    let want = [
+        vec![17, 5, 1, 0],
+        t8,
+        merged_trace_filled(),
+        vec![1, 2, 0, 0],
+    ]
+    .concat();
+    assert_eq!(out, forwarded(&want));
+    assert_eq!(r.worker.stats.ioam_transit_filled, 1);
+}
+
+#[test]
+fn without_hbh_merge_a_packet_with_a_header_gets_no_ioam_as_in_linux() {
+    let route = MERGE_ROUTE.replace(" hbh merge", "");
+    let hbh = [17, 0, 5, 2, 0, 0, 1, 0];
+    let mut r = router(&route);
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    assert_eq!(
+        (r.worker.stats.ioam.merged, r.worker.stats.ioam.not_inserted),
+        (0, 1)
+    );
+    // `hbh skip` says the same.
+    let mut r = router(&MERGE_ROUTE.replace("hbh merge", "hbh skip"));
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    // Without a Hop-by-Hop header both insert as Linux does.
+    for route in [route.as_str(), MERGE_ROUTE] {
+        let mut r = router(route);
+        let out = run(&mut r, 0, &[eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP))]);
+        let want = [vec![17, 2, 1, 0], merged_trace_filled()].concat();
+        assert_eq!(out, forwarded(&want));
+    }
+}
+
+#[test]
+fn merge_refuses_to_make_more_options_than_linux_accepts() {
+    // Eight options 0x1e without data (16 bytes at 2..18), PadN(4) to 24: Linux's default max_hbh_opts_number is 8,
+    // so a ninth would make the next Linux node drop the packet. It leaves without IOAM, counted.
+    let mut hbh = vec![17, 2];
+    for _ in 0..8 {
+        hbh.extend([0x1e, 0]);
+    }
+    hbh.extend([1, 4, 0, 0, 0, 0]);
+    let mut r = router(MERGE_ROUTE);
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    assert_eq!(
+        (r.worker.stats.ioam.merged, r.worker.stats.ioam.not_inserted),
+        (0, 1)
+    );
+    // Seven (2..16, no padding) leave room for the trace: at 16 (already 4n), to 36, PadN(2) to 40.
+    let mut hbh = vec![17, 1];
+    for _ in 0..7 {
+        hbh.extend([0x1e, 0]);
+    }
+    let mut r = router(MERGE_ROUTE);
+    let want = [
+        vec![17, 4],
+        hbh[2..].to_vec(),
+        merged_trace_filled(),
+        vec![1, 2, 0, 0],
+    ]
+    .concat();
+    assert_eq!(through(&mut r, &hbh), forwarded(&want));
+}
+
+#[test]
+fn merge_refuses_to_make_a_header_longer_than_2048_octets() {
+    // Seven options 0x1e of 255 data bytes (2..1801), PadN(5) to 1808 (Hdr Ext Len 225); 9000-byte links.
+    let jumbo = |extra: &str| {
+        let mut r = Router::build(
+            &config::parse(&format!(
+                "{}{extra}",
+                BASE.replace(":01:02\n", ":01:02 mtu 9000\n")
+                    .replace(":02:01\n", ":02:01 mtu 9000\n")
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        r.worker.ioam_export.capacity = 16;
+        r
+    };
+    let mut hbh = vec![17, 225];
+    for i in 0..7u8 {
+        hbh.extend([0x1e, 255]);
+        hbh.extend([i; 255]);
+    }
+    hbh.extend([1, 5, 0, 0, 0, 0, 0]);
+    assert_eq!(hbh.len(), 1808);
+    // A 244-byte trace (a 256-byte option) would start at 1804 (4n) and end at 2060 > 2048 (RFC 8200 §4.3: Hdr
+    // Ext Len is one octet): not inserted.
+    let mut r = jumbo(&MERGE_ROUTE.replace("size 8", "size 244"));
+    assert_eq!(through(&mut r, &hbh), forwarded(&hbh));
+    assert_eq!(r.worker.stats.ioam.not_inserted, 1);
+    // An 8-byte one (a 20-byte option) fits: at 1804 after PadN(1), to 1824, already 8n (Hdr Ext Len 227).
+    let mut r = jumbo(MERGE_ROUTE);
+    let want = [
+        vec![17, 227],
+        hbh[2..1801].to_vec(),
+        vec![1, 1, 0],
+        merged_trace_filled(),
+    ]
+    .concat();
+    assert_eq!(want.len(), 1824);
+    assert_eq!(through(&mut r, &hbh), forwarded(&want));
+}
+
+/// A pre-allocated trace (type bit 0) in namespace `ns` with `words` 4-byte words of data: option length
+/// 2 + 8 + 4 * words.
+fn trace_words(ns: u16, words: u8) -> Vec<u8> {
+    let mut o = vec![0x31, 10 + 4 * words, 0, 0];
+    o.extend(ns.to_be_bytes());
+    o.extend([0x08, words, 0x80, 0, 0, 0]);
+    o.extend(vec![0; 4 * usize::from(words)]);
+    o
+}
+
+#[test]
+fn a_trace_larger_than_the_domain_allows_is_dropped_or_stripped() {
+    // 12 bytes of data allowed. A Linux-built header with a 16-byte trace: PadN(0), option (28 bytes) = 32.
+    let big = [vec![17, 3, 1, 0], trace_words(7, 4)].concat();
+    let f = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[big, UDP.to_vec()].concat()),
+    );
+    let dom = "ioam domain add d1 namespace 7 ingress r0 egress r0,r1 maxsize 12";
+    let mut r = router(&format!("{dom}\n"));
+    assert!(run(&mut r, 0, std::slice::from_ref(&f)).is_empty());
+    assert_eq!(
+        r.worker.stats.drops.get(&DropReason::IoamOversize),
+        Some(&1)
+    );
+    // Stripped: the header had nothing else, so it goes (as for a foreign trace), and nothing is exported.
+    let mut r = router(&format!("{dom} oversize strip\n"));
+    let out = run(&mut r, 0, std::slice::from_ref(&f));
+    assert_eq!(out, [(1, eth(H2, R1, &ipv6("fd00:2::2", 17, 63, &UDP)))]);
+    assert_eq!(
+        (
+            r.worker.stats.ioam.oversize_stripped,
+            r.worker.stats.ioam.foreign_stripped
+        ),
+        (1, 0)
+    );
+    assert!(r.worker.ioam_export.take().is_empty());
+    // At the limit (12 bytes), it is filled and forwarded; a 16-byte trace of a namespace in no domain too.
+    // PadN(0), 24 + 28 option bytes: 56 (Hdr Ext Len 6).
+    let mut ok = [vec![17, 2, 1, 0], trace_words(7, 3), trace_words(8, 4)].concat();
+    ok[1] = 6;
+    assert_eq!(ok.len(), 56);
+    let mut r = router(&format!("{dom}\n"));
+    let out = run(
+        &mut r,
+        0,
+        &[eth(
+            R0,
+            H1,
+            &ipv6("fd00:2::2", 0, 64, &[ok, UDP.to_vec()].concat()),
+        )],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(r.worker.stats.ioam_transit_filled, 2);
+    // An incremental trace (IOAM Option-Type 1) counts the same: 16 bytes of node data > 12.
+    let mut inc = [vec![17, 3, 1, 0], trace_words(7, 4)].concat();
+    inc[7] = 1;
+    let mut r = router(&format!("{dom}\n"));
+    let g = eth(
+        R0,
+        H1,
+        &ipv6("fd00:2::2", 0, 64, &[inc, UDP.to_vec()].concat()),
+    );
+    assert!(run(&mut r, 0, &[g]).is_empty());
+    assert_eq!(
+        r.worker.stats.drops.get(&DropReason::IoamOversize),
+        Some(&1)
+    );
+    // Foreign comes first: on r1 (not an ingress) the same trace is foreign, not oversize.
+    let mut r = router(&format!("{dom}\n"));
+    let mut f1 = f.clone();
+    f1[..6].copy_from_slice(&R1);
+    assert!(run(&mut r, 1, &[f1]).is_empty());
+    assert_eq!(r.worker.stats.drops.get(&DropReason::IoamForeign), Some(&1));
+}
+
+#[test]
+fn a_route_larger_than_its_domain_allows_is_refused_by_the_router() {
+    let e = config::parse(&format!(
+        "{BASE}ioam domain add d1 namespace 7 maxsize 8\n\
+         -6 route add fd00:9::/64 encap ioam6 trace prealloc type 0x800000 ns 7 size 12 via fd00:2::2 dev r1\n"
+    ))
+    .unwrap_err();
+    assert_eq!((e.line, e.token.as_str()), (13, "12"), "{e}");
+}
+
+#[test]
+fn a_route_inserts_a_direct_export_option_and_the_encapsulating_node_exports() {
+    let mut r = router(
+        "-6 route add fd00:9::/64 encap ioam6 mode inline dex type 0xc00000 ns 7 flowid 0xabcdef seq \
+         via fd00:2::2 dev r1\n",
+    );
+    let f = eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP));
+    let out = run(&mut r, 0, &vec![f; 3]);
+    assert_eq!(out.len(), 3);
+    for (i, (dev, frame)) in out.iter().enumerate() {
+        // RFC 9486 §3 / RFC 9326 §3.2, by hand: PadN(0); option 0x31, length 18, Reserved, IOAM Option-Type 4
+        // (DEX); Namespace-ID 7; Flags 0; Extension-Flags 0xc0 (Flow ID and Sequence Number follow); trace type
+        // 0xc00000 (bits 0 and 1) and a Reserved octet; Flow ID 0x00abcdef; Sequence Number 0, 1, 2 for the
+        // packets that carry the option. 4 + 20 = 24 octets: Hdr Ext Len 2, no tail padding.
+        let hbh = [
+            vec![17, 2, 1, 0],
+            vec![0x31, 18, 0, 4, 0, 7, 0, 0xc0, 0xc0, 0, 0, 0],
+            vec![0, 0xab, 0xcd, 0xef, 0, 0, 0, i as u8],
+        ]
+        .concat();
+        let mut want = ipv6("fd00:9::1", 0, 63, &[hbh, UDP.to_vec()].concat());
+        want[6] = 0;
+        assert_eq!((*dev, frame.clone()), (1, eth(H2, R1, &want)), "packet {i}");
+    }
+    assert_eq!(
+        r.worker.stats.fast_path, 0,
+        "DEX routes export from the general path"
+    );
+    // The encapsulating node exports its own data (trace type bits 0 and 1): hop limit 63, node id 0x123456,
+    // ingress and egress ids (r0 and r1 have none configured: 0xffff).
+    let recs = r.worker.ioam_export.take();
+    assert_eq!(recs.len(), 3);
+    for (i, rec) in recs.iter().enumerate() {
+        assert_eq!(rec.event, ExportEvent::DirectExport);
+        assert_eq!(rec.node, [63, 0x12, 0x34, 0x56, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(rec.option[16..20], [0, 0, 0, i as u8]);
+        assert_eq!(rec.out_dev, Some(1));
+        let j = lwt6_export::json::record(rec, &["r0".into(), "r1".into()]);
+        assert_eq!(
+            (j["flow_id"].as_u64(), j["seq"].as_u64()),
+            (Some(0xab_cdef), Some(i as u64))
+        );
+    }
+}
+
+#[test]
+fn direct_export_after_traces_with_sampling_numbers_only_the_packets_that_carry_it() {
+    // freq 2/3: of packets 0..6, 0, 1, 3, 4 carry IOAM (Linux's count % 3 < 2); their Sequence Numbers are 0..3.
+    let mut r = router(
+        "-6 route add fd00:9::/64 encap ioam6 mode inline freq 2/3 trace prealloc type 0x800000 ns 7 size 8 \
+         dex type 0x800000 ns 9 seq via fd00:2::2 dev r1\n",
+    );
+    let f = eth(R0, H1, &ipv6("fd00:9::1", 17, 64, &UDP));
+    let out = run(&mut r, 0, &vec![f; 6]);
+    let carried: Vec<&Vec<u8>> = out
+        .iter()
+        .map(|(_, b)| b)
+        .filter(|b| b[14 + 6] == 0)
+        .collect();
+    assert_eq!(carried.len(), 4);
+    for (i, b) in carried.iter().enumerate() {
+        // PadN(0); the trace (20 octets, filled: namespace 7 is known); DEX without Flow ID (16 octets: Opt Data
+        // Len 14, Extension-Flags 0x40); 4 + 20 + 16 = 40 octets, Hdr Ext Len 4, no tail padding.
+        let hbh = [
+            vec![17, 4, 1, 0],
+            merged_trace_filled(),
+            vec![
+                0x31, 14, 0, 4, 0, 9, 0, 0x40, 0x80, 0, 0, 0, 0, 0, 0, i as u8,
+            ],
+        ]
+        .concat();
+        let mut want = ipv6("fd00:9::1", 0, 63, &[hbh, UDP.to_vec()].concat());
+        want[6] = 0;
+        assert_eq!(&b[14..], &want[..], "packet {i}");
+    }
+    // Namespace 9 is not configured here: nothing exported.
+    assert!(r.worker.ioam_export.take().is_empty());
+}

@@ -538,12 +538,15 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             let io = &st.ioam;
             if *io != Default::default() {
                 out!(
-                    "  ioam domains: foreign stripped {}, removed {}, decapsulated {}, exported {}, export lost {}",
+                    "  ioam domains: foreign stripped {}, oversize stripped {}, removed {}, decapsulated {}, exported {}, export lost {}, merged {}, not inserted {}",
                     io.foreign_stripped,
+                    io.oversize_stripped,
                     io.removed,
                     io.decapsulated,
                     io.exported,
-                    io.export_lost
+                    io.export_lost,
+                    io.merged,
+                    io.not_inserted
                 );
             }
             for (r, n) in &st.drops {

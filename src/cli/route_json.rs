@@ -169,8 +169,12 @@ fn encap(o: &mut Object, t: &Tunnel, counters: Option<&LocalCounters>) {
             if let Some(d) = t.tundst {
                 o.put("tundst", d.to_string());
             }
-            let traces: Vec<String> = std::iter::once(&t.trace)
-                .chain(&t.more)
+            if t.hbh_merge {
+                o.put("hbh", "merge");
+            }
+            let traces: Vec<String> = t
+                .traces
+                .iter()
                 .map(|tr| {
                     let mut x = Object::default();
                     x.put("type", format!("{:#08x}", tr.trace_type))
@@ -180,6 +184,16 @@ fn encap(o: &mut Object, t: &Tunnel, counters: Option<&LocalCounters>) {
                 })
                 .collect();
             o.0.push(("trace", format!("[{}]", traces.join(","))));
+            if let Some(d) = &t.dex {
+                let mut x = Object::default();
+                x.put("type", format!("{:#08x}", d.trace_type))
+                    .put("ns", d.namespace);
+                if let Some(f) = d.flow_id {
+                    x.put("flowid", f);
+                }
+                x.put("seq", d.seq);
+                o.0.push(("dex", x.to_json()));
+            }
         }
     }
 }

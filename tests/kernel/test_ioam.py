@@ -314,3 +314,149 @@ def test_domain_lwt6_inserts_kernel_fills_lwt6_removes_and_exports(topo3, rtr, l
             assert got_nodes == exp, f"ns {ns}: {got_nodes} != {exp}"
         ifs = [(n["ingress_id"], n["egress_id"]) for n in by_ns[123]["nodes"]]
         assert ifs == [(L_IF_IN, L_IF_OUT), (IF_IN, IF_OUT), (E_IF_IN, E_IF_OUT)]
+
+
+# ------------------------------------------------------------------------------------------------
+# (d) lwt6 merges its trace into a Hop-by-Hop header the packet already has (`hbh merge`, docs/ioam.md) -> the
+# kernel, as transit node, finds it (4n-aligned, in a valid header) and fills it -> `lwt6 decode`.
+# The expected layouts are derived here from RFC 8200 §4.2/§4.3 and RFC 9486 §3, not from lwt6's output.
+
+MERGE_TYPE, MERGE_SIZE = 0xC40000, 24      # bits 0, 1 and 5: NodeLen 3 (12 bytes a node), two nodes of room
+EXISTING = [
+    # (case id, existing Hop-by-Hop options after Next Header and Hdr Ext Len (6 bytes: one 8-byte header),
+    #  where the kept part ends, the head padding that must follow)
+    ("router-alert", bytes([5, 2, 0, 0, 1, 0]), 6, bytes([1, 0])),               # RFC 2711, PadN(0)
+    ("opt-3-bytes-pad1", bytes([0x1E, 3, 0xA, 0xB, 0xC, 0]), 7, bytes([0])),     # skip-if-unknown option, Pad1
+    ("opt-1-byte-padn1", bytes([0x1E, 1, 0xA, 1, 1, 0]), 5, bytes([1, 1, 0])),    # PadN(1): 3 bytes to 8
+    ("opt-no-data", bytes([0x1E, 0, 1, 2, 0, 0]), 4, b""),                       # the trace takes the PadN's place
+]
+
+
+def merge_inserter_config():
+    conf = inserter_config(MERGE_TYPE, MERGE_SIZE)
+    conf[-1] = conf[-1].replace("mode inline", "mode inline hbh merge")
+    assert "hbh merge" in conf[-1]
+    return conf
+
+
+def existing_hbh_frame(opts, hlim, i):
+    """IPv6 / HbH(next header UDP, `opts`) / UDP from fd00:a::5 to fd00:2::2, as lwt6's li receives it."""
+    hbh = bytes([17, 0]) + opts
+    return ioam_frame(hbh, dst="fd00:2::2", src="fd00:a::5", hlim=hlim, size=20 + 30 * i, tag=i,
+                      smac="02:00:00:00:00:55", dmac=MAC_LI)
+
+
+@pytest.mark.parametrize("cid,opts,keep,head", EXISTING, ids=[e[0] for e in EXISTING])
+def test_lwt6_merges_into_existing_hbh_kernel_transit_fills(topo3, rtr, lwt6, tmp_path, cid, opts, keep, head):
+    hlims = [64, 9]
+    ins = [existing_hbh_frame(opts, h, i) for i, h in enumerate(hlims)]
+    res = lwt6.pcap(render(merge_inserter_config())[1], ins, in_dev="li", label=f"ioam-merge-{cid}")
+    mid = res.on("r1")
+    assert len(mid) == len(ins), f"lwt6 emitted {len(mid)} frames on r1, stats {res.stats}"
+    assert res.stats["ioam"]["merged"] == len(ins), res.stats
+    opt_len = 12 + MERGE_SIZE                                   # type, len, reserved, option type, header, data
+    opts_at = keep + len(head)
+    assert opts_at % 4 == 0
+    end = opts_at + opt_len
+    tail = b"" if end % 8 == 0 else bytes([1, 2, 0, 0])
+    for f, fin in zip(mid, ins):
+        ip, ip_in = f[14:], fin[14:]
+        hbh = ip[40:40 + (ip[41] + 1) * 8]
+        assert len(hbh) == end + len(tail) and len(hbh) % 8 == 0
+        assert hbh[0] == 17 and hbh[2:keep] == opts[:keep - 2], "the options already there stay where they were"
+        assert hbh[keep:opts_at] == head and hbh[end:] == tail
+        assert hbh[opts_at:opts_at + 4] == bytes([0x31, 10 + MERGE_SIZE, 0, 0])
+        assert struct.unpack(">H", ip[4:6])[0] == struct.unpack(">H", ip_in[4:6])[0] + len(hbh) - 8
+        assert ip[40 + len(hbh):] == ip_in[48:], "the payload is untouched"
+    rtr.apply(ioam_config())
+    got = xfer(topo3.s0, mid, topo3.d0, expect=len(mid), keep=with_marker)[topo3.d0.label]
+    assert len(got) == len(mid), "kernel did not forward lwt6's merged IOAM frames"
+    cap = tmp_path / "after-kernel.pcap"
+    write_pcap(cap, got)
+    decoded = lwt6.decode(cap)
+    for h, fo, fm, dobj in zip(hlims, got, mid, decoded):
+        tr = parse_ioam(fo[14:])
+        assert len(tr) == 1 and tr[0]["namespace"] == 123
+        want = {L_NODE_ID: (h - 1, L_IF_IN, L_IF_OUT), NODE_ID: (h - 2, IF_IN, IF_OUT)}
+        got_nodes = {n["node_id"]: (n["hop_limit"], n["ingress_id"], n["egress_id"]) for n in tr[0]["nodes"]}
+        assert got_nodes == want, f"the kernel must fill the merged trace: {got_nodes} != {want}"
+        assert fo[14 + 40:14 + 40 + keep] == fm[14 + 40:14 + 40 + keep], "the kernel leaves the other options"
+        traces = ioam_traces_from_decode(dobj)
+        assert len(traces) == 1
+        dn = {n["node_id"]: (n["hop_limit"], n["ingress_id"], n["egress_id"]) for n in traces[0]["nodes"]}
+        assert dn == want
+
+
+def test_lwt6_without_hbh_merge_skips_packets_with_hbh_as_linux(lwt6):
+    """Linux's inline mode inserts nothing into a packet that has a Hop-by-Hop header (docs/references.md §2.3)."""
+    ins = [existing_hbh_frame(EXISTING[0][1], 64, 0)]
+    res = lwt6.pcap(render(inserter_config(MERGE_TYPE, MERGE_SIZE))[1], ins, in_dev="li", label="ioam-nomerge")
+    out = res.on("r1")
+    assert len(out) == 1 and out[0][14 + 40:] == ins[0][14 + 40:] and parse_ioam(out[0][14:]) == []
+    assert res.stats["ioam"]["not_inserted"] == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# (e) Direct Export (RFC 9326): lwt6 inserts a trace and a DEX option -> the kernel fills the trace and passes the
+# DEX option untouched (Linux ignores IOAM option types other than 0) -> lwt6 at the domain's egress exports its
+# data for the DEX option and removes both. The DEX bytes are derived here from RFC 9326 §3.2.
+
+DEX_FLOW = 77
+
+
+def dex_inserter_config():
+    conf = inserter_config(0xC40000, 24)
+    conf[-1] = conf[-1].replace(" via ", f" dex type 0xc00000 ns 123 flowid {DEX_FLOW} seq via ")
+    assert "dex type" in conf[-1]
+    return conf
+
+
+def dex_option(seq):
+    # Type 0x31, Opt Data Len 18, Reserved, IOAM Option-Type 4; Namespace-ID 123, Flags 0, Extension-Flags 0xc0
+    # (Flow ID, Sequence Number); trace type 0xc00000, Reserved; Flow ID; Sequence Number.
+    return bytes([0x31, 18, 0, 4]) + struct.pack(">HBB", 123, 0, 0xC0) + bytes([0xC0, 0, 0, 0]) + \
+        struct.pack(">II", DEX_FLOW, seq)
+
+
+def test_dex_lwt6_inserts_kernel_passes_lwt6_exports(topo3, rtr, lwt6, tmp_path):
+    from ktpkt import MAC_D0
+    hlims = [64, 30, 12]
+    ins = [udp6("fd00:2::2", src="fd00:a::5", hlim=h, size=30 + i * 40, tag=i, smac="02:00:00:00:00:55",
+                dmac=MAC_LI) for i, h in enumerate(hlims)]
+    jl0 = tmp_path / "encap.jsonl"
+    res = lwt6.pcap(render(dex_inserter_config())[1], ins, in_dev="li", label="ioam-dex-insert",
+                    extra=["--ioam-export", f"json:{jl0}"])
+    mid = res.on("r1")
+    assert len(mid) == len(ins), res.stats
+    trace_len = 12 + 24
+    for i, f in enumerate(mid):
+        hbh = f[14 + 40:14 + 40 + (f[14 + 41] + 1) * 8]
+        # PadN(0), the trace (36 octets), the DEX option (20 octets): 60, PadN(2) to 64.
+        assert len(hbh) == 64 and hbh[2:4] == bytes([1, 0]) and hbh[60:] == bytes([1, 2, 0, 0])
+        assert hbh[4 + trace_len:4 + trace_len + 20] == dex_option(i)
+    enc = [json.loads(x) for x in jl0.read_text().splitlines()]
+    assert [(r["event"], r["seq"], r["flow_id"]) for r in enc] == [("direct_export", i, DEX_FLOW)
+                                                                    for i in range(len(ins))]
+    assert [(n["hop_limit"], n["node_id"]) for r in enc for n in r["nodes"]] == [(h - 1, L_NODE_ID) for h in hlims]
+    rtr.apply(ioam_config())
+    got = xfer(topo3.s0, mid, topo3.d0, expect=len(mid), keep=with_marker)[topo3.d0.label]
+    assert len(got) == len(mid), "kernel did not forward lwt6's frames with a DEX option"
+    for i, (f, h) in enumerate(zip(got, hlims)):
+        hbh = f[14 + 40:14 + 40 + 64]
+        assert hbh[4 + trace_len:4 + trace_len + 20] == dex_option(i), "the kernel must leave the DEX option alone"
+        nodes = {n["node_id"]: n["hop_limit"] for n in parse_ioam(f[14:])[0]["nodes"]}
+        assert nodes == {L_NODE_ID: h - 1, NODE_ID: h - 2}, "the kernel fills the trace beside it"
+    jl = tmp_path / "egress.jsonl"
+    out = lwt6.pcap(egress_config(MAC_D0), got, in_dev="e0", label="ioam-dex-egress",
+                    extra=["--ioam-export", f"json:{jl}"])
+    assert len(out.on("e1")) == len(got), out.stats
+    recs = [json.loads(x) for x in jl.read_text().splitlines()]
+    dex = [r for r in recs if r["event"] == "direct_export"]
+    assert [(r["seq"], r["flow_id"], r["namespace"]) for r in dex] == [(i, DEX_FLOW, 123) for i in range(len(got))]
+    for r, h in zip(dex, hlims):
+        assert [(n["hop_limit"], n["node_id"], n["ingress_id"], n["egress_id"]) for n in r["nodes"]] == \
+            [(h - 3, E_NODE_ID, E_IF_IN, E_IF_OUT)]
+    # Both options of namespace 123 leave the domain at e1: removed and exported.
+    egress = [r["option_type"] for r in recs if r["event"] == "egress"]
+    assert sorted(egress) == ["direct_export"] * len(got) + ["prealloc_trace"] * len(got), egress
+    assert out.stats["ioam"]["removed"] == 2 * len(got)

@@ -199,3 +199,37 @@ def test_testbed_c_ioam_paper_five_nodes(workdir):
         for f in got:
             nh, hlim, src, dst, _ = ip6(f)
             assert (nh, hlim, src, dst) == (58, 61, "fd00:1::1", "fd00:2::2")   # no Hop-by-Hop left
+
+
+def test_ioam_live_benchmark_script_runs_on_testbed_c(workdir):
+    """scripts/bench-ioam-live.py (docs/BENCHMARKS.md) on its shortest setting: the three Fig. 8 points, one 100 ms
+    trial each. The rates are not checked (they are the benchmark's business), what each node did is: nothing
+    traced when IOAM is disabled or unused; in use, every frame Athos forwards carries a trace the kernel's Porthos
+    passes on and Aramis removes; nothing dropped but the kernel's own noise; namespaces gone afterwards."""
+    from ktlwt6 import lwt6_bin
+    out = os.path.join(workdir, "bench-ioam-live.json")
+    script = os.path.join(ROOT, "scripts", "bench-ioam-live.py")
+    prefix = f"l6t-{os.getpid()}-iol-"
+    r = subprocess.run([script, "--lwt6", str(lwt6_bin()), "--only", "registration", "--trial-ms", "100",
+                        "--steps", "0", "--out", out], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, LWT6_TESTBED_PREFIX=prefix))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "| in-use |" in r.stdout, r.stdout
+    import json
+    res = {x["label"]: x for x in json.load(open(out))["results"]}
+    assert set(res) == {"disabled", "configured-unused", "in-use"}
+    for label, x in res.items():
+        athos, aramis = x["counters"]["athos"], x["counters"]["aramis"]
+        assert x["nodes"] == {"athos": "lwt6", "porthos": "kernel", "aramis": "lwt6"}
+        assert athos["rx"] > 0 and aramis["rx"] > 0, x
+        traced = athos["encapsulated"].get("ioam6", 0)
+        if label == "in-use":
+            # Every frame Athos sent was traced; every frame Aramis forwarded lost its trace (what it received besides
+            # is the kernel's own traffic, dropped: checked below).
+            assert traced == athos["tx"] and aramis["ioam"]["removed"] == aramis["tx"] > 0, x
+        else:
+            assert traced == 0 and aramis["ioam"]["removed"] == 0, x
+        # Only what the kernel's Porthos sends of its own (router solicitations, MLD reports) is dropped.
+        assert set(athos["drops"]) | set(aramis["drops"]) <= {"multicast_destination"}, x
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert prefix not in left, left

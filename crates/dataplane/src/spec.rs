@@ -22,7 +22,8 @@ pub struct Config {
     pub ioam_namespaces: Vec<IoamNamespace>,
     /// `ioam schema add ID DATA`.
     pub ioam_schemas: Vec<IoamSchema>,
-    /// `ioam domain add NAME namespace N[,M...] [ingress DEV,...] [egress DEV,...] [foreign drop|strip]`.
+    /// `ioam domain add NAME namespace N[,M...] [ingress DEV,...] [egress DEV,...] [foreign drop|strip]
+    /// [maxsize S] [oversize drop|strip]`.
     pub ioam_domains: Vec<IoamDomain>,
     /// `sr tunsrc set ADDR` (`::` clears it).
     pub sr_tunsrc: Option<Ipv6Addr>,
@@ -101,7 +102,8 @@ pub const MAIN_TABLE: u32 = 254;
 pub enum Encap {
     /// `encap seg6 mode MODE segs A,B,.. [hmac KEYID] [tunsrc ADDR]`.
     Seg6(Seg6Encap),
-    /// `encap ioam6 [mode inline|encap|auto] [tunsrc A] [tundst B] [freq K/N] trace prealloc type T ns N size S`.
+    /// `encap ioam6 [mode inline|encap|auto] [tunsrc A] [tundst B] [freq K/N] [hbh merge|skip]
+    /// trace prealloc type T ns N size S [...] [dex type T ns N [flowid F] [seq]]`.
     Ioam6(Ioam6Encap),
     /// `encap rpl segs A,B,..`.
     Rpl(RplEncap),
@@ -270,18 +272,32 @@ pub struct Ioam6Encap {
     pub freq_k: u32,
     /// See `freq_k`.
     pub freq_n: u32,
-    /// 24-bit trace type (`type 0x...`).
+    /// The pre-allocated traces (`trace prealloc type T ns N size S`), inserted in order. Linux takes exactly
+    /// one; several, or none with `dex`, are lwt6 extensions (docs/ioam.md).
+    pub traces: Vec<IoamTraceSpec>,
+    /// A Direct Export option (`dex type T ns N [flowid F] [seq]`, RFC 9326; an lwt6 extension: the kernel inserts
+    /// no DEX), inserted after the traces.
+    pub dex: Option<IoamDexSpec>,
+    /// `hbh merge` (an lwt6 extension: docs/ioam.md): inline mode adds the options into a Hop-by-Hop header the
+    /// packet already has; `hbh skip` (the default, as Linux) leaves such packets without IOAM.
+    pub hbh_merge: bool,
+}
+
+/// The Direct Export option an ioam6 route inserts (RFC 9326 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoamDexSpec {
+    /// 24-bit trace type: the data each node of the namespace exports.
     pub trace_type: u32,
     /// Namespace id.
     pub namespace: u16,
-    /// Pre-allocated data size in bytes (`size`): multiple of 4, 4..=244.
-    pub size: u16,
-    /// Further traces (`trace prealloc ...` given again, an lwt6 extension: docs/ioam.md), inserted after the
-    /// first, in order.
-    pub more_traces: Vec<IoamTraceSpec>,
+    /// The Flow ID the option carries, if any.
+    pub flow_id: Option<u32>,
+    /// Whether the option carries a Sequence Number (per route: 0 for the first packet that carries the option,
+    /// then 1, 2, ...).
+    pub seq: bool,
 }
 
-/// One more pre-allocated trace of an ioam6 route.
+/// One pre-allocated trace of an ioam6 route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoamTraceSpec {
     /// 24-bit trace type.
@@ -327,14 +343,20 @@ pub struct IoamDomain {
     pub egress: Vec<String>,
     /// What happens to IOAM data of the domain arriving on an interface that is not an ingress.
     pub foreign: IoamForeign,
+    /// `maxsize S`: the largest trace data (octets after a trace option's 8-octet header, pre-allocated or
+    /// incremental) an option of the domain may carry; `None`: as large as an option can be.
+    pub max_size: Option<u16>,
+    /// What happens to a trace of the domain larger than `max_size` arriving at this node (`oversize`).
+    pub oversize: IoamForeign,
     /// Line the domain was declared on.
     pub line: usize,
 }
 
-/// What happens to IOAM data arriving on an interface that is not an ingress of its domain.
+/// What happens to IOAM data a domain does not accept: arriving on an interface that is not an ingress of the
+/// domain (`foreign`), or a trace larger than the domain allows (`oversize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoamForeign {
-    /// The packet is dropped (`ioam_foreign`), the default.
+    /// The packet is dropped (`ioam_foreign`, `ioam_oversize`), the default.
     #[default]
     Drop,
     /// The IOAM option is removed and the packet processed without it.

@@ -90,6 +90,8 @@ drop_reasons! {
     UnknownOption => "hbh_unknown_option",
     /// IOAM data of a domain arriving on an interface that is not an ingress of the domain (`foreign drop`).
     IoamForeign => "ioam_foreign",
+    /// An IOAM trace of a domain larger than the domain's `maxsize` (`oversize drop`).
+    IoamOversize => "ioam_oversize",
     /// IOAM option not 4n-aligned or too short for its RemainingLen.
     IoamMalformed => "ioam_malformed",
     /// IOAM NodeLen inconsistent with the trace type (Linux Feb 2026 rule).
@@ -286,6 +288,8 @@ pub struct Stats {
 pub struct IoamCounts {
     /// IOAM options removed because they arrived on an interface that is not an ingress of their domain.
     pub foreign_stripped: u64,
+    /// IOAM traces removed because they were larger than their domain's `maxsize` (`oversize strip`).
+    pub oversize_stripped: u64,
     /// IOAM options removed where the packet leaves the domain (inline mode).
     pub removed: u64,
     /// Packets decapsulated at the IOAM tunnel endpoint (encap mode).
@@ -295,15 +299,24 @@ pub struct IoamCounts {
     pub exported: u64,
     /// Traces not exported: the worker's queue or the exporter's was full, or the collector failed.
     pub export_lost: u64,
+    /// Packets whose route inserts IOAM inline into which the options were merged into the Hop-by-Hop header they
+    /// already had (`hbh merge`).
+    pub merged: u64,
+    /// Packets whose route inserts IOAM inline that already had a Hop-by-Hop header and got no IOAM: the route
+    /// does not merge (Linux's behaviour), or the merged header would have held too many options or octets.
+    pub not_inserted: u64,
 }
 
 impl IoamCounts {
     fn merge(&mut self, o: &IoamCounts) {
         self.foreign_stripped += o.foreign_stripped;
+        self.oversize_stripped += o.oversize_stripped;
         self.removed += o.removed;
         self.decapsulated += o.decapsulated;
         self.exported += o.exported;
         self.export_lost += o.export_lost;
+        self.merged += o.merged;
+        self.not_inserted += o.not_inserted;
     }
 }
 

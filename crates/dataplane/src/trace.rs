@@ -547,8 +547,9 @@ pub enum Step {
         /// The traces.
         ioam: Vec<IoamNote>,
     },
-    /// IOAM domain roles at work (docs/ioam.md): `foreign_stripped`, `removed` (leaving the domain),
-    /// `decapsulated` (the IOAM tunnel endpoint).
+    /// IOAM domain roles at work (docs/ioam.md): `foreign_stripped`, `oversize_stripped` (a trace over its
+    /// domain's `maxsize`), `stripped` (both kinds), `removed` (leaving the domain), `decapsulated` (the IOAM
+    /// tunnel endpoint).
     IoamDomain {
         /// What was done.
         action: &'static str,

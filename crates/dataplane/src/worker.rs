@@ -757,9 +757,11 @@ impl Worker {
         }
         let len = H + u16::from_be_bytes([ip[4], ip[5]]) as usize;
         let hlim = ip[7];
-        if len > ip.len() || ip[6] == proto::HOPOPTS || hlim <= 1 {
+        if len > ip.len() || hlim <= 1 {
             return Err(None);
         }
+        // A Hop-by-Hop header: only plain forwarding with IOAM transit is planned (`IoamNode::transit_plannable`).
+        let transit = ip[6] == proto::HOPOPTS;
         // Multicast (ff00::/8) or link-local (fe80::/10) source or destination: both start with 0xfe or 0xff,
         // which one test of the first bytes rules out for almost every packet.
         // Also the addresses of ::/8 (loopback, unspecified, IPv4-mapped and compatible): their first byte is 0,
@@ -781,6 +783,13 @@ impl Worker {
         let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
+        if transit
+            && (plan.kind != PlanKind::Forward
+                || (self.ioam_export.transit && self.ioam_export.enabled())
+                || !snap.ioam.transit_plannable(&ip[..len], in_dev, plan.egress))
+        {
+            return Err(hint(best));
+        }
         if plan.kind.is_local() {
             return self.fast_local(snap, in_dev, ts, frame, out, plan, hint(best));
         }
@@ -891,6 +900,22 @@ impl Worker {
             }
         }
         let hl = rx.hop_limit;
+        if transit {
+            let ing = &snap.links[in_dev].sysctl;
+            let ctx = FillContext {
+                hop_limit: hl,
+                ingress: if_ids(ing),
+                egress: if_ids(&snap.links[egress].sysctl),
+                ts_ns: ts,
+            };
+            match snap
+                .ioam
+                .transit_fill(&mut data[E..], ing.ioam6_enabled, &ctx)
+            {
+                Some(n) => self.stats.ioam_transit_filled += u64::from(n),
+                None => return Err(hint(best)),
+            }
+        }
         if ioam_at.is_some() && plan.ioam.baked {
             // This node's data is in the template: only what depends on the packet is written.
             let ing = &snap.links[in_dev].sysctl;
@@ -1173,40 +1198,53 @@ impl Worker {
         out_dev: Option<DevId>,
         ctx: &FillContext,
     ) {
-        let snap = cx.snap;
         let hbh = &buf.data()[h.offset..h.offset + h.len];
         let is_dex = |o: &[u8]| o.len() >= 12 && o[3] == crate::wire::ioam::OPT_TYPE_DEX;
-        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut flow = None;
         for o in ioam_domain::options_where(hbh, is_dex) {
-            let ns = u16::from_be_bytes([o[4], o[5]]);
-            let Some(node) = snap.ioam.node_data(ns, ctx) else {
-                continue;
-            };
-            let ty = u32::from_be_bytes([0, o[8], o[9], o[10]]);
-            let words = crate::wire::ioam::block_words(ty, node.schema.map(|(_, d)| d.len()));
-            let mut block = vec![0; 4 * words];
-            crate::wire::ioam::write_node(&mut block, ty, &node);
-            found.push((o.to_vec(), block));
+            let f = *flow.get_or_insert_with(|| FlowIds::of(buf.data()));
+            self.export_dex(cx, o, f, out_dev, ctx);
         }
-        if found.is_empty() {
+    }
+
+    /// Exports this node's data for the Direct Export option `o` (from its type byte), if its namespace is known
+    /// here: the fields of the option's trace type, written as into a trace.
+    fn export_dex(
+        &mut self,
+        cx: &Cx<'_, '_>,
+        o: &[u8],
+        flow: Option<FlowIds>,
+        out_dev: Option<DevId>,
+        ctx: &FillContext,
+    ) {
+        let Some(o) = o
+            .get(1)
+            .and_then(|&l| o.get(..2 + usize::from(l)))
+            .filter(|o| o.len() >= 12)
+        else {
             return;
-        }
-        let flow = FlowIds::of(buf.data());
-        for (opt, block) in found {
-            let r = IoamRecord {
-                ts_ns: cx.ts,
-                event: ExportEvent::DirectExport,
-                in_dev: cx.in_dev,
-                out_dev,
-                flow,
-                option: opt,
-                node: block,
-            };
-            if self.ioam_export.push(r) {
-                self.stats.ioam.exported += 1;
-            } else {
-                self.stats.ioam.export_lost += 1;
-            }
+        };
+        let ns = u16::from_be_bytes([o[4], o[5]]);
+        let Some(node) = cx.snap.ioam.node_data(ns, ctx) else {
+            return;
+        };
+        let ty = u32::from_be_bytes([0, o[8], o[9], o[10]]);
+        let words = crate::wire::ioam::block_words(ty, node.schema.map(|(_, d)| d.len()));
+        let mut block = vec![0; 4 * words];
+        crate::wire::ioam::write_node(&mut block, ty, &node);
+        let r = IoamRecord {
+            ts_ns: cx.ts,
+            event: ExportEvent::DirectExport,
+            in_dev: cx.in_dev,
+            out_dev,
+            flow,
+            option: o.to_vec(),
+            node: block,
+        };
+        if self.ioam_export.push(r) {
+            self.stats.ioam.exported += 1;
+        } else {
+            self.stats.ioam.export_lost += 1;
         }
     }
 
@@ -1239,8 +1277,9 @@ impl Worker {
     }
 
     /// IOAM domain ingress roles: IOAM of a domain arriving on an interface that is not one of the domain's
-    /// ingresses is dropped (`foreign drop`) or removed (`foreign strip`). Returns the Hop-by-Hop header as it
-    /// now is, or None when it went entirely (the packet is then processed again from its IPv6 header).
+    /// ingresses is dropped (`foreign drop`) or removed (`foreign strip`); so is a trace larger than its domain's
+    /// `maxsize` (`oversize drop|strip`). Returns the Hop-by-Hop header as it now is, or None when it went
+    /// entirely (the packet is then processed again from its IPv6 header).
     fn ioam_ingress(
         &mut self,
         cx: &mut Cx<'_, '_>,
@@ -1248,28 +1287,44 @@ impl Worker {
         h: exthdr::ExtHeader,
     ) -> Result<Option<exthdr::ExtHeader>, DropReason> {
         let (domains, in_dev) = (&cx.snap.ioam.domains, cx.in_dev);
-        let foreign = |o: &[u8]| domains.of_option(o).is_some_and(|d| !d.ingress[in_dev]);
-        let hbh = &buf.data()[h.offset..h.offset + h.len];
-        let mut n = 0;
-        for o in ioam_domain::options_where(hbh, foreign) {
-            if domains
+        let refused = |o: &[u8]| {
+            domains
                 .of_option(o)
-                .is_some_and(|d| d.foreign == IoamForeign::Drop)
-            {
-                return Err(DropReason::IoamForeign);
+                .is_some_and(|d| !d.ingress[in_dev] || d.too_big(o))
+        };
+        let hbh = &buf.data()[h.offset..h.offset + h.len];
+        let (mut foreign, mut oversize) = (0, 0);
+        for o in ioam_domain::options_where(hbh, refused) {
+            let Some(d) = domains.of_option(o) else {
+                continue;
+            };
+            let (action, reason, n) = if !d.ingress[in_dev] {
+                (d.foreign, DropReason::IoamForeign, &mut foreign)
+            } else {
+                (d.oversize, DropReason::IoamOversize, &mut oversize)
+            };
+            if action == IoamForeign::Drop {
+                return Err(reason);
             }
-            n += 1;
+            *n += 1;
         }
-        if n == 0 {
+        if foreign + oversize == 0 {
             return Ok(Some(h));
         }
         let len = buf.len();
-        ioam_domain::strip_options(buf, h.len, foreign)?;
-        self.stats.ioam.foreign_stripped += n;
+        ioam_domain::strip_options(buf, h.len, refused)?;
+        self.stats.ioam.foreign_stripped += foreign;
+        self.stats.ioam.oversize_stripped += oversize;
         note!(cx, b = &*buf, |t| {
             t.push(Step::IoamDomain {
-                action: "foreign_stripped",
-                options: n as usize,
+                action: if oversize == 0 {
+                    "foreign_stripped"
+                } else if foreign == 0 {
+                    "oversize_stripped"
+                } else {
+                    "stripped"
+                },
+                options: (foreign + oversize) as usize,
                 removed: len - b.len(),
             })
         });
@@ -1937,18 +1992,27 @@ impl Worker {
             route.tunnel.map(|t| (t, &snap.tunnels[t]))
         {
             let carries_v6 = l3 == L3::V6 || input.is_some();
-            let has_hbh = input.is_none() && buf.data()[6] == proto::HOPOPTS;
             if carries_v6 && t.should_insert(&mut self.freq[tid]) {
                 match t.effective_mode() {
-                    IoamMode::Inline if has_hbh => {}
                     IoamMode::Inline => {
-                        output = Some(Stage {
-                            tunnel: t,
-                            id: tid,
-                            growth: t.hbh_len,
-                            new_dst: None,
-                            route_dev: route.dev,
-                        });
+                        // Behind an input tunnel the packet is not written yet: the most it can take.
+                        let growth = if input.is_some() {
+                            Some(t.hbh_len)
+                        } else {
+                            t.inline_growth(buf.data())
+                        };
+                        match growth {
+                            Some(growth) => {
+                                output = Some(Stage {
+                                    tunnel: t,
+                                    id: tid,
+                                    growth,
+                                    new_dst: None,
+                                    route_dev: route.dev,
+                                })
+                            }
+                            None => self.stats.ioam.not_inserted += 1,
+                        }
                     }
                     _ => {
                         let growth = ipv6::HEADER_LEN + t.hbh_len;
@@ -2101,18 +2165,35 @@ impl Worker {
             if let Some(p) = &policy {
                 p.before_stage(buf, s.growth, false);
             }
-            self.apply_ioam(cx, s, buf)?;
-            note!(cx, b = &*buf, |t| {
-                t.push(Step::IoamInsert {
-                    mode: match s.tunnel.effective_mode() {
-                        IoamMode::Inline => "inline",
-                        _ => "encap",
-                    },
-                    ioam: trace::ioam_inserted(b.data(), ipv6::HEADER_LEN),
-                })
-            });
+            let merging = buf.data()[6] == proto::HOPOPTS;
+            let at = self.apply_ioam(cx, s, buf)?;
+            match at {
+                Some(_) if merging => self.stats.ioam.merged += 1,
+                Some(_) => {}
+                None => self.stats.ioam.not_inserted += 1,
+            }
+            if at.is_some() {
+                note!(cx, b = &*buf, |t| {
+                    t.push(Step::IoamInsert {
+                        mode: match s.tunnel.effective_mode() {
+                            IoamMode::Inline => "inline",
+                            _ => "encap",
+                        },
+                        ioam: trace::ioam_inserted(b.data(), ipv6::HEADER_LEN),
+                    })
+                });
+            }
             if let Some(p) = &policy {
                 p.after_stage(buf);
+            }
+            // A Direct Export option just inserted: the encapsulating node exports its own data too (RFC 9326 §3).
+            if let (Some(hbh_at), Some(dex_at)) = (at, s.tunnel.dex_at)
+                && self.ioam_export.enabled()
+            {
+                let ctx = Self::inserting_node(cx, &s, buf);
+                let o = &buf.data()[hbh_at + dex_at..];
+                let flow = FlowIds::of(buf.data());
+                self.export_dex(cx, o, flow, s.route_dev, &ctx);
             }
         }
         let ethertype = if l3 == L3::V4 && input.is_none() {
@@ -2199,12 +2280,14 @@ impl Worker {
     }
 
     /// ioam6 on the output path (after the hop limit decrement), then this node fills its own data.
+    /// Returns the offset from the IPv6 header at which the options are found at [`Ioam6Tunnel::opt_offsets`], or
+    /// None when nothing was inserted (inline mode may find a Hop-by-Hop header it does not merge into).
     fn apply_ioam(
         &self,
         cx: &Cx<'_, '_>,
         stage: Stage<&Ioam6Tunnel>,
         buf: &mut PacketBuf,
-    ) -> Verdict {
+    ) -> Result<Option<usize>, DropReason> {
         let (snap, t) = (cx.snap, stage.tunnel);
         let opt_at = match t.effective_mode() {
             IoamMode::Inline => t.insert_inline(buf)?,
@@ -2218,26 +2301,39 @@ impl Worker {
             }
         };
         if let Some(hbh_at) = opt_at {
-            let hlim = buf.data()[7];
+            let ctx = Self::inserting_node(cx, &stage, buf);
             let pkt = buf.data_mut();
-            let egress = stage
-                .route_dev
-                .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl));
-            // The inserting node records the hop limit as is (Linux: is_input = false) and the ingress interface
-            // of the packet; lwt6 reports its ingress as unavailable only when there is none.
-            let ctx = FillContext {
-                hop_limit: hlim,
-                ingress: if_ids(&snap.links[cx.in_dev].sysctl),
-                egress,
-                ts_ns: cx.ts,
-            };
             for off in &t.opt_offsets {
                 let at = hbh_at + off;
                 let opt_len = 2 + pkt[at + 1] as usize;
                 snap.ioam.fill_option(&mut pkt[at..at + opt_len], &ctx)?;
             }
+            if let Some(at) = t.dex_seq_at {
+                // The frequency count has counted this packet already (`plan_forwarding`).
+                let seq = t.dex_sequence(self.freq[stage.id]);
+                pkt[hbh_at + at..hbh_at + at + 4].copy_from_slice(&seq.to_be_bytes());
+            }
         }
-        Ok(())
+        Ok(opt_at)
+    }
+
+    /// What the node inserting IOAM into `buf` (after the hop limit decrement) records about itself.
+    fn inserting_node(
+        cx: &Cx<'_, '_>,
+        stage: &Stage<&Ioam6Tunnel>,
+        buf: &PacketBuf,
+    ) -> FillContext {
+        let snap = cx.snap;
+        // The inserting node records the hop limit as is (Linux: is_input = false) and the ingress interface of
+        // the packet; lwt6 reports its ingress as unavailable only when there is none.
+        FillContext {
+            hop_limit: buf.data()[7],
+            ingress: if_ids(&snap.links[cx.in_dev].sysctl),
+            egress: stage
+                .route_dev
+                .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl)),
+            ts_ns: cx.ts,
+        }
     }
 
     /// Sends an ICMPv6 error about `invoking` (an IPv6 packet) back to its source, if that is possible and allowed

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
-use lwt6_dataplane::spec::{Encap, Ioam6Encap, IoamMode, RplEncap, Seg6Encap, Seg6Mode};
+use lwt6_dataplane::spec::{
+    Encap, Ioam6Encap, IoamMode, IoamTraceSpec, RplEncap, Seg6Encap, Seg6Mode,
+};
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::route::{
     Ioam6Mode, RouteAddress, RouteAttribute, RouteIoam6Tunnel, RouteLwTunnelEncap, RouteMessage,
@@ -160,12 +162,10 @@ fn ioam6(attrs: &[RouteLwTunnelEncap]) -> Result<Encap, String> {
         tundst: None,
         freq_k: 1,
         freq_n: 1,
-        trace_type: 0,
-        namespace: 0,
-        size: 0,
-        more_traces: Vec::new(),
+        traces: Vec::new(),
+        dex: None,
+        hbh_merge: false,
     };
-    let mut trace = false;
     for a in attrs {
         let RouteLwTunnelEncap::Ioam6(a) = a else {
             continue;
@@ -184,15 +184,16 @@ fn ioam6(attrs: &[RouteLwTunnelEncap]) -> Result<Encap, String> {
             RouteIoam6Tunnel::FreqK(k) => e.freq_k = *k,
             RouteIoam6Tunnel::FreqN(n) => e.freq_n = *n,
             RouteIoam6Tunnel::Trace(t) => {
-                trace = true;
-                e.trace_type = t.trace_type;
-                e.namespace = t.namespace_id;
-                e.size = u16::from(t.remlen) * 4;
+                e.traces = vec![IoamTraceSpec {
+                    trace_type: t.trace_type,
+                    namespace: t.namespace_id,
+                    size: u16::from(t.remlen) * 4,
+                }]
             }
             _ => {}
         }
     }
-    if !trace {
+    if e.traces.is_empty() {
         return Err("ioam6 encap without a trace".into());
     }
     Ok(Encap::Ioam6(e))
@@ -436,11 +437,14 @@ fn push_tunnel(s: &mut String, t: &Encap) {
             if let Some(a) = e.tundst {
                 let _ = write!(s, " tundst {a}");
             }
-            let _ = write!(
-                s,
-                " freq {}/{} trace prealloc type {:#08x} ns {} size {}",
-                e.freq_k, e.freq_n, e.trace_type, e.namespace, e.size
-            );
+            let _ = write!(s, " freq {}/{}", e.freq_k, e.freq_n);
+            for t in &e.traces {
+                let _ = write!(
+                    s,
+                    " trace prealloc type {:#08x} ns {} size {}",
+                    t.trace_type, t.namespace, t.size
+                );
+            }
         }
         Encap::Rpl(e) => {
             let _ = write!(s, "rpl segs {}", join(&e.segs));

@@ -5,7 +5,9 @@
 
 use std::net::Ipv6Addr;
 
-use lwt6_dataplane::spec::{Encap, Ioam6Encap, IoamMode, RplEncap, Seg6Encap, Seg6Mode};
+use lwt6_dataplane::spec::{
+    Encap, Ioam6Encap, IoamMode, IoamTraceSpec, RplEncap, Seg6Encap, Seg6Mode,
+};
 use lwt6_netlink::{KernelEncap, KernelRoute};
 use netlink_packet_route::AddressFamily;
 use netlink_packet_route::route::{
@@ -78,10 +80,13 @@ fn ioam6_route() {
         tundst: Some(v6("fc00::1")),
         freq_k: 2,
         freq_n: 5,
-        trace_type: 0x80_0000,
-        namespace: 7,
-        size: 12,
-        more_traces: Vec::new(),
+        traces: vec![IoamTraceSpec {
+            trace_type: 0x80_0000,
+            namespace: 7,
+            size: 12,
+        }],
+        dex: None,
+        hbh_merge: false,
     });
     assert_eq!(r.encap, Some(KernelEncap::Tunnel(want.clone())));
     assert_eq!(

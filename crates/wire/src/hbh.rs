@@ -15,6 +15,8 @@ pub const OPT_PAD1: u8 = 0;
 pub const OPT_PADN: u8 = 1;
 /// Option type IOAM (RFC 9486 §3; IANA 0x31, "00" action bits: skip if unknown).
 pub const OPT_IOAM: u8 = 0x31;
+/// The longest options header: Hdr Ext Len 255, (255 + 1) · 8 octets (RFC 8200 §4.3).
+pub const MAX_LEN: usize = 2048;
 
 /// One option inside a Hop-by-Hop (or Destination Options) header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +121,25 @@ pub fn write_padding(out: &mut [u8], total: usize) {
         out[at + 2..at + n].fill(0);
         at += n;
     }
+}
+
+/// Where options can be appended to the options header `hdr` (exactly its `(hdrlen+1)*8` bytes): the offset at
+/// which the padding that ends it starts (the header's length when an option ends it), and how many of its
+/// options are not padding. The padding at the end is what an appended option may take the place of (the
+/// first Linux IOAM implementation's insertion into an existing header: docs/ioam.md).
+pub fn append_point(hdr: &[u8]) -> Result<(usize, usize)> {
+    if hdr.len() < 8 || hdr.len() != (usize::from(hdr[1]) + 1) * 8 {
+        return Err(Error::Malformed("options header length"));
+    }
+    let (mut end, mut options) = (2, 0);
+    for o in OptionIter::new(hdr) {
+        let o = o?;
+        if o.ty != OPT_PAD1 && o.ty != OPT_PADN {
+            end = o.data_offset() + o.data_len;
+            options += 1;
+        }
+    }
+    Ok((end, options))
 }
 
 /// What [`remove_options`] did to a header.
@@ -400,6 +421,27 @@ mod tests {
         // 4 (< 8, kept whole) and the tail of 5.
         assert_eq!(remove_options(&mut h, is_ioam), Ok(Removal::Shrunk(16)));
         assert_eq!(h, [59, 1, 0x1e, 0, 1, 2, 0, 0, 0x1e, 1, 9, 1, 3, 0, 0, 0]);
+    }
+
+    #[test]
+    fn append_point_is_where_the_final_padding_starts() {
+        // Hand-derived (RFC 8200 §4.2): Router Alert at 2..6, PadN(0) at 6: the padding starts at 6, one option.
+        assert_eq!(append_point(&[17, 0, 5, 2, 0, 0, 1, 0]), Ok((6, 1)));
+        // Option 0x1e with 3 data bytes at 2..7, Pad1 at 7.
+        assert_eq!(append_point(&[17, 0, 0x1e, 3, 1, 2, 3, 0]), Ok((7, 1)));
+        // Only padding: the options would start right after Next Header and Hdr Ext Len.
+        assert_eq!(append_point(&[17, 0, 1, 4, 0, 0, 0, 0]), Ok((2, 0)));
+        // An option ends the header: nothing to take the place of.
+        let mut h = lwt_hbh();
+        assert_eq!(append_point(&h), Ok((24, 1)));
+        // Padding between options does not count; the last option's end does.
+        h = vec![59, 1, 0x1e, 0, 1, 0, 0x1e, 1, 9, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(append_point(&h), Ok((9, 2)));
+        h[1] = 0;
+        assert!(append_point(&h).is_err());
+        let mut h = lwt_hbh();
+        h[5] = 200;
+        assert!(append_point(&h).is_err());
     }
 
     #[test]

@@ -247,6 +247,115 @@ pub fn emit_hbh_traces(
     len
 }
 
+/// Extension-Flags bit 0 (the most significant) of a Direct Export option: a 32-bit Flow ID follows (RFC 9326
+/// §3.2, the IOAM DEX Extension-Flags registry).
+pub const DEX_EXT_FLOW_ID: u8 = 0x80;
+/// Extension-Flags bit 1: a 32-bit Sequence Number follows (after the Flow ID when both are present).
+pub const DEX_EXT_SEQ: u8 = 0x40;
+
+/// The length of a Direct Export option from its type byte: the 4-octet IOAM option header (RFC 9486 §3), the
+/// 8 octets of RFC 9326 §3.2 (Namespace-ID, Flags, Extension-Flags, IOAM-Trace-Type, Reserved), and 4 octets
+/// for each of the Flow ID and the Sequence Number present.
+pub fn dex_len(flow_id: bool, seq: bool) -> usize {
+    12 + 4 * usize::from(flow_id) + 4 * usize::from(seq)
+}
+
+/// Writes a Direct Export option (RFC 9486 §3 and RFC 9326 §3.2) into `out[..dex_len]`: option type 0x31,
+/// Opt Data Len, Reserved, IOAM Option-Type 4; Namespace-ID, Flags 0 (none are defined), the Extension-Flags of
+/// the fields present, the 24-bit trace type and a Reserved octet; then the Flow ID and a Sequence Number of 0
+/// (written per packet) when present. Returns the length, and the offset of the Sequence Number from the
+/// option's start when it is present.
+///
+/// # Panics
+/// If `out` is shorter than [`dex_len`].
+pub fn emit_dex(
+    out: &mut [u8],
+    namespace: u16,
+    trace_type: u32,
+    flow_id: Option<u32>,
+    seq: bool,
+) -> (usize, Option<usize>) {
+    let len = dex_len(flow_id.is_some(), seq);
+    let out = &mut out[..len];
+    out[0] = super::hbh::OPT_IOAM;
+    out[1] = (len - 2) as u8;
+    out[2] = 0;
+    out[3] = OPT_TYPE_DEX;
+    out[4..6].copy_from_slice(&namespace.to_be_bytes());
+    out[6] = 0;
+    out[7] = if flow_id.is_some() {
+        DEX_EXT_FLOW_ID
+    } else {
+        0
+    } | if seq { DEX_EXT_SEQ } else { 0 };
+    out[8..12].copy_from_slice(&((trace_type & TRACE_TYPE_MASK) << 8).to_be_bytes());
+    let mut at = 12;
+    if let Some(f) = flow_id {
+        out[at..at + 4].copy_from_slice(&f.to_be_bytes());
+        at += 4;
+    }
+    let seq_at = seq.then(|| {
+        out[at..at + 4].fill(0);
+        at
+    });
+    (len, seq_at)
+}
+
+/// Length of a Hop-by-Hop header holding IOAM options of `opts_len` octets (each a multiple of 4 long) as lwt6
+/// inserts them: Next Header, Hdr Ext Len, PadN(0), the options, rounded up to 8 octets with a PadN(2).
+pub fn hbh_options_len(opts_len: usize) -> usize {
+    (4 + opts_len).next_multiple_of(8)
+}
+
+/// Writes the Hop-by-Hop header of [`hbh_options_len`] around `opts` (the options' bytes, from the first one's
+/// type byte) into `out[..hbh_options_len]`: with one trace's option these are exactly [`emit_lwt_hbh`]'s
+/// bytes. Returns the length written.
+///
+/// # Panics
+/// If `out` is too short.
+pub fn emit_hbh_options(out: &mut [u8], next_header: u8, opts: &[u8]) -> usize {
+    let len = hbh_options_len(opts.len());
+    let out = &mut out[..len];
+    out[0] = next_header;
+    out[1] = (len / 8 - 1) as u8;
+    // PadN with no data: the first option at offset 4 (4n, RFC 9486 §3).
+    out[2] = super::hbh::OPT_PADN;
+    out[3] = 0;
+    out[4..4 + opts.len()].copy_from_slice(opts);
+    super::hbh::write_padding(&mut out[4 + opts.len()..], len - 4 - opts.len());
+    len
+}
+
+/// Where IOAM options go when they are appended to an existing Hop-by-Hop header (the first Linux IOAM
+/// implementation's head and tail padding, docs/ioam.md): the header is kept up to `keep` (the end of its last
+/// option that is not padding, [`super::hbh::append_point`]), then come `head_pad` octets of padding so that the
+/// first IOAM option starts 4n from the header (RFC 9486 §3), the options (`opts_len` octets, each a multiple of
+/// 4 long), and `tail_pad` octets of padding so that the header is a multiple of 8 octets (RFC 8200 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Padding octets between the kept options and the first IOAM option (0 to 3).
+    pub head_pad: usize,
+    /// Offset of the first IOAM option's type byte from the header's start.
+    pub opts_at: usize,
+    /// Padding octets after the last IOAM option (0 or 4 when `opts_len` is a multiple of 4).
+    pub tail_pad: usize,
+    /// The header's new length.
+    pub len: usize,
+}
+
+/// The layout of [`Appended`] for a header kept up to `keep` octets and `opts_len` octets of IOAM options.
+pub fn append_layout(keep: usize, opts_len: usize) -> Appended {
+    let opts_at = keep.next_multiple_of(4);
+    let end = opts_at + opts_len;
+    let len = end.next_multiple_of(8);
+    Appended {
+        head_pad: opts_at - keep,
+        opts_at,
+        tail_pad: len - end,
+        len,
+    }
+}
+
 /// The fixed fields of the IOAM options other than the traces, from the option's type byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OtherOption {
@@ -912,6 +1021,98 @@ mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
             .collect()
+    }
+
+    /// RFC 9486 §3 (the IOAM option header) and RFC 9326 §3.2 (the DEX fields), by hand.
+    #[test]
+    fn dex_option_bytes() {
+        let mut b = [0xee; 24];
+        assert_eq!(
+            emit_dex(&mut b, 0x1234, 0xc4_0000, Some(0xdead_beef), true),
+            (20, Some(16))
+        );
+        assert_eq!(
+            b[..20],
+            hex("31 12 00 04  1234 00 c0  c40000 00  deadbeef 00000000")[..]
+        );
+        assert_eq!(b[20], 0xee, "nothing written past the option");
+        let mut b = [0xee; 16];
+        assert_eq!(emit_dex(&mut b, 7, 0x80_0000, None, true), (16, Some(12)));
+        assert_eq!(b, hex("31 0e 00 04  0007 00 40  800000 00  00000000")[..]);
+        let mut b = [0xee; 16];
+        assert_eq!(emit_dex(&mut b, 7, 0x80_0000, Some(5), false), (16, None));
+        assert_eq!(b, hex("31 0e 00 04  0007 00 80  800000 00  00000005")[..]);
+        let mut b = [0xee; 12];
+        assert_eq!(emit_dex(&mut b, 7, 0x80_0000, None, false), (12, None));
+        assert_eq!(b, hex("31 0a 00 04  0007 00 00  800000 00")[..]);
+        // Parsed back by the decoder written from the same section.
+        let Some(Ok(OtherOption::Dex {
+            flow_id,
+            seq,
+            trace_type,
+            ..
+        })) = parse_other(&hex(
+            "31 12 00 04  1234 00 c0  c40000 00  deadbeef 00000009",
+        ))
+        else {
+            panic!("not a DEX option")
+        };
+        assert_eq!(
+            (flow_id, seq, trace_type),
+            (Some(0xdead_beef), Some(9), 0xc4_0000)
+        );
+    }
+
+    #[test]
+    fn hbh_around_options_is_linux_layout_for_one_trace() {
+        let hdr = TraceHeader {
+            namespace: 123,
+            node_len: 3,
+            flags: 0,
+            remaining_len: 3,
+            trace_type: 0xc4_0000,
+        };
+        let mut linux = vec![0; lwt_hbh_len(3)];
+        emit_lwt_hbh(&mut linux, 17, &hdr);
+        let mut ours = vec![0; hbh_options_len(linux.len() - 8)];
+        // The option without the PadN(0) in front and the PadN(2) behind (RemainingLen 3 is odd).
+        emit_hbh_options(&mut ours, 17, &linux[4..linux.len() - 4]);
+        assert_eq!(ours, linux);
+        // A 12-octet DEX alone: PadN(0), the option, 16 octets.
+        let mut b = [0; 16];
+        emit_hbh_options(&mut b, 59, &hex("31 0a 00 04  0007 00 00  800000 00"));
+        assert_eq!(
+            b,
+            hex("3b 01 01 00  31 0a 00 04  0007 00 00  800000 00")[..]
+        );
+        // 16 octets of options: 20, PadN(2) to 24.
+        let mut b = [0; 24];
+        emit_hbh_options(
+            &mut b,
+            59,
+            &hex("31 0e 00 04  0007 00 40  800000 00  00000000"),
+        );
+        assert_eq!(b[20..], [1, 2, 0, 0]);
+    }
+
+    /// RFC 9486 §3 (each IOAM option 4n from the header) and RFC 8200 §4.3 (the header a multiple of 8), by hand.
+    #[test]
+    fn append_layout_pads_head_to_4n_and_tail_to_8n() {
+        let l = |keep, opts_len| {
+            let a = append_layout(keep, opts_len);
+            (a.head_pad, a.opts_at, a.tail_pad, a.len)
+        };
+        // Router Alert ending at 6: 2 octets (PadN(0)) to 8; a 20-octet trace ends at 28, 4 more to 32.
+        assert_eq!(l(6, 20), (2, 8, 4, 32));
+        // Ending at 7: a Pad1; at 5: PadN(1) (3 octets); at 4: none, and 4 + 20 = 24 needs no tail.
+        assert_eq!(l(7, 20), (1, 8, 4, 32));
+        assert_eq!(l(5, 20), (3, 8, 4, 32));
+        assert_eq!(l(4, 20), (0, 4, 0, 24));
+        // Only padding before: exactly the layout Linux builds (PadN(0), the option at 4).
+        assert_eq!(l(2, 20), (2, 4, 0, 24));
+        assert_eq!(l(2, 16), (2, 4, 4, 24));
+        // After a whole Linux-built header (24 octets): the new option at 24, 24 + 16 = 40 octets.
+        assert_eq!(l(24, 16), (0, 24, 0, 40));
     }
 
     fn node<'a>() -> NodeData<'a> {

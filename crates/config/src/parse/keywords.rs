@@ -6,7 +6,9 @@ use super::{
     Cur, Fam, ParsedEncap, Parser, Result, num, num_u32, num_u64, once, parse_ip, parse_segs,
     parse_v6,
 };
-use crate::{DevSysctls, IoamMode, Seg6LocalFlavors, Seg6LocalSrh, Seg6Mode, Sysctls, flavor};
+use crate::{
+    DevSysctls, IoamDexSpec, IoamMode, Seg6LocalFlavors, Seg6LocalSrh, Seg6Mode, Sysctls, flavor,
+};
 use lwt6_dataplane::node::seg6local::{BEHAVIOURS, Behaviour, UNSUPPORTED, attr, by_name};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -464,10 +466,17 @@ pub(super) struct Ioam6Args<'t> {
     pub tunsrc: Option<(Ipv6Addr, &'t str)>,
     pub tundst: Option<(Ipv6Addr, &'t str)>,
     pub freq: Option<(u32, u32)>,
-    pub trace: Option<(u32, u16, u16)>,
-    /// Further `trace prealloc ...` clauses.
-    pub more: Vec<(u32, u16, u16, &'t str)>,
+    /// The `trace prealloc ...` clauses, each with its `trace` token (several: an lwt6 extension).
+    pub traces: Vec<(TraceArg<'t>, &'t str)>,
+    /// `dex type T ns N [flowid F] [seq]` (an lwt6 extension), with its `dex` token.
+    pub dex: Option<(IoamDexSpec, &'t str)>,
+    /// `hbh merge|skip`: whether inline mode merges into an existing Hop-by-Hop header (lwt6 extension).
+    pub hbh: Option<(bool, &'t str)>,
 }
+
+/// A `trace prealloc type T ns N size S` clause: type, namespace, size, and the size's token (errors about the
+/// size name it).
+pub(super) type TraceArg<'t> = (u32, u16, u16, &'t str);
 
 /// The ioam6 modes by name.
 pub(super) const IOAM6_MODES: [(&str, IoamMode); 3] = [
@@ -477,7 +486,7 @@ pub(super) const IOAM6_MODES: [(&str, IoamMode); 3] = [
 ];
 
 /// `encap ioam6` arguments.
-pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 5] {
+pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 7] {
     fn address<'t>(c: &mut Cur<'t>, kw: &str) -> Result<(Ipv6Addr, &'t str)> {
         let t = c.value(kw)?;
         let a = parse_v6(c, t)?;
@@ -540,13 +549,34 @@ pub(super) fn ioam6<'t>() -> [Keyword<'t, Ioam6Args<'t>>; 5] {
                 if t != "prealloc" {
                     return Err(c.err(t, "unsupported trace kind (expected one of: prealloc)"));
                 }
-                let tr = Parser::ioam6_trace(c, t)?;
                 // Several traces in one route: an lwt6 extension (docs/ioam.md).
-                if a.trace.is_none() {
-                    a.trace = Some(tr);
-                } else {
-                    a.more.push((tr.0, tr.1, tr.2, kw));
-                }
+                let tr = Parser::ioam6_trace(c, t)?;
+                a.traces.push((tr, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["dex"],
+            handle: |_, c, a, kw| {
+                // A Direct Export option (RFC 9326): an lwt6 extension (docs/ioam.md).
+                once(c, &a.dex, kw)?;
+                a.dex = Some((Parser::ioam6_dex(c, kw)?, kw));
+                Ok(())
+            },
+        },
+        Keyword {
+            names: &["hbh"],
+            handle: |_, c, a, kw| {
+                // What inline mode does with a packet that already has a Hop-by-Hop header: an lwt6 extension
+                // (docs/ioam.md); Linux skips the insertion.
+                once(c, &a.hbh, kw)?;
+                let t = c.value(kw)?;
+                let merge = match t {
+                    "merge" => true,
+                    "skip" => false,
+                    _ => return Err(c.err(t, "unknown hbh action (expected one of: merge, skip)")),
+                };
+                a.hbh = Some((merge, t));
                 Ok(())
             },
         },
@@ -722,7 +752,10 @@ mod tests {
             "action, nh4, nh6, table, vrftable, oif, srh, count, flavors"
         );
         assert_eq!(expected(&seg6()), "mode, segs, hmac, tunsrc");
-        assert_eq!(expected(&ioam6()), "mode, tunsrc, tundst, freq, trace");
+        assert_eq!(
+            expected(&ioam6()),
+            "mode, tunsrc, tundst, freq, trace, dex, hbh"
+        );
         assert_eq!(expected(&rpl()), "segs");
         assert_eq!(expected(&ioam_namespace()), "data, wide");
         assert_eq!(

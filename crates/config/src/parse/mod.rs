@@ -8,9 +8,9 @@
 //! is checked once the whole file has been read (so such an error is reported after all line errors).
 
 use super::{
-    Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamDomain, IoamForeign,
-    IoamMode, IoamNamespace, IoamSchema, IoamTraceSpec, Link, MAIN_TABLE, Neigh, Route, RplEncap,
-    Seg6Encap, Seg6LocalSpec, Seg6Mode, Sysctls,
+    Addr, Config, ConfigError, DevSysctls, Encap, HmacKey, Ioam6Encap, IoamDexSpec, IoamDomain,
+    IoamForeign, IoamMode, IoamNamespace, IoamSchema, IoamTraceSpec, Link, MAIN_TABLE, Neigh,
+    Route, RplEncap, Seg6Encap, Seg6LocalSpec, Seg6Mode, Sysctls,
 };
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use lwt6_dataplane::node::seg6local::attr;
@@ -104,6 +104,7 @@ impl<'s> Builder<'s> {
                 stdin_used_by: None,
                 hmac_refs: Vec::new(),
                 table_refs: Vec::new(),
+                trace_refs: Vec::new(),
             },
         }
     }
@@ -174,6 +175,7 @@ struct Mark {
     lens: [usize; 8],
     hmac_refs: usize,
     table_refs: usize,
+    trace_refs: usize,
     stdin_used_by: Option<usize>,
     sysctl: Sysctls,
     sr_tunsrc: Option<std::net::Ipv6Addr>,
@@ -562,6 +564,9 @@ struct Parser<'s> {
     /// `table T` / `vrftable T` of seg6local routes: (line, token, table), checked at the end (the table must have
     /// a route, or be main).
     table_refs: Vec<(usize, String, u32)>,
+    /// The traces ioam6 routes insert: (line, the `size` token, namespace, size), checked at the end against the
+    /// domains' `maxsize` (a domain may be declared after the route).
+    trace_refs: Vec<(usize, String, u16, u16)>,
 }
 
 impl Parser<'_> {
@@ -583,6 +588,7 @@ impl Parser<'_> {
             ],
             hmac_refs: self.hmac_refs.len(),
             table_refs: self.table_refs.len(),
+            trace_refs: self.trace_refs.len(),
             stdin_used_by: self.stdin_used_by,
             sysctl: c.sysctl.clone(),
             sr_tunsrc: c.sr_tunsrc,
@@ -614,6 +620,7 @@ impl Parser<'_> {
         c.sr_tunsrc = m.sr_tunsrc;
         self.hmac_refs.truncate(m.hmac_refs);
         self.table_refs.truncate(m.table_refs);
+        self.trace_refs.truncate(m.trace_refs);
         self.stdin_used_by = m.stdin_used_by;
     }
 
@@ -635,6 +642,30 @@ impl Parser<'_> {
                     *line,
                     tok,
                     format!("table {t} does not exist (no route has 'table {t}')"),
+                ));
+            }
+        }
+        for (line, tok, ns, size) in &self.trace_refs {
+            // Only routes still there (a later `route replace` or `route del` may have taken it).
+            if !self.cfg.routes.iter().any(|r| r.line == *line) {
+                continue;
+            }
+            let Some(d) = self
+                .cfg
+                .ioam_domains
+                .iter()
+                .find(|d| d.namespaces.contains(ns))
+            else {
+                continue;
+            };
+            if let Some(max) = d.max_size.filter(|m| size > m) {
+                return Err(err(
+                    *line,
+                    tok,
+                    format!(
+                        "a {size}-byte trace is larger than domain {} allows for namespace {ns} (maxsize {max}, line {})",
+                        d.name, d.line
+                    ),
                 ));
             }
         }
@@ -1269,18 +1300,23 @@ impl Parser<'_> {
             tunsrc,
             tundst,
             freq,
-            trace,
-            more,
+            traces,
+            dex,
+            hbh,
         } = args;
         let mode_v = mode.map_or(IoamMode::Inline, |m| m.0);
-        if trace.is_none()
+        if traces.is_empty()
+            && dex.is_none()
             && let Some(e) = stray(c, "ioam6", &keywords::expected(&table))
         {
             return Err(e);
         }
-        let Some((trace_type, namespace, size)) = trace else {
-            return Err(c.err(type_tok, "missing 'trace prealloc type T ns N size S'"));
-        };
+        if traces.is_empty() && dex.is_none() {
+            return Err(c.err(
+                type_tok,
+                "missing 'trace prealloc type T ns N size S' (or 'dex type T ns N')",
+            ));
+        }
         match mode_v {
             IoamMode::Inline => {
                 if let Some((_, t)) = tunsrc {
@@ -1289,6 +1325,12 @@ impl Parser<'_> {
                 if let Some((_, t)) = tundst {
                     return Err(c.err(t, "tundst needs mode encap or auto"));
                 }
+            }
+            _ if hbh.is_some_and(|h| h.0) => {
+                return Err(c.err(
+                    hbh.map_or(type_tok, |h| h.1),
+                    "hbh merge needs mode inline (encap adds its own Hop-by-Hop header)",
+                ));
             }
             IoamMode::Encap | IoamMode::Auto => {
                 if tundst.is_none() {
@@ -1299,24 +1341,32 @@ impl Parser<'_> {
                 }
             }
         }
-        if more.len() + 1 > MAX_IOAM_TRACES {
+        if traces.len() > MAX_IOAM_TRACES {
             return Err(c.err(
-                more[MAX_IOAM_TRACES - 1].3,
+                traces[MAX_IOAM_TRACES].1,
                 format!("too many traces (at most {MAX_IOAM_TRACES} per route)"),
             ));
         }
-        let total = lwt6_wire::ioam::hbh_traces_len(
-            std::iter::once(size)
-                .chain(more.iter().map(|m| m.2))
-                .map(|s| (s / 4) as u8),
-        );
+        let opts: usize = traces
+            .iter()
+            .map(|((_, _, size, _), _)| 12 + usize::from(*size))
+            .sum::<usize>()
+            + dex.map_or(0, |(d, _)| {
+                lwt6_wire::ioam::dex_len(d.flow_id.is_some(), d.seq)
+            });
+        let total = lwt6_wire::ioam::hbh_options_len(opts);
         if total > MAX_HBH_LEN {
             return Err(c.err(
                 type_tok,
-                format!("the traces need a {total}-byte Hop-by-Hop header (at most {MAX_HBH_LEN})"),
+                format!(
+                    "the options need a {total}-byte Hop-by-Hop header (at most {MAX_HBH_LEN})"
+                ),
             ));
         }
         let (freq_k, freq_n) = freq.unwrap_or((1, 1));
+        for ((_, ns, size, tok), _) in &traces {
+            self.trace_refs.push((c.line, tok.to_string(), *ns, *size));
+        }
         Ok(ParsedEncap {
             encap: Encap::Ioam6(Ioam6Encap {
                 mode: mode_v,
@@ -1324,45 +1374,108 @@ impl Parser<'_> {
                 tundst: tundst.map(|t| t.0),
                 freq_k,
                 freq_n,
-                trace_type,
-                namespace,
-                size,
-                more_traces: more
+                traces: traces
                     .iter()
-                    .map(|m| IoamTraceSpec {
-                        trace_type: m.0,
-                        namespace: m.1,
-                        size: m.2,
+                    .map(|((trace_type, namespace, size, _), _)| IoamTraceSpec {
+                        trace_type: *trace_type,
+                        namespace: *namespace,
+                        size: *size,
                     })
                     .collect(),
+                dex: dex.map(|d| d.0),
+                hbh_merge: hbh.is_some_and(|h| h.0),
             }),
             type_tok,
             mode_tok: mode.map(|m| m.1),
         })
     }
 
-    /// `type T ns N size S` after `trace prealloc`, in any order, each exactly once.
-    fn ioam6_trace(c: &mut Cur<'_>, prealloc: &str) -> Result<(u32, u16, u16)> {
+    /// `type T ns N [flowid F] [seq]` after `dex`, in any order, each at most once (RFC 9326 §3.2). The trace
+    /// type follows the rules of `trace prealloc` (the data each node exports is what it would write into a
+    /// trace).
+    fn ioam6_dex(c: &mut Cur<'_>, dex: &str) -> Result<IoamDexSpec> {
         let mut ty: Option<u32> = None;
         let mut ns: Option<u16> = None;
-        let mut size: Option<u16> = None;
+        let mut flow_id: Option<u32> = None;
+        let mut seq: Option<()> = None;
         while let Some(kw) = c.peek() {
             match kw {
                 "type" => {
                     c.next();
                     once(c, &ty, kw)?;
+                    ty = Some(Self::ioam6_trace_type(c, kw)?);
+                }
+                "ns" => {
+                    c.next();
+                    once(c, &ns, kw)?;
                     let t = c.value(kw)?;
-                    let v = num_u32(c, t, 0, 0xFF_FFFF)?;
-                    if v == 0 {
-                        return Err(c.err(t, "trace type must be non-zero"));
-                    }
-                    if v & LWT_FORBIDDEN_BITS != 0 {
-                        return Err(c.err(
-                            t,
-                            "unsupported trace type bits (bits 12-21 and 23, mask 0x000ffd, must be clear)",
-                        ));
-                    }
-                    ty = Some(v);
+                    ns = Some(num_u32(c, t, 0, 0xFFFF)? as u16);
+                }
+                "flowid" => {
+                    c.next();
+                    once(c, &flow_id, kw)?;
+                    let t = c.value(kw)?;
+                    flow_id = Some(num_u32(c, t, 0, u32::MAX)?);
+                }
+                "seq" => {
+                    c.next();
+                    once(c, &seq, kw)?;
+                    seq = Some(());
+                }
+                _ => break,
+            }
+        }
+        if (ty.is_none() || ns.is_none())
+            && let Some(t) = c.peek()
+            && !keywords::spellings(&keywords::route()).any(|w| w == t)
+            && !keywords::spellings(&keywords::ioam6()).any(|w| w == t)
+        {
+            return Err(c.err(
+                t,
+                "unknown keyword (expected one of: type, ns, flowid, seq)",
+            ));
+        }
+        match (ty, ns) {
+            (Some(trace_type), Some(namespace)) => Ok(IoamDexSpec {
+                trace_type,
+                namespace,
+                flow_id,
+                seq: seq.is_some(),
+            }),
+            (None, _) => Err(c.err(dex, "missing 'type T'")),
+            (_, None) => Err(c.err(dex, "missing 'ns N'")),
+        }
+    }
+
+    /// The value of a `type` keyword of `trace prealloc` or `dex`: 24 bits, non-zero, none of the bits Linux
+    /// refuses (12-21, 23).
+    fn ioam6_trace_type(c: &mut Cur<'_>, kw: &str) -> Result<u32> {
+        let t = c.value(kw)?;
+        let v = num_u32(c, t, 0, 0xFF_FFFF)?;
+        if v == 0 {
+            return Err(c.err(t, "trace type must be non-zero"));
+        }
+        if v & LWT_FORBIDDEN_BITS != 0 {
+            return Err(c.err(
+                t,
+                "unsupported trace type bits (bits 12-21 and 23, mask 0x000ffd, must be clear)",
+            ));
+        }
+        Ok(v)
+    }
+
+    /// `type T ns N size S` after `trace prealloc`, in any order, each exactly once.
+    /// Returns the type, the namespace, the size and the size's token.
+    fn ioam6_trace<'t>(c: &mut Cur<'t>, prealloc: &str) -> Result<keywords::TraceArg<'t>> {
+        let mut ty: Option<u32> = None;
+        let mut ns: Option<u16> = None;
+        let mut size: Option<(u16, &'t str)> = None;
+        while let Some(kw) = c.peek() {
+            match kw {
+                "type" => {
+                    c.next();
+                    once(c, &ty, kw)?;
+                    ty = Some(Self::ioam6_trace_type(c, kw)?);
                 }
                 "ns" => {
                     c.next();
@@ -1378,7 +1491,7 @@ impl Parser<'_> {
                     if v % 4 != 0 {
                         return Err(c.err(t, "trace size must be a multiple of 4"));
                     }
-                    size = Some(v as u16);
+                    size = Some((v as u16, t));
                 }
                 _ => break,
             }
@@ -1391,7 +1504,7 @@ impl Parser<'_> {
             return Err(c.err(t, "unknown keyword (expected one of: type, ns, size)"));
         }
         match (ty, ns, size) {
-            (Some(t), Some(n), Some(s)) => Ok((t, n, s)),
+            (Some(t), Some(n), Some((s, tok))) => Ok((t, n, s, tok)),
             (None, _, _) => Err(c.err(prealloc, "missing 'type T'")),
             (_, None, _) => Err(c.err(prealloc, "missing 'ns N'")),
             (_, _, None) => Err(c.err(prealloc, "missing 'size S'")),
@@ -1652,7 +1765,8 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `ioam domain add NAME namespace N[,M...] [ingress DEV[,DEV...]] [egress DEV[,DEV...]] [foreign drop|strip]`.
+    /// `ioam domain add NAME namespace N[,M...] [ingress DEV[,DEV...]] [egress DEV[,DEV...]] [foreign drop|strip]
+    /// [maxsize S] [oversize drop|strip]`.
     fn ioam_domain(&mut self, c: &mut Cur<'_>) -> Result<()> {
         let verb = Self::verb(c, "domain", &["add"])?;
         let ntok = c.positional(verb, "a domain name")?;
@@ -1674,6 +1788,8 @@ impl Parser<'_> {
         let mut ingress: Option<Vec<String>> = None;
         let mut egress: Option<Vec<String>> = None;
         let mut foreign: Option<IoamForeign> = None;
+        let mut max_size: Option<u16> = None;
+        let mut oversize: Option<IoamForeign> = None;
         while let Some(kw) = c.next() {
             match kw {
                 "namespace" | "ns" => {
@@ -1727,19 +1843,33 @@ impl Parser<'_> {
                     }
                     *slot = Some(v);
                 }
-                "foreign" => {
-                    once(c, &foreign, kw)?;
+                "foreign" | "oversize" => {
+                    let slot = if kw == "foreign" {
+                        &mut foreign
+                    } else {
+                        &mut oversize
+                    };
+                    once(c, slot, kw)?;
                     let t = c.value(kw)?;
-                    foreign = Some(match t {
+                    *slot = Some(match t {
                         "drop" => IoamForeign::Drop,
                         "strip" => IoamForeign::Strip,
                         _ => return Err(c.err(t, "unknown action (expected one of: drop, strip)")),
                     });
                 }
+                "maxsize" => {
+                    once(c, &max_size, kw)?;
+                    let t = c.value(kw)?;
+                    let v = num_u32(c, t, 4, TRACE_DATA_MAX as u32)?;
+                    if v % 4 != 0 {
+                        return Err(c.err(t, "trace size must be a multiple of 4"));
+                    }
+                    max_size = Some(v as u16);
+                }
                 _ => {
                     return Err(c.err(
                         kw,
-                        "unknown keyword (expected one of: namespace, ingress, egress, foreign)",
+                        "unknown keyword (expected one of: namespace, ingress, egress, foreign, maxsize, oversize)",
                     ));
                 }
             }
@@ -1753,6 +1883,8 @@ impl Parser<'_> {
             ingress: ingress.unwrap_or_default(),
             egress: egress.unwrap_or_default(),
             foreign: foreign.unwrap_or_default(),
+            max_size,
+            oversize: oversize.unwrap_or_default(),
             line: c.line,
         });
         Ok(())

@@ -776,10 +776,13 @@ fn ioam6_full_and_defaults() {
             tundst: None,
             freq_k: 1,
             freq_n: 1,
-            trace_type: 0x80_0000,
-            namespace: 1,
-            size: 12,
-            more_traces: vec![],
+            traces: vec![IoamTraceSpec {
+                trace_type: 0x80_0000,
+                namespace: 1,
+                size: 12,
+            }],
+            dex: None,
+            hbh_merge: false,
         }
     );
     let s = ioam6(
@@ -790,13 +793,20 @@ fn ioam6_full_and_defaults() {
     assert_eq!(s.tunsrc, Some(v6("2001:db8::1")));
     assert_eq!(s.tundst, Some(v6("2001:db8::2")));
     assert_eq!((s.freq_k, s.freq_n), (2, 10));
-    assert_eq!((s.trace_type, s.namespace, s.size), (0xf0_0002, 65535, 244));
+    assert_eq!(
+        s.traces,
+        [IoamTraceSpec {
+            trace_type: 0xf0_0002,
+            namespace: 65535,
+            size: 244
+        }]
+    );
     let s = ioam6(
         "route add 2001:db8::/32 dev eth0 encap ioam6 mode auto tundst 2001:db8::2 trace prealloc type 2 ns 0 size 4 freq 1000000/1000000",
     );
     assert_eq!(s.mode, IoamMode::Auto);
     assert_eq!(
-        (s.freq_k, s.freq_n, s.trace_type),
+        (s.freq_k, s.freq_n, s.traces[0].trace_type),
         (1_000_000, 1_000_000, 1 << 1)
     );
     assert_eq!(ioam6("route add 2001:db8::/32 dev eth0 encap ioam6 mode inline trace prealloc type 0x800000 ns 1 size 4").mode, IoamMode::Inline);
@@ -819,7 +829,7 @@ fn ioam6_trace_type_bits() {
                 "bit {k}: {e}"
             );
         } else {
-            assert_eq!(ioam6(&line).trace_type, ty, "bit {k}");
+            assert_eq!(ioam6(&line).traces[0].trace_type, ty, "bit {k}");
         }
     }
     let e = fail3(
@@ -840,7 +850,8 @@ fn ioam6_trace_type_bits() {
         ioam6(
             "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 8388608 ns 1 size 8"
         )
-        .trace_type,
+        .traces[0]
+            .trace_type,
         0x80_0000
     );
 }
@@ -908,6 +919,87 @@ fn ioam6_mode_and_tunnel_rules() {
 }
 
 #[test]
+fn ioam6_hbh_merge() {
+    let t = |rest: &str| {
+        format!(
+            "route add 2001:db8::/32 dev eth0 encap ioam6 {rest} trace prealloc type 0x800000 ns 1 size 8"
+        )
+    };
+    assert!(!ioam6(&t("mode inline")).hbh_merge);
+    assert!(!ioam6(&t("hbh skip")).hbh_merge);
+    assert!(ioam6(&t("hbh merge")).hbh_merge);
+    assert!(ioam6(&t("mode inline hbh merge")).hbh_merge);
+    let e = fail3(&t("hbh fuse"), "fuse");
+    assert_eq!(
+        e.reason,
+        "unknown hbh action (expected one of: merge, skip)"
+    );
+    fail3(&t("hbh merge hbh skip"), "hbh");
+    let e = fail3(&t("mode encap tundst 2001:db8::2 hbh merge"), "merge");
+    assert!(e.reason.contains("hbh merge needs mode inline"));
+    // `hbh skip` with encap says what encap does anyway.
+    assert!(!ioam6(&t("mode encap tundst 2001:db8::2 hbh skip")).hbh_merge);
+}
+
+#[test]
+fn ioam6_dex() {
+    let t = |rest: &str| format!("route add 2001:db8::/32 dev eth0 encap ioam6 {rest}");
+    // Alone (no trace), with every field, in any order.
+    let s = ioam6(&t("dex ns 7 type 0xc00000"));
+    assert!(s.traces.is_empty());
+    assert_eq!(
+        s.dex,
+        Some(IoamDexSpec {
+            trace_type: 0xc0_0000,
+            namespace: 7,
+            flow_id: None,
+            seq: false
+        })
+    );
+    let s = ioam6(&t(
+        "mode encap tundst 2001:db8::2 trace prealloc type 0x800000 ns 1 size 8 dex seq flowid 0xabcdef type 0x800000 ns 9",
+    ));
+    assert_eq!(s.traces.len(), 1);
+    assert_eq!(
+        s.dex,
+        Some(IoamDexSpec {
+            trace_type: 0x80_0000,
+            namespace: 9,
+            flow_id: Some(0xab_cdef),
+            seq: true
+        })
+    );
+    // Followed by route keywords.
+    assert!(ioam6(&t("dex type 0x800000 ns 1 seq")).dex.unwrap().seq);
+    let e = fail3(&t("dex ns 7"), "dex");
+    assert_eq!(e.reason, "missing 'type T'");
+    let e = fail3(&t("dex type 0x800000"), "dex");
+    assert_eq!(e.reason, "missing 'ns N'");
+    let e = fail3(&t("dex type 0x800000 flow 3 ns 1"), "flow");
+    assert_eq!(
+        e.reason,
+        "unknown keyword (expected one of: type, ns, flowid, seq)"
+    );
+    // Complete, then a misspelling: named among the route's and ioam6's keywords.
+    let e = fail3(&t("dex type 0x800000 ns 1 flow 3"), "flow");
+    assert!(
+        e.reason
+            .ends_with("ioam6: mode, tunsrc, tundst, freq, trace, dex, hbh)")
+    );
+    fail3(&t("dex type 0x800000 ns 1 seq seq"), "seq");
+    fail3(&t("dex type 0x800000 ns 1 dex type 0x800000 ns 2"), "dex");
+    fail3(
+        &t("dex type 0x800000 ns 1 flowid 0x100000000"),
+        "0x100000000",
+    );
+    // The trace type follows the rules of a trace's.
+    let e = fail3(&t("dex type 0 ns 1"), "0");
+    assert!(e.reason.contains("non-zero"));
+    let e = fail3(&t("dex type 0x000400 ns 1"), "0x000400");
+    assert!(e.reason.contains("bits 12-21"));
+}
+
+#[test]
 fn ioam6_missing_pieces() {
     let t = |rest: &str| format!("route add 2001:db8::/32 dev eth0 encap ioam6 {rest}");
     let e = fail3(&t("mode inline"), "ioam6");
@@ -940,7 +1032,7 @@ fn ioam6_missing_pieces() {
     );
     assert!(
         e.reason
-            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace)")
+            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, dex, hbh)")
     );
     // Followed by a route keyword: the missing part is reported.
     let e = fail3(&t("mode inline metric 5"), "ioam6");
@@ -951,7 +1043,7 @@ fn ioam6_missing_pieces() {
     );
     assert!(
         e.reason
-            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace)")
+            .ends_with("; ioam6: mode, tunsrc, tundst, freq, trace, dex, hbh)")
     );
 }
 
@@ -1827,12 +1919,88 @@ fn ioam_domain_add() {
             ingress: vec!["a".into(), "b".into()],
             egress: vec!["b".into()],
             foreign: IoamForeign::Strip,
+            max_size: None,
+            oversize: IoamForeign::Drop,
             line: 5,
         }
     );
     assert_eq!(c.ioam_domains[1].namespaces, [3]);
     assert_eq!(c.ioam_domains[1].foreign, IoamForeign::Drop);
     assert!(c.ioam_domains[1].ingress.is_empty());
+}
+
+#[test]
+fn ioam_domain_maxsize() {
+    let pre = "link add a\nioam namespace add 1\nioam namespace add 2\n";
+    let c = ok(&format!(
+        "{pre}ioam domain add d namespace 1 maxsize 0x20 oversize strip\nioam domain add e ns 2 maxsize 244\n"
+    ));
+    assert_eq!(
+        (c.ioam_domains[0].max_size, c.ioam_domains[0].oversize),
+        (Some(32), IoamForeign::Strip)
+    );
+    assert_eq!(
+        (c.ioam_domains[1].max_size, c.ioam_domains[1].oversize),
+        (Some(244), IoamForeign::Drop)
+    );
+    let t = |line: &str, token: &str, why: &str| {
+        let x = fail(&format!("{pre}{line}\n"));
+        assert_eq!((x.line, x.token.as_str()), (4, token), "{line}: {x}");
+        assert!(x.reason.contains(why), "{line}: {x}");
+    };
+    t("ioam domain add d ns 1 maxsize 30", "30", "multiple of 4");
+    t("ioam domain add d ns 1 maxsize 0", "0", "");
+    t("ioam domain add d ns 1 maxsize 248", "248", "");
+    t(
+        "ioam domain add d ns 1 maxsize 8 maxsize 8",
+        "maxsize",
+        "more than once",
+    );
+    t(
+        "ioam domain add d ns 1 oversize keep",
+        "keep",
+        "expected one of: drop, strip",
+    );
+    t("ioam domain add d ns 1 maxsize", "maxsize", "missing value");
+}
+
+#[test]
+fn a_route_inserting_a_trace_larger_than_its_domain_allows_is_refused() {
+    let pre = "link add a\nioam namespace add 1\nioam namespace add 2\n";
+    let route = |ns: u16, size: u16| {
+        format!(
+            "-6 route add 2001:db8::/32 dev a encap ioam6 trace prealloc type 0x800000 ns 2 size 8 \
+             trace prealloc type 0x800000 ns {ns} size {size}"
+        )
+    };
+    let dom = "ioam domain add d namespace 1 maxsize 16";
+    // Domain first, then route (line 5), or route first (line 4): the route's line and its size token.
+    for (text, line) in [
+        (format!("{pre}{dom}\n{}\n", route(1, 20)), 5),
+        (format!("{pre}{}\n{dom}\n", route(1, 20)), 4),
+    ] {
+        let e = fail(&text);
+        assert_eq!((e.line, e.token.as_str()), (line, "20"), "{e}");
+        assert!(
+            e.reason.contains(
+                "a 20-byte trace is larger than domain d allows for namespace 1 (maxsize 16"
+            ),
+            "{e}"
+        );
+    }
+    // At the limit, another namespace, or a route replaced by a smaller trace before the domain: accepted.
+    ok(&format!("{pre}{dom}\n{}\n", route(1, 16)));
+    ok(&format!("{pre}{dom}\n{}\n", route(2, 244)));
+    ok(&format!(
+        "{pre}{}\n{}\n{dom}\n",
+        route(1, 20),
+        route(1, 12).replace("route add", "route replace")
+    ));
+    // A line given to a running configuration is checked against its domains.
+    let mut b = crate::Builder::from_config(ok(&format!("{pre}{dom}\n")));
+    b.line(9, &route(1, 64)).unwrap();
+    let e = b.finish().unwrap_err();
+    assert_eq!((e.line, e.token.as_str()), (9, "64"));
 }
 
 #[test]
@@ -1895,10 +2063,14 @@ fn ioam6_several_traces() {
         "route add 2001:db8::/32 dev eth0 encap ioam6 trace prealloc type 0x800000 ns 1 size 12 \
          trace prealloc ns 2 size 8 type 0xc00000 trace prealloc type 0x800000 ns 1 size 4",
     );
-    assert_eq!((s.trace_type, s.namespace, s.size), (0x80_0000, 1, 12));
     assert_eq!(
-        s.more_traces,
+        s.traces,
         [
+            IoamTraceSpec {
+                trace_type: 0x80_0000,
+                namespace: 1,
+                size: 12
+            },
             IoamTraceSpec {
                 trace_type: 0xc0_0000,
                 namespace: 2,

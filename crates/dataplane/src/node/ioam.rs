@@ -178,6 +178,106 @@ impl IoamNode {
         Some(ops)
     }
 
+    /// Checks 3 to 8 of Linux's transit processing for one IOAM option `bytes` (from its type byte, exactly
+    /// `2 + Opt Data Len` bytes) that is 4n-aligned and arrived on an interface with `ioam6_enabled`: fills this
+    /// node's data into a pre-allocated trace of a namespace it knows. Returns whether it filled the trace.
+    fn transit_option(&self, bytes: &mut [u8], ctx: &FillContext) -> Result<bool, DropReason> {
+        let data_len = bytes.len() - 2;
+        // 3. opt_len < 2.
+        if data_len < 2 {
+            return Err(DropReason::IoamMalformed);
+        }
+        // 4. Only the pre-allocated trace is processed.
+        if bytes[3] != ioam::OPT_TYPE_PREALLOC_TRACE {
+            return Ok(false);
+        }
+        // 5. Long enough for the trace header and the announced free space.
+        if data_len < 10 {
+            return Err(DropReason::IoamMalformed);
+        }
+        let h = ioam::TraceHeader::parse(&bytes[4..12]).map_err(|_| DropReason::IoamMalformed)?;
+        if data_len < 10 + 4 * h.remaining_len as usize {
+            return Err(DropReason::IoamMalformed);
+        }
+        // 6. NodeLen must match the trace type (Linux, Feb 2026).
+        if h.node_len != ioam::node_len_for_type(h.trace_type) {
+            return Err(DropReason::IoamNodeLenMismatch);
+        }
+        // 7.-8. Unknown namespace: ignored; otherwise fill.
+        self.fill_option(bytes, ctx)
+    }
+
+    /// Whether a received packet `ip` (from its IPv6 header, `in_dev` to `out_dev`) can take planned transit (the
+    /// fast path; docs/ioam.md, *Performance*): its Hop-by-Hop header is laid out as lwt6 and Linux insert traces
+    /// — PadN(0), then pre-allocated traces one after the other (each a multiple of 4 octets), then PadN(2) or
+    /// nothing —, holds no more options than Linux accepts, and every trace of a domain may come in by `in_dev`,
+    /// leave by `out_dev` and is not larger than the domain allows. Anything else is the general path's to decide.
+    /// Reads only; [`Self::transit_fill`] then fills the copy being sent.
+    pub fn transit_plannable(&self, ip: &[u8], in_dev: usize, out_dev: usize) -> bool {
+        let domains = !self.domains.is_empty();
+        Self::planned_traces(ip, |opt| {
+            !domains
+                || self
+                    .domains
+                    .of_option(opt)
+                    .is_none_or(|d| d.ingress[in_dev] && d.egress[out_dev] && !d.too_big(opt))
+        })
+        .is_some()
+    }
+
+    /// Planned transit's fill, on the copy `ip` of a packet [`Self::transit_plannable`] accepted: every trace
+    /// filled as [`Self::transit`] would (`enabled`: the ingress interface's `ioam6_enabled`). Returns the number
+    /// of traces filled, or None when a check fails (the general path then drops the packet with its reason).
+    pub fn transit_fill(&self, ip: &mut [u8], enabled: bool, ctx: &FillContext) -> Option<u32> {
+        if !enabled {
+            return Some(0);
+        }
+        const H: usize = 40;
+        let len = (usize::from(ip[H + 1]) + 1) * 8;
+        let hbh = &mut ip[H..H + len];
+        let (mut at, mut filled) = (4, 0);
+        while at < len && hbh[at] == hbh::OPT_IOAM {
+            let end = at + 2 + usize::from(hbh[at + 1]);
+            filled += u32::from(self.transit_option(&mut hbh[at..end], ctx).ok()?);
+            at = end;
+        }
+        Some(filled)
+    }
+
+    /// Walks the planned layout of the Hop-by-Hop header of `ip` (see [`Self::transit_plannable`]), asking `each`
+    /// about each trace option (from its type byte); None when the header is laid out otherwise or `each` refuses
+    /// an option.
+    fn planned_traces(ip: &[u8], mut each: impl FnMut(&[u8]) -> bool) -> Option<()> {
+        const H: usize = 40;
+        let len = (usize::from(*ip.get(H + 1)?) + 1) * 8;
+        let hbh = ip.get(H..H + len)?;
+        if hbh[2..4] != [hbh::OPT_PADN, 0] {
+            return None;
+        }
+        let (mut at, mut options) = (4, 0);
+        while at < len {
+            if len - at == 4 && hbh[at..] == [hbh::OPT_PADN, 2, 0, 0] {
+                break;
+            }
+            if hbh[at] != hbh::OPT_IOAM
+                || len - at < 12
+                || hbh[at + 3] != ioam::OPT_TYPE_PREALLOC_TRACE
+            {
+                return None;
+            }
+            let end = at + 2 + usize::from(hbh[at + 1]);
+            options += 1;
+            if end > len || !end.is_multiple_of(4) || options > super::options::MAX_OPTIONS {
+                return None;
+            }
+            if !each(&hbh[at..end]) {
+                return None;
+            }
+            at = end;
+        }
+        Some(())
+    }
+
     /// Transit processing of one received Hop-by-Hop header `hbh` (exactly its length), which sits at
     /// `hbh_offset` from the start of the IPv6 header. `enabled` is the ingress interface's `ioam6_enabled`.
     /// Returns the number of traces filled.
@@ -224,29 +324,7 @@ impl IoamNode {
                         continue;
                     }
                     let bytes = &mut hbh[opt.offset..opt.offset + 2 + opt.data_len];
-                    // 3. opt_len < 2.
-                    if opt.data_len < 2 {
-                        return Err(DropReason::IoamMalformed);
-                    }
-                    // 4. Only the pre-allocated trace is processed.
-                    if bytes[3] != ioam::OPT_TYPE_PREALLOC_TRACE {
-                        continue;
-                    }
-                    // 5. Long enough for the trace header and the announced free space.
-                    if opt.data_len < 10 {
-                        return Err(DropReason::IoamMalformed);
-                    }
-                    let h = ioam::TraceHeader::parse(&bytes[4..12])
-                        .map_err(|_| DropReason::IoamMalformed)?;
-                    if opt.data_len < 10 + 4 * h.remaining_len as usize {
-                        return Err(DropReason::IoamMalformed);
-                    }
-                    // 6. NodeLen must match the trace type (Linux, Feb 2026).
-                    if h.node_len != ioam::node_len_for_type(h.trace_type) {
-                        return Err(DropReason::IoamNodeLenMismatch);
-                    }
-                    // 7.-8. Unknown namespace: ignored; otherwise fill.
-                    if self.fill_option(bytes, ctx)? {
+                    if self.transit_option(bytes, ctx)? {
                         filled += 1;
                     }
                 }

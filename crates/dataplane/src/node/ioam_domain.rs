@@ -26,6 +26,26 @@ pub struct Domain {
     pub egress: Vec<bool>,
     /// IOAM arriving elsewhere: dropped or stripped.
     pub foreign: IoamForeign,
+    /// The largest trace data an option of the domain may carry (`maxsize`; `usize::MAX` without one).
+    pub max_size: usize,
+    /// A larger trace: dropped or stripped.
+    pub oversize: IoamForeign,
+}
+
+impl Domain {
+    /// Whether the IOAM option `opt` (from its type byte) is a trace (pre-allocated or incremental, RFC 9197
+    /// §4.4) whose data — the octets after its 8-octet trace header — are more than the domain allows.
+    pub fn too_big(&self, opt: &[u8]) -> bool {
+        // Type, length, Reserved, IOAM Option-Type, then the trace header (RFC 9486 §3, RFC 9197 §4.4.1).
+        const DATA_AT: usize = 4 + crate::wire::ioam::TRACE_HDR_LEN;
+        matches!(
+            opt.get(3),
+            Some(
+                &(crate::wire::ioam::OPT_TYPE_PREALLOC_TRACE
+                    | crate::wire::ioam::OPT_TYPE_INCREMENTAL_TRACE)
+            )
+        ) && opt.len().saturating_sub(DATA_AT) > self.max_size
+    }
 }
 
 /// Every configured domain, by namespace.
@@ -69,6 +89,8 @@ impl Domains {
                 ingress: roles(&d.ingress)?,
                 egress: roles(&d.egress)?,
                 foreign: d.foreign,
+                max_size: d.max_size.map_or(usize::MAX, usize::from),
+                oversize: d.oversize,
             });
             for ns in &d.namespaces {
                 out.by_ns.insert(*ns, idx);

@@ -1,12 +1,13 @@
 //! The `ioam6` tunnel: inserts a pre-allocated IOAM trace in a Hop-by-Hop option, inline or in an outer
-//! IPv6 header, for the first K of every N packets (docs/references.md §2.1–§2.3).
+//! IPv6 header, for the first K of every N packets (docs/references.md §2.1–§2.3); lwt6's extensions
+//! (docs/ioam.md): several traces, a Direct Export option, merging into an existing Hop-by-Hop header.
 
 use crate::buffer::PacketBuf;
 use crate::plan::{FRONT, Received, scratch};
-use crate::spec::{Ioam6Encap, IoamMode};
+use crate::spec::{Ioam6Encap, IoamDexSpec, IoamMode};
 use crate::stats::DropReason;
 use crate::wire::ioam::{self, TraceHeader};
-use crate::wire::{ethernet, ipv6, proto};
+use crate::wire::{ethernet, hbh, ipv6, proto};
 use std::net::Ipv6Addr;
 
 /// An installed ioam6 tunnel.
@@ -22,14 +23,25 @@ pub struct Ioam6Tunnel {
     pub freq_k: u32,
     /// See `freq_k`.
     pub freq_n: u32,
-    /// The trace header to insert (NodeLen recomputed from the type, as Linux does).
-    pub trace: TraceHeader,
-    /// Further traces inserted after the first (an lwt6 extension; docs/ioam.md).
-    pub more: Vec<TraceHeader>,
+    /// The trace headers to insert, in order (NodeLen recomputed from the type, as Linux does). Linux inserts
+    /// exactly one; several, or none with a DEX option, are lwt6 extensions (docs/ioam.md).
+    pub traces: Vec<TraceHeader>,
+    /// The Direct Export option inserted after the traces (RFC 9326; an lwt6 extension).
+    pub dex: Option<IoamDexSpec>,
     /// Where each trace option starts (its type byte) from the start of the Hop-by-Hop header, in order.
     pub opt_offsets: Vec<usize>,
+    /// Where the DEX option's Sequence Number is, from the start of the Hop-by-Hop header (written per packet).
+    pub dex_seq_at: Option<usize>,
+    /// Where the DEX option starts, from the start of the Hop-by-Hop header.
+    pub dex_at: Option<usize>,
     /// Length of the inserted Hop-by-Hop header.
     pub hbh_len: usize,
+    /// `hbh merge`: inline mode adds the options into a Hop-by-Hop header the packet already has (the first Linux
+    /// IOAM implementation's head and tail padding, docs/ioam.md), where Linux skips the insertion.
+    pub hbh_merge: bool,
+    /// The IOAM options as inserted (every option of the Hop-by-Hop header after its PadN(0), without the final
+    /// padding): what [`Ioam6Tunnel::insert_inline`] appends to an existing header.
+    pub opts: Box<[u8]>,
 }
 
 /// Offset of the IOAM option inside the Hop-by-Hop header Linux builds (after nh, len and a 2-byte PadN).
@@ -38,34 +50,49 @@ pub const OPTION_OFFSET_IN_HBH: usize = 4;
 impl Ioam6Tunnel {
     /// Builds the tunnel from its configuration.
     pub fn new(cfg: &Ioam6Encap) -> Self {
-        let header = |ns: u16, ty: u32, size: u16| TraceHeader {
-            namespace: ns,
-            node_len: ioam::node_len_for_type(ty),
-            flags: 0,
-            remaining_len: (size / 4) as u8,
-            trace_type: ty,
-        };
-        let trace = header(cfg.namespace, cfg.trace_type, cfg.size);
-        let more: Vec<TraceHeader> = cfg
-            .more_traces
+        let traces: Vec<TraceHeader> = cfg
+            .traces
             .iter()
-            .map(|m| header(m.namespace, m.trace_type, m.size))
+            .map(|t| TraceHeader {
+                namespace: t.namespace,
+                node_len: ioam::node_len_for_type(t.trace_type),
+                flags: 0,
+                remaining_len: (t.size / 4) as u8,
+                trace_type: t.trace_type,
+            })
             .collect();
-        let all: Vec<TraceHeader> = std::iter::once(trace).chain(more.iter().copied()).collect();
-        let hbh_len = ioam::hbh_traces_len(all.iter().map(|h| h.remaining_len));
-        let mut opt_offsets = vec![0; all.len()];
-        let mut scratch = vec![0; hbh_len];
-        ioam::emit_hbh_traces(&mut scratch, 0, &all, &mut opt_offsets);
+        // The options one after the other, as in the header (each a multiple of 4 long: each starts 4n).
+        let mut opt_offsets = vec![0; traces.len()];
+        let mut opts = Vec::new();
+        if !traces.is_empty() {
+            let mut scratch = vec![0; ioam::hbh_traces_len(traces.iter().map(|h| h.remaining_len))];
+            ioam::emit_hbh_traces(&mut scratch, 0, &traces, &mut opt_offsets);
+            let last = *opt_offsets.last().expect("one trace or more");
+            opts.extend(&scratch[OPTION_OFFSET_IN_HBH..last + 2 + usize::from(scratch[last + 1])]);
+        }
+        let (mut dex_at, mut dex_seq_at) = (None, None);
+        if let Some(d) = &cfg.dex {
+            let at = opts.len();
+            opts.resize(at + ioam::dex_len(d.flow_id.is_some(), d.seq), 0);
+            let (_, seq) =
+                ioam::emit_dex(&mut opts[at..], d.namespace, d.trace_type, d.flow_id, d.seq);
+            dex_at = Some(OPTION_OFFSET_IN_HBH + at);
+            dex_seq_at = seq.map(|s| OPTION_OFFSET_IN_HBH + at + s);
+        }
         Ioam6Tunnel {
             mode: cfg.mode,
             tunsrc: cfg.tunsrc,
             tundst: cfg.tundst,
             freq_k: cfg.freq_k,
             freq_n: cfg.freq_n,
-            trace,
-            more,
+            traces,
+            dex: cfg.dex,
+            hbh_len: ioam::hbh_options_len(opts.len()),
+            opts: opts.into(),
             opt_offsets,
-            hbh_len,
+            dex_at,
+            dex_seq_at,
+            hbh_merge: cfg.hbh_merge,
         }
     }
 
@@ -95,7 +122,10 @@ impl Ioam6Tunnel {
         if let Some(d) = self.tundst {
             x += &format!(" tundst {d}");
         }
-        for t in std::iter::once(&self.trace).chain(&self.more) {
+        if self.hbh_merge {
+            x += " hbh merge";
+        }
+        for t in &self.traces {
             x += &format!(
                 " trace prealloc type {:#08x} ns {} size {}",
                 t.trace_type,
@@ -103,20 +133,31 @@ impl Ioam6Tunnel {
                 t.remaining_len as usize * 4
             );
         }
+        if let Some(d) = &self.dex {
+            x += &format!(" dex type {:#08x} ns {}", d.trace_type, d.namespace);
+            if let Some(f) = d.flow_id {
+                x += &format!(" flowid {f}");
+            }
+            if d.seq {
+                x += " seq";
+            }
+        }
         x
     }
 
-    /// Writes the Hop-by-Hop header with every trace into `out` (exactly [`Ioam6Tunnel::hbh_len`] bytes).
+    /// Writes the Hop-by-Hop header with every option into `out` (exactly [`Ioam6Tunnel::hbh_len`] bytes): with one
+    /// trace, the header Linux builds.
     fn emit_hbh(&self, out: &mut [u8], next_header: u8) {
-        if self.more.is_empty() {
-            ioam::emit_lwt_hbh(out, next_header, &self.trace);
-        } else {
-            let all: Vec<TraceHeader> = std::iter::once(self.trace)
-                .chain(self.more.iter().copied())
-                .collect();
-            let mut offs = vec![0; all.len()];
-            ioam::emit_hbh_traces(out, next_header, &all, &mut offs);
-        }
+        ioam::emit_hbh_options(out, next_header, &self.opts);
+    }
+
+    /// The DEX Sequence Number of the packet that advanced the route's frequency count to `count` (RFC 9326
+    /// §3.2: 0 for the first packet that carries the option, then one more for each): how many of the packets
+    /// before it the frequency rule chose. Wraps at 2^32.
+    pub fn dex_sequence(&self, count: u64) -> u32 {
+        let (k, n) = (u64::from(self.freq_k), u64::from(self.freq_n));
+        let before = count.wrapping_sub(1);
+        ((before / n) * k + (before % n).min(k)) as u32
     }
 
     /// Linux's frequency rule: with `counter` the number of packets seen before this one, insert when
@@ -136,12 +177,46 @@ impl Ioam6Tunnel {
         }
     }
 
-    /// Inline insertion. Returns the offset of the Hop-by-Hop header from the IPv6 header (its options at
-    /// [`Ioam6Tunnel::opt_offsets`] from there), or `None` when the packet already has a Hop-by-Hop header (Linux
-    /// then skips insertion).
+    /// The most non-padding options a Hop-by-Hop header may hold for Linux to accept it (its default
+    /// `net.ipv6.max_hbh_opts_number`): a merge that would make more is not done.
+    pub const MAX_HBH_OPTIONS: usize = 8;
+
+    /// How many bytes inline insertion adds to the IPv6 packet `pkt`, or `None` when it inserts nothing: the
+    /// packet already has a Hop-by-Hop header and the route does not merge (Linux skips the insertion), or the
+    /// merged header would hold more than [`Ioam6Tunnel::MAX_HBH_OPTIONS`] options or exceed 2,048 octets, or
+    /// the existing header is malformed.
+    pub fn inline_growth(&self, pkt: &[u8]) -> Option<usize> {
+        if pkt[6] != proto::HOPOPTS {
+            return Some(self.hbh_len);
+        }
+        self.merge_layout(pkt).map(|(old, a)| a.len - old)
+    }
+
+    /// For a packet with a Hop-by-Hop header and a route with `hbh merge`: the existing header's length and where
+    /// the options go in it ([`ioam::append_layout`] after the last option that is not padding).
+    fn merge_layout(&self, pkt: &[u8]) -> Option<(usize, ioam::Appended)> {
+        if !self.hbh_merge {
+            return None;
+        }
+        let old = (usize::from(*pkt.get(ipv6::HEADER_LEN + 1)?) + 1) * 8;
+        let hbh = pkt.get(ipv6::HEADER_LEN..ipv6::HEADER_LEN + old)?;
+        let (keep, options) = hbh::append_point(hbh).ok()?;
+        let a = ioam::append_layout(keep, self.opts.len());
+        let ours = self.traces.len() + usize::from(self.dex.is_some());
+        (options + ours <= Self::MAX_HBH_OPTIONS && a.len <= hbh::MAX_LEN).then_some((old, a))
+    }
+
+    /// Inline insertion. Returns the offset from the IPv6 header at which the options are found at
+    /// [`Ioam6Tunnel::opt_offsets`] (the new Hop-by-Hop header's own offset, 40, unless the options were merged
+    /// into an existing header), or `None` when nothing was inserted ([`Ioam6Tunnel::inline_growth`]).
+    ///
+    /// Into an existing header (`hbh merge`), as the first Linux IOAM implementation does (docs/ioam.md): the
+    /// header is kept up to the end of its last option that is not padding; then padding to the next 4n offset
+    /// (RFC 9486 §3), the options, and padding to a multiple of 8 octets (RFC 8200 §4.3) take the place of its
+    /// final padding. Every option already there stays where it was.
     pub fn insert_inline(&self, buf: &mut PacketBuf) -> Result<Option<usize>, DropReason> {
         if buf.data()[6] == proto::HOPOPTS {
-            return Ok(None);
+            return self.merge_inline(buf);
         }
         let plen = u16::from_be_bytes([buf.data()[4], buf.data()[5]]) as usize;
         if plen + self.hbh_len > u16::MAX as usize {
@@ -156,6 +231,27 @@ impl Ioam6Tunnel {
         pkt[6] = proto::HOPOPTS;
         super::grow_payload_len(pkt, self.hbh_len)?;
         Ok(Some(ipv6::HEADER_LEN))
+    }
+
+    /// [`Ioam6Tunnel::insert_inline`] into an existing Hop-by-Hop header.
+    fn merge_inline(&self, buf: &mut PacketBuf) -> Result<Option<usize>, DropReason> {
+        let Some((old, a)) = self.merge_layout(buf.data()) else {
+            return Ok(None);
+        };
+        let growth = a.len - old;
+        super::grow_payload_len(buf.data_mut(), growth)?;
+        // The bytes in front of the kept part of the header move `growth` bytes towards the front; the old final
+        // padding, behind the gap, is written over.
+        let keep_end = ipv6::HEADER_LEN + a.opts_at - a.head_pad;
+        buf.insert_gap(keep_end, growth)
+            .map_err(|_| DropReason::BufferPlanning)?;
+        let hbh = &mut buf.data_mut()[ipv6::HEADER_LEN..ipv6::HEADER_LEN + a.len];
+        hbh[1] = (a.len / 8 - 1) as u8;
+        hbh::write_padding(&mut hbh[a.opts_at - a.head_pad..], a.head_pad);
+        let opts_end = a.opts_at + self.opts.len();
+        hbh[a.opts_at..opts_end].copy_from_slice(&self.opts);
+        hbh::write_padding(&mut hbh[opts_end..], a.tail_pad);
+        Ok(Some(ipv6::HEADER_LEN + a.opts_at - OPTION_OFFSET_IN_HBH))
     }
 
     /// Encapsulation: the outer header is a byte copy of the inner one with next header 0, the new payload
@@ -197,6 +293,10 @@ impl Ioam6Tunnel {
     /// The inline template: an IPv6 header slot and the Hop-by-Hop header with the pre-allocated trace, written
     /// by [`Ioam6Tunnel::insert_inline`] itself.
     pub(crate) fn inline_template(&self) -> Option<Vec<u8>> {
+        // A DEX route exports from the general path: no plan.
+        if self.dex.is_some() {
+            return None;
+        }
         let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), self.hbh_len);
         self.insert_inline(&mut b).ok()??;
         Some(b.data().to_vec())
@@ -205,6 +305,9 @@ impl Ioam6Tunnel {
     /// The encap template: the outer IPv6 header (source `src`, destination `tundst`, next header 0) and the
     /// Hop-by-Hop header with next header 41, written by [`Ioam6Tunnel::push_encap`] itself.
     pub(crate) fn encap_template(&self, src: Ipv6Addr) -> Option<Vec<u8>> {
+        if self.dex.is_some() {
+            return None;
+        }
         let growth = ipv6::HEADER_LEN + self.hbh_len;
         let mut b = scratch(Some(Ipv6Addr::UNSPECIFIED), growth);
         self.push_encap(&mut b, src).ok()?;

@@ -21,7 +21,7 @@
 
 use super::nic::ETH_HLEN;
 use super::skb::{align, cow_head, net_skb_pad};
-use lwt6_dataplane::spec::{Ioam6Encap, IoamMode, Seg6Encap, Seg6Mode};
+use lwt6_dataplane::spec::{Ioam6Encap, IoamMode, IoamTraceSpec, Seg6Encap, Seg6Mode};
 use lwt6_dataplane::tunnel::{Ioam6Tunnel, Seg6Tunnel};
 use lwt6_wire::rpl;
 use std::fmt;
@@ -314,10 +314,13 @@ pub fn overhead(s: &Scenario, opts: &Options) -> Result<usize, String> {
                 tundst: encap.then(|| Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
                 freq_k: 1,
                 freq_n: 1,
-                trace_type: 0x80_0000,
-                namespace: 1,
-                size: s.size as u16,
-                more_traces: vec![],
+                traces: vec![IoamTraceSpec {
+                    trace_type: 0x80_0000,
+                    namespace: 1,
+                    size: s.size as u16,
+                }],
+                dex: None,
+                hbh_merge: false,
             })
             .max_overhead()
         }
