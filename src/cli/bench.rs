@@ -30,6 +30,9 @@ pub enum BenchWhat {
     /// The IOAM paper's experiments in memory (rate with IOAM off / configured / in use, against the share of
     /// packets traced, the options and namespaces per packet; time added per node role): CSV, SVG plots, table.
     Ioam(IoamArgs),
+    /// The live router against the kernel router in network namespaces: zero-loss rates for plain IPv6, seg6
+    /// encap, IOAM and End.DX6, 1 and 2 workers (root; docs/live.md).
+    Live(crate::live::bench::LiveBenchArgs),
 }
 
 /// `lwt6 bench soak`.
@@ -324,6 +327,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchWhat::Fib(a) => fib(a),
         BenchWhat::Soak(a) => soak(a),
         BenchWhat::Ioam(a) => ioam(a),
+        BenchWhat::Live(a) => crate::live::bench::run(a),
     }
 }
 

@@ -3,6 +3,7 @@
 //! configuration file (published only when it is valid), SIGINT / SIGTERM stop the workers, which drain their
 //! ports, and the final counters are printed. See docs/live.md.
 
+pub mod bench;
 pub mod control;
 pub mod engine;
 pub mod generator;
