@@ -34,8 +34,8 @@ pub struct RouteEntry {
     pub dev: Option<DevId>,
     /// Metric: the lowest wins among routes for the same prefix.
     pub metric: u32,
-    /// Route MTU (`mtu N`); the interface MTU applies otherwise.
-    pub mtu: Option<u32>,
+    /// Route MTU (`mtu [lock] N`); the interface MTU applies otherwise.
+    pub mtu: Option<crate::spec::RouteMtu>,
     /// Attached tunnel.
     pub tunnel: Option<TunnelId>,
     /// Origin.

@@ -55,7 +55,7 @@ type PlanKey = (
     Option<TunnelId>,
     Option<DevId>,
     Option<IpAddr>,
-    Option<u32>,
+    Option<crate::spec::RouteMtu>,
     bool,
 );
 
@@ -852,7 +852,7 @@ impl Snapshot {
             }
             .emit(&mut eth);
             let link = self.links[dev].mtu;
-            let mtu = route.mtu.map_or(link, |m| m.min(link)) as usize;
+            let mtu = route.mtu.map_or(link, |m| m.value.min(link)) as usize;
             Some((dev, eth, mtu))
         };
         // The route to a tunnel's new destination, when no other tunnel applies there.
@@ -1066,6 +1066,7 @@ impl Snapshot {
     pub fn route_mtu(&self, r: &RouteEntry) -> (u32, u32) {
         let base = r
             .mtu
+            .map(|m| m.value)
             .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
         match r.tunnel.map(|t| &self.tunnels[t]) {
             Some(Tunnel::Local(_)) | None => (base, base),

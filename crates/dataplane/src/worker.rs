@@ -1727,12 +1727,25 @@ impl Worker {
         let growth = input.map_or(0, |s| s.growth) + output.map_or(0, |s| s.growth);
         let egress = route.dev.ok_or(DropReason::NoRoute)?;
         let link_mtu = snap.links[egress].mtu;
-        let mtu = route.mtu.map_or(link_mtu, |m| m.min(link_mtu)) as usize;
+        let mtu = route.mtu.map_or(link_mtu, |m| m.value.min(link_mtu)) as usize;
         let final_len = buf.len() - if l2_frame { ethernet::HEADER_LEN } else { 0 } + growth;
         if final_len > mtu {
             if l3 == L3::V6 {
                 let reported = mtu.saturating_sub(growth).max(ipv6::MIN_MTU) as u32;
-                self.icmp_error(cx, buf.data(), IcmpError::PacketTooBig { mtu: reported });
+                // Linux checks an unlocked route MTU of a forwarded packet only on output, after the hop limit
+                // was decremented (ip6_fragment): a plain forward over the device's MTU but not the route's
+                // quotes the packet with hop limit − 1.
+                let late = input.is_none()
+                    && output.is_none()
+                    && final_len <= link_mtu as usize
+                    && route.mtu.is_some_and(|m| !m.locked);
+                if late {
+                    let mut quoted = buf.data().to_vec();
+                    quoted[7] = quoted[7].saturating_sub(1);
+                    self.icmp_error(cx, &quoted, IcmpError::PacketTooBig { mtu: reported });
+                } else {
+                    self.icmp_error(cx, buf.data(), IcmpError::PacketTooBig { mtu: reported });
+                }
             } else if input.is_none()
                 && output.is_none()
                 && ipv4::Packet::new_unchecked(buf.data()).flags_frag() & 0x4000 != 0
