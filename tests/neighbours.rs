@@ -471,6 +471,55 @@ fn an_unanswered_neighbour_is_retried_then_given_up() {
     assert!(drive(&mut r, 10 * SEC).is_empty());
 }
 
+/// Two workers of one router (sharing a `SolicitGate`) queue packets for the same unanswered next hop, the second
+/// 0.4 s after the first: between them they send three solicitations, one per retransmission interval, as Linux
+/// does with one queue (not three each); each gives up on its own packets at its own time. Without the gate each
+/// worker solicits for itself (six).
+#[test]
+fn workers_sharing_a_gate_send_one_solicitation_per_retransmission() {
+    for shared in [true, false] {
+        let gate = std::sync::Arc::new(neigh::SolicitGate::default());
+        let mut w: Vec<Router> = (0..2)
+            .map(|_| {
+                let mut r = router("-6 route add fc00::/16 via fd00:2::2 dev r1\n");
+                r.set_resolve(true);
+                if shared {
+                    r.worker.solicit_gate = Some(std::sync::Arc::clone(&gate));
+                }
+                r
+            })
+            .collect();
+        let mut sent = 0;
+        let mut count = |out: &[(usize, Vec<u8>)]| {
+            for (_, f) in out {
+                if is_ns_for(f, "fd00:2::2", None) {
+                    sent += 1;
+                }
+            }
+        };
+        count(&run(&mut w[0], 0, SEC, &[udp6("fc00::1", 64)]));
+        count(&run(
+            &mut w[1],
+            0,
+            SEC + 4 * SEC / 10,
+            &[udp6("fc00::2", 64)],
+        ));
+        for t in 1..=60 {
+            let now = SEC + t * SEC / 10;
+            for r in w.iter_mut() {
+                count(&drive(r, now));
+            }
+        }
+        assert_eq!(sent, if shared { 3 } else { 6 }, "shared gate: {shared}");
+        let tx: u64 = w.iter().map(|r| r.worker.stats.solicit_tx).sum();
+        assert_eq!(tx, sent);
+        for r in &w {
+            assert_eq!(drops(r, DropReason::NeighUnresolved), 1);
+            assert_eq!(r.worker.stats.pending, 0);
+        }
+    }
+}
+
 #[test]
 fn ipv4_next_hops_are_resolved_with_arp() {
     let mut r = router("route add 10.9.0.0/16 via 10.2.0.2 dev r1\n");

@@ -293,6 +293,7 @@ fn serve(
     }
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
+    let gate = Arc::new(crate::node::neigh::SolicitGate::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
@@ -313,6 +314,7 @@ fn serve(
                     report: Arc::clone(&reports[i]),
                     neigh_tx: neigh_tx.clone(),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
+                    solicit_gate: Arc::clone(&gate),
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
@@ -329,6 +331,7 @@ fn serve(
                     report: Arc::clone(&reports[i]),
                     neigh_tx: neigh_tx.clone(),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
+                    solicit_gate: Arc::clone(&gate),
                     close: close_xsk,
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);

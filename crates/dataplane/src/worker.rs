@@ -18,7 +18,7 @@ use crate::headroom::HeadroomPolicy;
 use crate::node::icmp_limit::IcmpLimiter;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::ioam_domain::{self, ExportEvent, ExportQueue, FlowIds, IoamRecord};
-use crate::node::neigh::{self, Enqueued, NeighEvent, PendingQueues, Queued};
+use crate::node::neigh::{self, Enqueued, NeighEvent, PendingQueues, Queued, SolicitGate};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{arp as node_arp, echo as node_echo, ndp as node_ndp};
@@ -66,6 +66,10 @@ pub struct Worker {
     /// Rate limits for the ICMP errors this worker sends (`None`, the offline default: every error is sent; the
     /// live router sets `Some(IcmpLimiter::default())`, Linux's default limits).
     pub icmp_limiter: Option<IcmpLimiter>,
+    /// Shared by the workers of one live router: one multicast solicitation per next hop and retransmission
+    /// interval between them all, however many workers queue packets for it (`None`: this worker solicits for
+    /// itself).
+    pub solicit_gate: Option<Arc<SolicitGate>>,
     buf: PacketBuf,
     /// Replies and solicitations are written here.
     reply: Vec<u8>,
@@ -234,6 +238,7 @@ impl Worker {
             ioam_export: ExportQueue::default(),
             resolve: false,
             icmp_limiter: None,
+            solicit_gate: None,
             buf: PacketBuf::new(4096),
             reply: Vec::new(),
             outcome: Outcome::Sent,
@@ -448,8 +453,16 @@ impl Worker {
         }
     }
 
-    /// Sends a solicitation (ARP request) for `key`'s address out of its device.
+    /// Sends a solicitation (ARP request) for `key`'s address out of its device, unless another worker sharing
+    /// the [`SolicitGate`] sent the multicast one of this retransmission interval (which then counts for this
+    /// worker's retries too).
     fn solicit(&mut self, cx: &mut Cx<'_, '_>, key: (DevId, IpAddr), unicast: Option<Mac>) {
+        if unicast.is_none()
+            && let Some(g) = &self.solicit_gate
+            && !g.claim(key, cx.ts)
+        {
+            return;
+        }
         if neigh::solicitation(cx.snap, key.0, key.1, unicast, &mut self.reply) {
             cx.send(key.0, &self.reply);
             self.stats.solicit_tx += 1;
