@@ -355,6 +355,11 @@ impl Fib {
         &self.routes
     }
 
+    /// Whether slot `id` holds a route of the table (not a removed route's slot waiting for reuse).
+    pub fn is_live(&self, id: RouteId) -> bool {
+        (id as usize) < self.routes.len() && !self.free.contains(&id)
+    }
+
     /// Sets the plan of route `id` (and, when it is its prefix's best route, the lookup index's copy).
     pub fn set_plan(&mut self, id: RouteId, plan: Option<u32>) {
         let Some(r) = self.routes.get_mut(id as usize) else {
