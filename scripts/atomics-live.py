@@ -129,6 +129,28 @@ def count_atomics(cg, cache):
     return total, sites, rounds
 
 
+def fit_rounds_packets(points):
+    """Least squares for atomics = c + r * rounds + p * packets over (rounds, packets, atomics) points; None when
+    the points do not determine it."""
+    if len(points) < 3:
+        return None
+    # Normal equations A^T A x = A^T y, solved by Gaussian elimination.
+    rows = [(1.0, float(r), float(p)) for r, p, _ in points]
+    ys = [float(y) for _, _, y in points]
+    m = [[sum(a[i] * a[j] for a in rows) for j in range(3)] + [sum(a[i] * y for a, y in zip(rows, ys))]
+         for i in range(3)]
+    for c in range(3):
+        piv = max(range(c, 3), key=lambda r: abs(m[r][c]))
+        if abs(m[piv][c]) < 1e-9:
+            return None
+        m[c], m[piv] = m[piv], m[c]
+        for r in range(3):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return tuple(m[i][3] / m[i][i] for i in range(3))
+
+
 def run_once(topo, lwt6, io, frame_hex, rate, seconds, outdir, label):
     conf = os.path.join(outdir, f"{label}.conf")
     sock = os.path.join(outdir, f"{label}.sock")
@@ -205,13 +227,22 @@ def main():
         print(f"{label:10} {r['tx']:8d} {r['rounds']:7d} {r['tx'] / max(1, r['rounds']):10.1f} {per_round:13.2f} "
               f"{per_packet:26.4f}")
     print(f"{'idle':10} {0:8d} {idle['rounds']:7d} {0:10.1f} {idle['atomics'] / max(1, idle['rounds']):13.2f}")
+    fit = fit_rounds_packets([(r["rounds"], r["tx"], r["atomics"]) for r in runs.values()])
+    if fit:
+        # Idle rounds are not busy ones (an idle round also polls and publishes its counters): a rough split.
+        print(f"\nleast-squares fit over the runs: atomics = {fit[0]:.1f} + {fit[1]:.3f} x rounds + "
+              f"{fit[2]:.4f} x packets")
     with open(a.out, "w") as f:
-        json.dump(dict(io=a.io, seconds=a.seconds, summary=summary, runs=runs), f, indent=1)
-    print("\nsites (" + " / ".join(runs) + "):")
-    keys = set().union(*(r["sites"] for r in runs.values()))
+        json.dump(dict(io=a.io, seconds=a.seconds, summary=summary, fit=dict(
+            constant=fit[0], per_round=fit[1], per_packet=fit[2]) if fit else None, runs=runs), f, indent=1)
     last = list(runs)[-1]
-    for k in sorted(keys, key=lambda k: -runs[last]["sites"].get(k, 0)):
-        print("  " + " ".join(f"{r['sites'].get(k, 0):7d}" for r in runs.values()) + f"  {k}")
+    lr = runs[last]
+    print("\nsites: count in each run (" + " / ".join(runs) + f"), then per round and per packet in {last}:")
+    keys = set().union(*(r["sites"] for r in runs.values()))
+    for k in sorted(keys, key=lambda k: -lr["sites"].get(k, 0)):
+        n = lr["sites"].get(k, 0)
+        print("  " + " ".join(f"{r['sites'].get(k, 0):7d}" for r in runs.values())
+              + f"  {n / max(1, lr['rounds']):6.2f}/round {n / max(1, lr['tx']):7.4f}/pkt  {k}")
 
 
 if __name__ == "__main__":
