@@ -466,11 +466,33 @@ fn napi_threads(dev: &str) -> BTreeSet<u32> {
     out
 }
 
+/// CPU time (ns) the processes `pids` (all their threads) and kernel threads have had (`schedstat`).
+fn cpu_ns(pids: &[u32]) -> u64 {
+    let one = |path: &str| -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+            .unwrap_or(0)
+    };
+    let mut total = 0;
+    for pid in pids {
+        match std::fs::read_dir(format!("/proc/{pid}/task")) {
+            Ok(rd) => {
+                for t in rd.flatten() {
+                    total += one(&format!("{}/schedstat", t.path().display()));
+                }
+            }
+            Err(_) => total += one(&format!("/proc/{pid}/schedstat")),
+        }
+    }
+    total
+}
+
 /// Makes r0's NAPI threaded and pins its receive threads that did not exist in `before` to the router CPUs
-/// with the bench's niceness; returns how many were pinned.
-fn pin_napi(t: &Topo, before: &BTreeSet<u32>, cpus: &str, nice: i32) -> Result<usize, Failure> {
+/// with the bench's niceness; returns their ids.
+fn pin_napi(t: &Topo, before: &BTreeSet<u32>, cpus: &str, nice: i32) -> Result<Vec<u32>, Failure> {
     t.write(&t.r, "/sys/class/net/r0/threaded", "1")?;
-    let mut pinned = 0;
+    let mut pinned = Vec::new();
     for _ in 0..50 {
         let new: Vec<u32> = napi_threads("r0").difference(before).copied().collect();
         if !new.is_empty() {
@@ -479,7 +501,7 @@ fn pin_napi(t: &Topo, before: &BTreeSet<u32>, cpus: &str, nice: i32) -> Result<u
                 sh(&["taskset", "-pc", cpus, &p])?;
                 sh(&["renice", "-n", &nice.to_string(), "-p", &p])?;
             }
-            pinned = new.len();
+            pinned = new;
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -556,15 +578,21 @@ impl Bench<'_> {
         })
     }
 
-    /// The zero-loss rate: (rate, the sender's unpaced rate, sender-limited, delivered at the unpaced rate).
-    fn zero_loss(&self, frame: &[u8]) -> Result<Value, Failure> {
+    /// The zero-loss rate, the sender's unpaced rate, whether that was the limit, what was delivered at it, and
+    /// the router's CPU time per delivered packet at it: `lwt6 run`'s threads (`router`) and r0's NAPI threads.
+    fn zero_loss(&self, frame: &[u8], router: &[u32], napi: &[u32]) -> Result<Value, Failure> {
         let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+        let (r0, n0) = (cpu_ns(router), cpu_ns(napi));
         let max = self.trial(&hex, 0)?;
+        let (r1, n1) = (cpu_ns(router), cpu_ns(napi));
+        let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / max.got.max(1) as f64;
+        let cpu = json!({"process_ns_per_packet": per(r0, r1), "napi_ns_per_packet": per(n0, n1),
+                         "napi_threads": napi.len()});
         let delivered = max.got as f64 * max.rate / max.sent.max(1) as f64;
         if max.loss() <= self.a.loss {
             return Ok(
                 json!({"zero_loss": max.rate, "sender_max": max.rate, "sender_limited": true,
-                             "delivered_at_max": delivered, "trials": 1}),
+                             "delivered_at_max": delivered, "trials": 1, "cpu_at_max": cpu}),
             );
         }
         let (mut lo, mut hi) = (0.0f64, max.rate);
@@ -587,7 +615,7 @@ impl Bench<'_> {
         }
         Ok(
             json!({"zero_loss": lo, "sender_max": max.rate, "sender_limited": false,
-                  "delivered_at_max": delivered, "trials": trials}),
+                  "delivered_at_max": delivered, "trials": trials, "cpu_at_max": cpu}),
         )
     }
 
@@ -599,7 +627,7 @@ impl Bench<'_> {
         let before = napi_threads("r0");
         self.topo.kernel_mode(stmts)?;
         let r = pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice)
-            .and_then(|_| self.zero_loss(&c.frame));
+            .and_then(|napi| self.zero_loss(&c.frame, &[], &napi));
         self.topo.lwt6_mode()?;
         let mut v = r?;
         v["case"] = json!(c.name);
@@ -661,7 +689,7 @@ impl Bench<'_> {
         let r = self
             .wait_ready(&mut child, &sock)
             .and_then(|()| pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice))
-            .and_then(|_| self.zero_loss(&c.frame));
+            .and_then(|napi| self.zero_loss(&c.frame, &[child.id()], &napi));
         let fin = stop(child);
         let _ = std::fs::remove_file(&conf);
         let mut v = r?;
@@ -907,6 +935,17 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
                 v["delivered_at_max"].as_f64().unwrap_or(0.0) / 1e3
             )
         };
+        let c = &v["cpu_at_max"];
+        if let (Some(n), Some(p)) = (
+            c["napi_ns_per_packet"].as_f64(),
+            c["process_ns_per_packet"].as_f64(),
+        ) {
+            s += &if p > 0.0 {
+                format!("; CPU at overload {n:.0} ns NAPI + {p:.0} ns lwt6 per packet")
+            } else {
+                format!("; CPU at overload {n:.0} ns NAPI per packet")
+            };
+        }
         if let Some(r) = v["reallocs_per_packet"].as_f64() {
             s += &format!(", {r} reallocs/pkt");
         }
