@@ -34,6 +34,9 @@ const MAC_R0: [u8; 6] = [2, 0, 0, 0, 1, 2];
 const MAC_R1: [u8; 6] = [2, 0, 0, 0, 2, 1];
 const MAC_D0: [u8; 6] = [2, 0, 0, 0, 2, 2];
 
+/// The running `lwt6 run` (0: none), for the signal thread to stop.
+static ROUTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// The sender of `lwt6 bench live`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Sender {
@@ -686,11 +689,13 @@ impl Bench<'_> {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| fail(format!("lwt6 run: {e}")))?;
+        ROUTER.store(child.id(), std::sync::atomic::Ordering::Relaxed);
         let r = self
             .wait_ready(&mut child, &sock)
             .and_then(|()| pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice))
             .and_then(|napi| self.zero_loss(&c.frame, &[child.id()], &napi));
         let fin = stop(child);
+        ROUTER.store(0, std::sync::atomic::Ordering::Relaxed);
         let _ = std::fs::remove_file(&conf);
         let mut v = r?;
         let fin = fin?;
@@ -871,6 +876,37 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
     };
     let mask = cpu_mask(&a.sender_cpus)?;
     cpu_mask(&a.router_cpus)?;
+    // SIGINT / SIGTERM end the process without running destructors: a thread removes the namespaces first. (The
+    // signals are blocked in this thread before any other starts; children get an empty mask from `Command`.)
+    let signals = crate::io::sys::SignalFd::new(&[libc::SIGINT, libc::SIGTERM])
+        .map_err(|e| fail(format!("signalfd: {e}")))?;
+    let prefix = format!("l6bl-{}-", std::process::id());
+    std::thread::spawn(move || {
+        loop {
+            let _ = crate::io::sys::poll_readable(&[signals.raw_fd()], -1);
+            if signals.next().is_some() {
+                let pid = ROUTER.load(std::sync::atomic::Ordering::Relaxed);
+                if pid != 0 {
+                    let _ = crate::io::sys::kill(pid, libc::SIGTERM);
+                    for _ in 0..100 {
+                        if !Path::new(&format!("/proc/{pid}")).exists() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                for n in ["s", "r", "d"] {
+                    let _ = sh(&["ip", "netns", "del", &format!("{prefix}{n}")]);
+                }
+                let tag = format!("lwt6-bench-live-{}", std::process::id());
+                for ext in ["conf", "sock"] {
+                    let _ = std::fs::remove_file(std::env::temp_dir().join(format!("{tag}.{ext}")));
+                }
+                eprintln!("lwt6 bench live: interrupted; its namespaces are removed");
+                std::process::exit(130);
+            }
+        }
+    });
     let b = Bench {
         a: &a,
         bin,
