@@ -471,6 +471,160 @@ fn an_unanswered_neighbour_is_retried_then_given_up() {
     assert!(drive(&mut r, 10 * SEC).is_empty());
 }
 
+/// Two workers of one router (sharing a `SolicitGate`) queue packets for the same unanswered next hop, the second
+/// 0.4 s after the first: between them they send three solicitations, one per retransmission interval, as Linux
+/// does with one queue (not three each); each gives up on its own packets at its own time. Without the gate each
+/// worker solicits for itself (six).
+#[test]
+fn workers_sharing_a_gate_send_one_solicitation_per_retransmission() {
+    for shared in [true, false] {
+        let gate = std::sync::Arc::new(neigh::SolicitGate::default());
+        let mut w: Vec<Router> = (0..2)
+            .map(|_| {
+                let mut r = router("-6 route add fc00::/16 via fd00:2::2 dev r1\n");
+                r.set_resolve(true);
+                if shared {
+                    r.worker.solicit_gate = Some(std::sync::Arc::clone(&gate));
+                }
+                r
+            })
+            .collect();
+        let mut sent = 0;
+        let mut count = |out: &[(usize, Vec<u8>)]| {
+            for (_, f) in out {
+                if is_ns_for(f, "fd00:2::2", None) {
+                    sent += 1;
+                }
+            }
+        };
+        count(&run(&mut w[0], 0, SEC, &[udp6("fc00::1", 64)]));
+        count(&run(
+            &mut w[1],
+            0,
+            SEC + 4 * SEC / 10,
+            &[udp6("fc00::2", 64)],
+        ));
+        for t in 1..=60 {
+            let now = SEC + t * SEC / 10;
+            for r in w.iter_mut() {
+                count(&drive(r, now));
+            }
+        }
+        assert_eq!(sent, if shared { 3 } else { 6 }, "shared gate: {shared}");
+        let tx: u64 = w.iter().map(|r| r.worker.stats.solicit_tx).sum();
+        assert_eq!(tx, sent);
+        for r in &w {
+            assert_eq!(drops(r, DropReason::NeighUnresolved), 1);
+            assert_eq!(r.worker.stats.pending, 0);
+        }
+    }
+}
+
+/// A next hop learned by NDP gets the fast-path plan, for a gateway route and for a seg6 tunnel routed through it,
+/// with the same bytes as the general path; the plan follows a new MAC (solicited, overriding advertisement) and
+/// is given up as soon as the table stops vouching for the entry (an unsolicited override makes it STALE; aging
+/// does; the entry goes after unanswered probes): from then on the general path forwards (and reports the STALE
+/// use, so the entry is probed), and after deletion packets wait for a new resolution, never sent to the old MAC.
+#[test]
+fn learned_neighbours_get_plans_while_the_table_vouches_for_them() {
+    const D1: [u8; 6] = [2, 0, 0, 0, 2, 3];
+    let conf = "-6 route add fc00::/16 via fd00:2::2 dev r1\n\
+                -6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1,fc00::2 dev r1\n";
+    let mut rs = [router(conf), router(conf)];
+    rs[1].worker.fast_path = false;
+    for r in rs.iter_mut() {
+        r.set_resolve(true);
+    }
+    // Feeds both routers (fast path on, off); the outputs must be equal; returns the first one's and how many
+    // frames took its plans.
+    fn step(
+        rs: &mut [Router; 2],
+        dev: usize,
+        ts: u64,
+        frames: &[Vec<u8>],
+    ) -> (Vec<(usize, Vec<u8>)>, u64) {
+        let before = rs[0].worker.stats.fast_path;
+        let a = run(&mut rs[0], dev, ts, frames);
+        let b = run(&mut rs[1], dev, ts, frames);
+        assert_eq!(a, b, "fast and general paths differ at {ts}");
+        assert_eq!(rs[1].worker.stats.fast_path, 0);
+        (a, rs[0].worker.stats.fast_path - before)
+    }
+    let traffic = || vec![udp6("fc00::2", 64), udp6("fd00:91::1", 64)];
+    // Unknown: queued, solicited; the solicited advertisement makes it REACHABLE and releases the packet.
+    let (out, fp) = step(&mut rs, 0, SEC, &[udp6("fc00::1", 64)]);
+    assert!(is_ns_for(&out[0].1, "fd00:2::2", None) && fp == 0);
+    step(
+        &mut rs,
+        1,
+        SEC + 1,
+        &[na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R1)],
+    );
+    // Learned and vouched for: both routes take their plans, to D0.
+    let (out, fp) = step(&mut rs, 0, 2 * SEC, &traffic());
+    assert_eq!((out.len(), fp), (2, 2));
+    assert!(
+        out.iter()
+            .all(|(d, f)| *d == 1 && f[..12] == [D0, R1].concat())
+    );
+    // A solicited advertisement with the override flag and a new address: REACHABLE at D1, plans follow.
+    step(
+        &mut rs,
+        1,
+        3 * SEC,
+        &[na("fd00:2::2", "fd00:2::1", 0x60, Some(D1), D1, R1)],
+    );
+    let (out, fp) = step(&mut rs, 0, 4 * SEC, &traffic());
+    assert_eq!((out.len(), fp), (2, 2));
+    assert!(out.iter().all(|(_, f)| f[..6] == D1));
+    // An unsolicited override back to D0 leaves the entry STALE (RFC 4861 §7.2.5): general path, to D0.
+    step(
+        &mut rs,
+        1,
+        5 * SEC,
+        &[na("fd00:2::2", "fd00:2::1", 0x20, Some(D0), D0, R1)],
+    );
+    let key = IpAddr::V6(a6("fd00:2::2"));
+    assert!(matches!(
+        rs[0].neigh.get(1, key).unwrap().state,
+        State::Stale { .. }
+    ));
+    let (out, fp) = step(&mut rs, 0, 6 * SEC, &traffic());
+    assert_eq!((out.len(), fp), (2, 0));
+    assert!(out.iter().all(|(_, f)| f[..6] == D0));
+    // Confirmed again (a solicited advertisement): plans again; then 30 s later aged to STALE: no plan.
+    step(
+        &mut rs,
+        1,
+        7 * SEC,
+        &[na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R1)],
+    );
+    assert_eq!(step(&mut rs, 0, 8 * SEC, &traffic()).1, 2);
+    for r in rs.iter_mut() {
+        drive(r, 38 * SEC);
+    }
+    assert!(matches!(
+        rs[0].neigh.get(1, key).unwrap().state,
+        State::Stale { .. }
+    ));
+    let (out, fp) = step(&mut rs, 0, 39 * SEC, &traffic());
+    assert_eq!((out.len(), fp), (2, 0));
+    // Used while STALE: probed three times, unanswered, deleted: packets wait again, solicited, none to D0.
+    for t in 40..=48 {
+        for r in rs.iter_mut() {
+            drive(r, t * SEC);
+        }
+    }
+    assert!(rs[0].neigh.get(1, key).is_none());
+    let (out, fp) = step(&mut rs, 0, 49 * SEC, &traffic());
+    assert_eq!(fp, 0);
+    assert!(
+        out.iter().all(|(_, f)| is_ns_for(f, "fd00:2::2", None)),
+        "{out:02x?}"
+    );
+    assert_eq!(rs[0].worker.stats.pending, 2);
+}
+
 #[test]
 fn ipv4_next_hops_are_resolved_with_arp() {
     let mut r = router("route add 10.9.0.0/16 via 10.2.0.2 dev r1\n");

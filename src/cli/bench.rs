@@ -33,6 +33,9 @@ pub enum BenchWhat {
     /// What the per-packet tracer costs on one family: no trace, a trace armed that no frame matches, every frame
     /// traced (interleaved runs).
     Trace(FloorArgs),
+    /// The live router against the kernel router in network namespaces: zero-loss rates for plain IPv6, seg6
+    /// encap, IOAM and End.DX6, 1 and 2 workers (root; docs/live.md).
+    Live(crate::live::bench::LiveBenchArgs),
 }
 
 /// `lwt6 bench soak`.
@@ -342,6 +345,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchWhat::Soak(a) => soak(a),
         BenchWhat::Ioam(a) => ioam(a),
         BenchWhat::Trace(a) => trace(a),
+        BenchWhat::Live(a) => crate::live::bench::run(a),
     }
 }
 

@@ -128,7 +128,7 @@ pub fn route(
     o.put("flags", [(); 0]);
     if let Some(m) = r.mtu {
         let mut mtu = Object::default();
-        mtu.put("mtu", m);
+        mtu.put("mtu", m.value);
         o.0.push(("metrics", format!("[{}]", mtu.to_json())));
     }
     if v6 {

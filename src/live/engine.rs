@@ -155,6 +155,8 @@ pub struct WorkerCtx<P> {
     pub neigh_tx: std::sync::mpsc::Sender<Vec<NeighEvent>>,
     /// Frames the control thread wants sent (its neighbour probes); the worker that holds `Some` sends them.
     pub outbox: Option<Arc<Outbox>>,
+    /// Shared by all the workers: one multicast solicitation per next hop and retransmission between them.
+    pub solicit_gate: Arc<crate::node::neigh::SolicitGate>,
     /// Called for each port once it is drained at stop: how many frames it still holds that the kernel never
     /// took (AF_PACKET: after waiting a while for it to take them).
     pub close: fn(&mut P) -> u64,
@@ -184,6 +186,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     // errors as Linux does.
     worker.resolve = true;
     worker.icmp_limiter = Some(IcmpLimiter::default());
+    worker.solicit_gate = Some(Arc::clone(&ctx.solicit_gate));
     let mut rep = WorkerReport {
         rx_by_dev: vec![0; ndev],
         tx_by_dev: vec![0; ndev],

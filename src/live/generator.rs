@@ -1,17 +1,29 @@
 //! `lwt6 gen`: a traffic generator for live benchmarks. Sends one template frame (the first of a capture, or given in
-//! hex) over an AF_PACKET socket in `sendmmsg` batches, at a given rate or as fast as the kernel takes them, varying
-//! the low 16 bits of the IPv6 source address over `--flows` values so that a fanout spreads the frames over
-//! several workers; or, with `--all-frames`, every frame of the capture in turn.
+//! hex) at a given rate or as fast as it can, varying the low 16 bits of the IPv6 source address over `--flows`
+//! values so that a fanout spreads the frames over several workers, or, with `--all-frames`, every frame of the
+//! capture in turn: over an AF_PACKET socket in `sendmmsg` batches (`--via packet`), or from inside the kernel
+//! with XDP live frames (`--via xdp`, [`crate::io::livegen`]: no system call per frame or batch, one sender thread
+//! per `--cpus` CPU).
 
 use crate::cli::{Failure, fail};
 use crate::io::afpacket::{AfPacket, AfPacketOptions};
 use crate::io::netdev;
 use crate::io::pcap;
 use crate::io::port::Port;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// How `lwt6 gen` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Via {
+    /// An AF_PACKET socket, `sendmmsg` batches of 32, qdisc bypassed.
+    Packet,
+    /// XDP live frames (`BPF_PROG_TEST_RUN`, Linux 5.18): the frames are made and redirected to the interface
+    /// inside the kernel, paced per CPU by lwt6's XDP program. On a veth the peer needs an XDP program or GRO.
+    Xdp,
+}
 
 /// `lwt6 gen`.
 #[derive(Debug, Args)]
@@ -45,6 +57,13 @@ pub struct GenArgs {
     /// soak's, `lwt6 bench soak --frames-out`).
     #[arg(long = "all-frames", requires = "template", conflicts_with = "flows")]
     pub all_frames: bool,
+    /// How to send.
+    #[arg(long = "via", value_enum, default_value_t = Via::Packet)]
+    pub via: Via,
+    /// `--via xdp`: the CPUs to send from, one thread each (comma-separated numbers; the rate is split evenly).
+    /// On a veth each CPU's frames land on the peer's receive queue of that number (modulo its queue count).
+    #[arg(long = "cpus", default_value = "0", value_delimiter = ',')]
+    pub cpus: Vec<usize>,
 }
 
 fn hex(s: &str) -> Result<Vec<u8>, Failure> {
@@ -92,6 +111,23 @@ pub fn run(a: GenArgs) -> Result<(), Failure> {
         return Err(fail(
             "--flows needs an IPv6 frame (its source address is varied)",
         ));
+    }
+    if a.via == Via::Xdp {
+        if a.count > 0 || a.all_frames {
+            return Err(fail(
+                "--via xdp sends one template frame for --duration-ms (--count and --all-frames need --via packet)",
+            ));
+        }
+        let g = crate::io::livegen::LiveGen::new(&a.dev, &frame, a.flows)
+            .map_err(|e| fail(format!("--via xdp: {e}")))?;
+        let r = g
+            .run(&a.cpus, a.rate, Duration::from_millis(a.duration_ms))
+            .map_err(|e| fail(format!("--via xdp: {e}")))?;
+        println!(
+            "{}",
+            json!({"sent": r.sent, "seconds": r.elapsed.as_secs_f64(), "rate": r.rate(), "per_cpu": r.per_cpu})
+        );
+        return Ok(());
     }
     let dev = netdev::lookup(&a.dev).map_err(|e| fail(format!("--dev {}: {e}", a.dev)))?;
     let mut port = AfPacket::open(

@@ -3,6 +3,7 @@
 //! configuration file (published only when it is valid), SIGINT / SIGTERM stop the workers, which drain their
 //! ports, and the final counters are printed. See docs/live.md.
 
+pub mod bench;
 pub mod control;
 pub mod engine;
 pub mod generator;
@@ -320,6 +321,7 @@ fn serve(
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
+    let gate = Arc::new(crate::node::neigh::SolicitGate::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
@@ -340,6 +342,7 @@ fn serve(
                     report: Arc::clone(&reports[i]),
                     neigh_tx: neigh_tx.clone(),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
+                    solicit_gate: Arc::clone(&gate),
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
                     index: i,
                     trace: Arc::clone(&trace),
@@ -358,6 +361,7 @@ fn serve(
                     report: Arc::clone(&reports[i]),
                     neigh_tx: neigh_tx.clone(),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
+                    solicit_gate: Arc::clone(&gate),
                     close: close_xsk,
                     index: i,
                     trace: Arc::clone(&trace),

@@ -1,6 +1,7 @@
 """The live router, `lwt6 run` over AF_PACKET, against the kernel router in the same topology: the receiver (and the
 sender, for ICMPv6 errors) must get the same bytes from both. Then what only a live router has: routes changed
 through the control socket under a steady stream, several workers on a multi-queue veth, the refusals."""
+import ipaddress
 import json
 import os
 import shutil
@@ -32,6 +33,8 @@ CASES_CONFIG = [
     "-6 route add fd00:96::/64 encap seg6 mode encap segs fc00::1,fc00::2 hmac 42 dev r1",
     "-6 route add fd00:98::/64 encap seg6 mode inline segs fc00::1,fc00::2,fc00::3 hmac 42 dev r1",
     "-6 route add fd00:9a::/64 via fd00:2::2 dev r1 mtu lock 1400",
+    # Unlocked: Linux checks it only on output, after the hop limit was decremented (the PTB quotes hop limit - 1).
+    "-6 route add fd00:9b::/64 via fd00:2::2 dev r1 mtu 1400",
     "-4 route add 10.99.0.0/24 encap seg6 mode encap segs fc00::1,fc00::2 dev r1",
     "ioam namespace add 123 data 0xdeadbeef wide 0xcafec0dedeadbeef",
     "sysctl net.ipv6.ioam6_id=0x111111",
@@ -64,6 +67,7 @@ def case_frames():
     f.append(("icmp-time-exceeded", udp6("fc00::99", hlim=1, size=32, tag=6)))
     f.append(("icmp-unreachable", udp6("2001:db8::1", hlim=64, size=32, tag=7)))
     f.append(("icmp-packet-too-big", udp6("fd00:9a::5", hlim=64, size=1400, tag=8)))
+    f.append(("icmp-packet-too-big-unlocked", udp6("fd00:9b::5", hlim=64, size=1400, tag=8)))
     f.append(("icmp-packet-too-big-tunnel", udp6("fd00:91::5", hlim=64, size=1440, tag=8)))
     return f
 
@@ -167,7 +171,7 @@ def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
     compare_with_kernel(kernel_outputs, ours)
     n = len(case_frames())
     assert final["rx"] - noise(final) == n and final["balanced"], final
-    assert final["icmp_errors_sent"] == 4, final
+    assert final["icmp_errors_sent"] == 5, final
     assert set(final["drops"]) - {"multicast_destination"} == {"hop_limit_exceeded", "no_route", "mtu_exceeded"}, \
         final["drops"]
 
@@ -574,6 +578,55 @@ def test_neighbours_resolved_live(live, workdir, kernel_outputs):
     assert rows[("fd00:2::2", "r1")] == (MAC_D0, "REACHABLE"), rows
     assert rows[("fd00:2::5", "r1")] == (MAC_D0, "PERMANENT"), rows
     assert final["solicitations_sent"] >= 2 and final["pending"] == 0 and final["balanced"], final
+
+
+def ns_for(target):
+    """A filter: multicast Neighbor Solicitations for `target` (RFC 4861 §4.3: ICMPv6 type 135, target at 8)."""
+    t = ipaddress.IPv6Address(target).packed
+
+    def keep(f):
+        return len(f) >= 78 and f[12:14] == b"\x86\xdd" and f[20] == 58 and f[54] == 135 and f[62:78] == t \
+            and f[0:2] == b"\x33\x33"
+    return keep
+
+
+def test_two_workers_send_one_solicitation_per_retransmission(workdir):
+    """A next hop nobody answers, packets for it arriving on both receive queues (two flows' worth of frames, then
+    more 0.4 s later): the kernel router sends three multicast solicitations, one a second; lwt6 with two workers
+    (one per queue, both holding packets for it) sends the same three, not three per worker."""
+    try:
+        t = LiveTopo("lns", queues=2)
+    except NetnsError as e:
+        pytest.fail(f"cannot build the two-queue topology: {e}", pytrace=False)
+    route = "-6 route add fd00:77::/64 via fd00:2::77 dev r1"
+    keep = ns_for("fd00:2::77")
+    frames = [udp6(f"fd00:77::{i:x}", src=f"fd00:1::{(i * 7) % 200 + 1:x}", size=16, tag=i) for i in range(1, 41)]
+
+    def stimulus():
+        a = xfer(t.s0, frames[:20], t.d0, timeout=0.4, keep=keep, noise=True)[t.d0.label]
+        b = xfer(t.s0, frames[20:], t.d0, timeout=4.0, keep=keep, noise=True)[t.d0.label]
+        return a + b
+    try:
+        t.kernel_mode(LIVE_BASE + [route])
+        try:
+            kernel = stimulus()
+        finally:
+            t.lwt6_mode()
+        r = LiveRouter(t.rns, "\n".join(LIVE_BASE + [route]) + "\n", workdir,
+                       args=["--workers", "2", "--io", "xdp"], label="ns-gate")
+        try:
+            ours = stimulus()
+        finally:
+            final = r.stop()
+    finally:
+        t.destroy()
+    assert len(kernel) == 3, f"the kernel sent {len(kernel)} solicitations"
+    assert all(w["rx"] - noise(w) > 0 for w in final["workers"]), "one worker got no frames: the test tests nothing"
+    assert len(ours) == len(kernel), f"lwt6 with two workers sent {len(ours)} solicitations"
+    assert final["solicitations_sent"] == 3 and final["balanced"], final
+    # Each worker holds at most 16 packets for one next hop (the rest: neigh_queue_full).
+    d = final["drops"]
+    assert d.get("neigh_unresolved", 0) + d.get("neigh_queue_full", 0) == len(frames), d
 
 
 def test_unresolvable_next_hops_keep_the_queue_bounded(live, workdir):

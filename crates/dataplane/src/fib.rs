@@ -34,8 +34,8 @@ pub struct RouteEntry {
     pub dev: Option<DevId>,
     /// Metric: the lowest wins among routes for the same prefix.
     pub metric: u32,
-    /// Route MTU (`mtu N`); the interface MTU applies otherwise.
-    pub mtu: Option<u32>,
+    /// Route MTU (`mtu [lock] N`); the interface MTU applies otherwise.
+    pub mtu: Option<crate::spec::RouteMtu>,
     /// Attached tunnel.
     pub tunnel: Option<TunnelId>,
     /// Origin.
@@ -353,6 +353,11 @@ impl Fib {
     /// prefix set pointing at them, until an insertion reuses them: see [`Fib::remove`]).
     pub fn routes(&self) -> &[RouteEntry] {
         &self.routes
+    }
+
+    /// Whether slot `id` holds a route of the table (not a removed route's slot waiting for reuse).
+    pub fn is_live(&self, id: RouteId) -> bool {
+        (id as usize) < self.routes.len() && !self.free.contains(&id)
     }
 
     /// Sets the plan of route `id` (and, when it is its prefix's best route, the lookup index's copy).

@@ -55,7 +55,7 @@ type PlanKey = (
     Option<TunnelId>,
     Option<DevId>,
     Option<IpAddr>,
-    Option<u32>,
+    Option<crate::spec::RouteMtu>,
     bool,
 );
 
@@ -637,6 +637,66 @@ impl Snapshot {
         }
     }
 
+    /// The link-layer address a plan may use for neighbour `nh` on `dev`: the static entry, else a learned one
+    /// the neighbour table vouches for (REACHABLE: not stale). A STALE entry is left to the general path, which
+    /// reports its use so that the control thread probes it.
+    fn plan_neighbour(&self, dev: DevId, nh: Ipv6Addr) -> Option<Mac> {
+        if let Some(m) = self.neigh6.get(&(dev, nh)) {
+            return Some(*m);
+        }
+        self.dyn6
+            .get(&(dev, nh))
+            .filter(|n| !n.stale)
+            .map(|n| n.mac)
+    }
+
+    /// Plans again what depends on learned neighbour `nh` on `dev` after it came, changed its address or state,
+    /// or went: the gateway routes through it (their shared plan is made anew in its slot, or dropped and its
+    /// slot freed when the neighbour is no longer vouched for), and the tunnel routes whose destination routes
+    /// through it or is it. Nothing changes where a static entry for it wins. Cost: one pass over the route slots
+    /// (neighbour changes are rare: learning, REACHABLE ↔ STALE, forgetting).
+    fn replan_neighbour(&mut self, dev: DevId, nh: Ipv6Addr) {
+        if self.neigh6.contains_key(&(dev, nh)) {
+            return;
+        }
+        let via = Some(IpAddr::V6(nh));
+        let gateway: Vec<(RouteId, IpNet, Option<u32>)> = self
+            .fib
+            .routes()
+            .iter()
+            .enumerate()
+            .filter(|(id, r)| {
+                r.dev == Some(dev)
+                    && r.via == via
+                    && r.tunnel.is_none()
+                    && self.fib.is_live(*id as RouteId)
+            })
+            .map(|(id, r)| (id as RouteId, r.prefix, r.plan))
+            .collect();
+        // Their shared plans' keys name the neighbour: forget them, so the first route plans anew (in its old slot).
+        self.plan_keys
+            .retain(|k, _| !(k.0.is_none() && k.1 == Some(dev) && k.2 == via));
+        let old: std::collections::BTreeSet<u32> = gateway.iter().filter_map(|g| g.2).collect();
+        for (id, _, _) in &gateway {
+            self.plan_route(*id);
+        }
+        // A slot none of them uses any more (the neighbour is not vouched for now) is freed with its template.
+        for o in old {
+            let used = gateway
+                .iter()
+                .any(|(id, _, _)| self.fib.routes()[*id as usize].plan == Some(o));
+            if !used {
+                let t = self.templates.unbase(self.plans[o as usize].template);
+                self.template_log.release(t);
+                self.free_plans.push(o);
+            }
+        }
+        for (_, prefix, _) in &gateway {
+            self.replan_within(*prefix);
+        }
+        self.replan_within(IpNet::V6(ipnet::Ipv6Net::from(nh)));
+    }
+
     /// Plans again every tunnel route whose tunnel routes towards a destination inside `prefix` (after a route
     /// for `prefix` came or went).
     fn replan_within(&mut self, prefix: IpNet) {
@@ -750,15 +810,27 @@ impl Snapshot {
                     stale: *stale,
                 };
                 match addr {
-                    IpAddr::V6(a) => self.dyn6.insert((*dev, *a), n),
-                    IpAddr::V4(a) => self.dyn4.insert((*dev, *a), n),
+                    IpAddr::V6(a) => {
+                        if self.dyn6.insert((*dev, *a), n) != Some(n) {
+                            self.replan_neighbour(*dev, *a);
+                        }
+                    }
+                    IpAddr::V4(a) => {
+                        self.dyn4.insert((*dev, *a), n);
+                    }
                 };
                 Ok(())
             }
             Change::NeighDel { dev, addr } => {
                 match addr {
-                    IpAddr::V6(a) => self.dyn6.remove(&(*dev, *a)),
-                    IpAddr::V4(a) => self.dyn4.remove(&(*dev, *a)),
+                    IpAddr::V6(a) => {
+                        if self.dyn6.remove(&(*dev, *a)).is_some() {
+                            self.replan_neighbour(*dev, *a);
+                        }
+                    }
+                    IpAddr::V4(a) => {
+                        self.dyn4.remove(&(*dev, *a));
+                    }
                 };
                 Ok(())
             }
@@ -846,13 +918,13 @@ impl Snapshot {
             };
             let mut eth = vec![0u8; E];
             EthernetRepr {
-                dst: *self.neigh6.get(&(dev, nh))?,
+                dst: self.plan_neighbour(dev, nh)?,
                 src: self.links[dev].mac,
                 ethertype: ethernet::ETHERTYPE_IPV6,
             }
             .emit(&mut eth);
             let link = self.links[dev].mtu;
-            let mtu = route.mtu.map_or(link, |m| m.min(link)) as usize;
+            let mtu = route.mtu.map_or(link, |m| m.value.min(link)) as usize;
             Some((dev, eth, mtu))
         };
         // The route to a tunnel's new destination, when no other tunnel applies there.
@@ -1066,6 +1138,7 @@ impl Snapshot {
     pub fn route_mtu(&self, r: &RouteEntry) -> (u32, u32) {
         let base = r
             .mtu
+            .map(|m| m.value)
             .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
         match r.tunnel.map(|t| &self.tunnels[t]) {
             Some(Tunnel::Local(_)) | None => (base, base),

@@ -84,7 +84,7 @@ pub struct Route {
     /// Metric (`metric` / `preference`); default 1024 for IPv6, 0 for IPv4.
     pub metric: u32,
     /// Route MTU (`mtu N` or `mtu lock N`).
-    pub mtu: Option<u32>,
+    pub mtu: Option<RouteMtu>,
     /// Tunnel state (`encap ...`).
     pub encap: Option<Encap>,
     /// Routing table (`table N`; [`MAIN_TABLE`] when omitted, as `ip route` does).
@@ -516,5 +516,27 @@ mod tests {
         let m = e(&long);
         assert!(m.len() < 120, "{}", m.len());
         assert!(m.contains("... (1000000 bytes)"), "{m}");
+    }
+}
+
+/// A route's MTU metric (`mtu [lock] N`). Linux applies an unlocked one to forwarded packets only on output,
+/// after the hop limit was decremented: its Packet Too Big then quotes the packet with hop limit − 1; a locked
+/// one (or the device's MTU) is checked before forwarding and the quote has the hop limit as received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RouteMtu {
+    /// The MTU.
+    pub value: u32,
+    /// `lock`: path MTU discovery may not lower it, and forwarding checks it before the hop limit is decremented.
+    pub locked: bool,
+}
+
+impl std::fmt::Display for RouteMtu {
+    /// As `ip route` prints it after `mtu`: `lock 1400` or `1400`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.locked {
+            write!(f, "lock {}", self.value)
+        } else {
+            write!(f, "{}", self.value)
+        }
     }
 }

@@ -18,7 +18,7 @@ use crate::headroom::HeadroomPolicy;
 use crate::node::icmp_limit::IcmpLimiter;
 use crate::node::ioam::{FillContext, IfIds, NO_IF};
 use crate::node::ioam_domain::{self, ExportEvent, ExportQueue, FlowIds, IoamRecord};
-use crate::node::neigh::{self, Enqueued, NeighEvent, PendingQueues, Queued};
+use crate::node::neigh::{self, Enqueued, NeighEvent, PendingQueues, Queued, SolicitGate};
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
 use crate::node::{arp as node_arp, echo as node_echo, ndp as node_ndp};
@@ -67,6 +67,10 @@ pub struct Worker {
     /// Rate limits for the ICMP errors this worker sends (`None`, the offline default: every error is sent; the
     /// live router sets `Some(IcmpLimiter::default())`, Linux's default limits).
     pub icmp_limiter: Option<IcmpLimiter>,
+    /// Shared by the workers of one live router: one multicast solicitation per next hop and retransmission
+    /// interval between them all, however many workers queue packets for it (`None`: this worker solicits for
+    /// itself).
+    pub solicit_gate: Option<Arc<SolicitGate>>,
     buf: PacketBuf,
     /// Replies and solicitations are written here.
     reply: Vec<u8>,
@@ -272,6 +276,7 @@ impl Worker {
             ioam_export: ExportQueue::default(),
             resolve: false,
             icmp_limiter: None,
+            solicit_gate: None,
             buf: PacketBuf::new(4096),
             reply: Vec::new(),
             outcome: Outcome::Sent,
@@ -573,8 +578,16 @@ impl Worker {
         }
     }
 
-    /// Sends a solicitation (ARP request) for `key`'s address out of its device.
+    /// Sends a solicitation (ARP request) for `key`'s address out of its device, unless another worker sharing
+    /// the [`SolicitGate`] sent the multicast one of this retransmission interval (which then counts for this
+    /// worker's retries too).
     fn solicit(&mut self, cx: &mut Cx<'_, '_>, key: (DevId, IpAddr), unicast: Option<Mac>) {
+        if unicast.is_none()
+            && let Some(g) = &self.solicit_gate
+            && !g.claim(key, cx.ts)
+        {
+            return;
+        }
         if neigh::solicitation(cx.snap, key.0, key.1, unicast, &mut self.reply) {
             cx.send(key.0, &self.reply);
             self.stats.solicit_tx += 1;
@@ -2042,7 +2055,7 @@ impl Worker {
         let growth = input.map_or(0, |s| s.growth) + output.map_or(0, |s| s.growth);
         let egress = route.dev.ok_or(DropReason::NoRoute)?;
         let link_mtu = snap.links[egress].mtu;
-        let mtu = route.mtu.map_or(link_mtu, |m| m.min(link_mtu)) as usize;
+        let mtu = route.mtu.map_or(link_mtu, |m| m.value.min(link_mtu)) as usize;
         let final_len = buf.len() - if l2_frame { ethernet::HEADER_LEN } else { 0 } + growth;
         if final_len > mtu {
             note!(cx, |t| {
@@ -2055,7 +2068,20 @@ impl Worker {
             });
             if l3 == L3::V6 {
                 let reported = mtu.saturating_sub(growth).max(ipv6::MIN_MTU) as u32;
-                self.icmp_error(cx, buf.data(), IcmpError::PacketTooBig { mtu: reported });
+                // Linux checks an unlocked route MTU of a forwarded packet only on output, after the hop limit
+                // was decremented (ip6_fragment): a plain forward over the device's MTU but not the route's
+                // quotes the packet with hop limit − 1.
+                let late = input.is_none()
+                    && output.is_none()
+                    && final_len <= link_mtu as usize
+                    && route.mtu.is_some_and(|m| !m.locked);
+                if late {
+                    let mut quoted = buf.data().to_vec();
+                    quoted[7] = quoted[7].saturating_sub(1);
+                    self.icmp_error(cx, &quoted, IcmpError::PacketTooBig { mtu: reported });
+                } else {
+                    self.icmp_error(cx, buf.data(), IcmpError::PacketTooBig { mtu: reported });
+                }
             } else if input.is_none()
                 && output.is_none()
                 && ipv4::Packet::new_unchecked(buf.data()).flags_frag() & 0x4000 != 0

@@ -7,6 +7,8 @@ pub mod afxdp;
 #[cfg(target_os = "linux")]
 pub mod generator;
 pub mod linktype;
+#[cfg(target_os = "linux")]
+pub mod livegen;
 pub mod netdev;
 pub mod pcap;
 pub mod port;

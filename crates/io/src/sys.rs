@@ -92,3 +92,21 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Moves the calling thread into the network namespace `ns` refers to (a `/run/netns/NAME` file, say).
+pub fn enter_netns(ns: &impl AsRawFd) -> io::Result<()> {
+    // SAFETY: setns only reads the descriptor; it changes this thread's network namespace alone.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends signal `sig` to process `pid`.
+pub fn kill(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill has no memory effects in this process.
+    if unsafe { libc::kill(pid as libc::pid_t, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

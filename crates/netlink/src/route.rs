@@ -85,6 +85,8 @@ pub struct KernelRoute {
     pub metric: u32,
     /// Route MTU (`RTAX_MTU`).
     pub mtu: Option<u32>,
+    /// The MTU is locked (`mtu lock N`: bit `RTAX_MTU` of `RTAX_LOCK`).
+    pub mtu_locked: bool,
     /// Lightweight tunnel.
     pub encap: Option<KernelEncap>,
     /// Next hops of a multipath route (0 for a single-path route; lwt6 does not forward over multipath routes).
@@ -269,6 +271,7 @@ impl KernelRoute {
             dev: None,
             metric: 0,
             mtu: None,
+            mtu_locked: false,
             encap: None,
             multipath: 0,
             src_len: h.source_prefix_length,
@@ -286,8 +289,11 @@ impl KernelRoute {
                 RouteAttribute::Table(t) => r.table = *t,
                 RouteAttribute::Metrics(ms) => {
                     for m in ms {
-                        if let RouteMetric::Mtu(m) = m {
-                            r.mtu = Some(*m);
+                        match m {
+                            RouteMetric::Mtu(m) => r.mtu = Some(*m),
+                            // RTAX_LOCK is a mask of locked metrics, bit n for metric n; RTAX_MTU is 2.
+                            RouteMetric::Lock(l) => r.mtu_locked = l & (1 << 2) != 0,
+                            _ => {}
                         }
                     }
                 }
@@ -347,7 +353,10 @@ impl KernelRoute {
             dev: self.dev.clone(),
             metric: self.metric,
             table: self.table,
-            mtu: self.mtu,
+            mtu: self.mtu.map(|value| lwt6_dataplane::spec::RouteMtu {
+                value,
+                locked: self.mtu_locked,
+            }),
             encap: match &self.encap {
                 Some(KernelEncap::Tunnel(e)) => Some(e.clone()),
                 _ => None,
@@ -397,7 +406,7 @@ impl KernelRoute {
             let _ = write!(s, " metric {}", self.metric);
         }
         if let Some(m) = self.mtu {
-            let _ = write!(s, " mtu {m}");
+            let _ = write!(s, " mtu {}{m}", if self.mtu_locked { "lock " } else { "" });
         }
         if self.table != 254 {
             let _ = write!(s, " table {}", self.table);

@@ -49,7 +49,7 @@ pub(super) struct RouteArgs<'t> {
     pub via: Option<(IpAddr, Option<Fam>, &'t str)>,
     pub dev: Option<&'t str>,
     pub metric: Option<u32>,
-    pub mtu: Option<(u32, &'t str)>,
+    pub mtu: Option<(u32, &'t str, bool)>,
     pub encap: Option<ParsedEncap<'t>>,
     pub table: Option<(u32, &'t str)>,
 }
@@ -101,10 +101,11 @@ pub(super) fn route<'t>() -> [Keyword<'t, RouteArgs<'t>>; 6] {
             handle: |_, c, a, kw| {
                 once(c, &a.mtu, kw)?;
                 let mut t = c.value(kw)?;
-                if t == "lock" {
+                let locked = t == "lock";
+                if locked {
                     t = c.value(t)?;
                 }
-                a.mtu = Some((num_u32(c, t, 0, u32::MAX)?, t));
+                a.mtu = Some((num_u32(c, t, 0, u32::MAX)?, t, locked));
                 Ok(())
             },
         },

@@ -1060,7 +1060,7 @@ impl Parser<'_> {
 
         let mtu = match mtu {
             None => None,
-            Some((m, t)) => {
+            Some((m, t, locked)) => {
                 let lo = if fam == Fam::V6 {
                     IPV6_MIN_MTU
                 } else {
@@ -1075,7 +1075,7 @@ impl Parser<'_> {
                         ),
                     ));
                 }
-                Some(m)
+                Some(crate::RouteMtu { value: m, locked })
             }
         };
 

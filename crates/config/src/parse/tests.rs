@@ -1,7 +1,7 @@
 //! The parser's tests: every command, every error (line, token, reason), quoting, and the per-line API.
 
 use super::*;
-use crate::{Seg6LocalAction, Sysctls, flavor};
+use crate::{RouteMtu, Seg6LocalAction, Sysctls, flavor};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -366,7 +366,13 @@ fn route_basic() {
     assert_eq!(r.via, Some("fe80::1".parse().unwrap()));
     assert_eq!(r.dev.as_deref(), Some("eth0"));
     assert_eq!(r.metric, 10);
-    assert_eq!(r.mtu, Some(1400));
+    assert_eq!(
+        r.mtu,
+        Some(RouteMtu {
+            value: 1400,
+            locked: false
+        })
+    );
     assert_eq!(r.encap, None);
     assert_eq!(r.line, 3);
     let r = route3("route add to 10.0.0.0/8 via 192.0.2.1");
@@ -393,7 +399,10 @@ fn route_basic() {
     );
     assert_eq!(
         route3("route add 2001:db8::/32 dev eth0 mtu lock 1300").mtu,
-        Some(1300)
+        Some(RouteMtu {
+            value: 1300,
+            locked: true
+        })
     );
     assert_eq!(
         route3("route add 2001:db8::/32 oif eth0").dev.as_deref(),
@@ -513,7 +522,13 @@ fn route_keyword_errors() {
     // Route MTU: 1280..=65535 for IPv6, 68..=65535 for IPv4.
     fail3("route add 2001:db8::/32 dev eth0 mtu 1279", "1279");
     fail3("route add 2001:db8::/32 dev eth0 mtu 65536", "65536");
-    assert_eq!(route3("route add 10.0.0.0/8 dev eth0 mtu 68").mtu, Some(68));
+    assert_eq!(
+        route3("route add 10.0.0.0/8 dev eth0 mtu 68").mtu,
+        Some(RouteMtu {
+            value: 68,
+            locked: false
+        })
+    );
     fail3("route add 10.0.0.0/8 dev eth0 mtu 67", "67");
 }
 

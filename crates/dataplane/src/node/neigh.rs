@@ -149,6 +149,39 @@ impl PendingQueues {
     }
 }
 
+/// One multicast solicitation per next hop and retransmission interval among the workers of one router
+/// ([`Worker::solicit_gate`](crate::worker::Worker::solicit_gate)). Each worker queues the packets it received
+/// for an unresolved next hop and runs its own retransmission timer; the gate lets only the first worker whose
+/// timer fires in an interval send, so a neighbour gets [`MAX_MULTICAST_SOLICIT`] solicitations, as from Linux,
+/// not that many per worker. A worker whose turn was taken counts the solicitation as made (its packets wait for
+/// the same answer). A lock is taken per solicitation due, never per packet.
+#[derive(Debug, Default)]
+pub struct SolicitGate {
+    /// When each next hop's last multicast solicitation went (ns).
+    sent: std::sync::Mutex<HashMap<(DevId, IpAddr), u64>>,
+}
+
+impl SolicitGate {
+    /// Whether the caller sends `key`'s solicitation at `now` (then recorded): no other one went less than
+    /// [`RETRANS_TIMER_NS`] before. Entries older than a whole resolution are forgotten once the map is large.
+    pub fn claim(&self, key: (DevId, IpAddr), now: u64) -> bool {
+        let Ok(mut m) = self.sent.lock() else {
+            return true;
+        };
+        if let Some(&at) = m.get(&key)
+            && now < at.saturating_add(RETRANS_TIMER_NS)
+        {
+            return false;
+        }
+        if m.len() >= 4 * MAX_PENDING_NEIGHS {
+            let life = RETRANS_TIMER_NS * (MAX_MULTICAST_SOLICIT as u64 + 1);
+            m.retain(|_, at| now.saturating_sub(*at) < life);
+        }
+        m.insert(key, now);
+        true
+    }
+}
+
 /// Writes into `out` a solicitation for `target` out of `dev`: for IPv6 a Neighbor Solicitation (RFC 4861 §7.2.2:
 /// to the solicited-node group, or to `unicast` when probing a known neighbour; source link-layer option; from
 /// `dev`'s link-local address as Linux sends it for forwarded packets, else the address selected on `dev` for the

@@ -1,0 +1,207 @@
+//! The XDP live-frames generator against the running kernel: a veth pair between two network namespaces, the
+//! generator on one side, an AF_XDP port (lwt6's own, which gives the veth the NAPI instance redirected frames
+//! need) capturing on the other. Needs root; FAILS, not skips, without it. Namespaces are `l6g-<pid>-<test>`,
+//! deleted on every exit path.
+
+#![cfg(target_os = "linux")]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use lwt6_io::afxdp::{XskOptions, XskPort};
+use lwt6_io::livegen::{LiveGen, LiveGenError, Verdict, VerdictProgram};
+use lwt6_io::port::Port;
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("run ip (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Sender namespace with `gx`, receiver namespace with its peer `gp` (one queue each); deleted on drop.
+struct Net {
+    tx: String,
+    rx: String,
+}
+
+impl Net {
+    fn new(test: &str) -> Net {
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "crates/io/tests/livegen.rs needs root"
+        );
+        let tx = format!("l6g-{}-{test}", std::process::id());
+        let n = Net {
+            rx: format!("{tx}r"),
+            tx,
+        };
+        for ns in [&n.tx, &n.rx] {
+            ip(&["netns", "add", ns]);
+        }
+        ip(&[
+            "-n", &n.tx, "link", "add", "gx", "type", "veth", "peer", "name", "gp", "netns", &n.rx,
+        ]);
+        // No router solicitations or MLD reports from the sender's kernel among the frames.
+        let off = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &n.tx,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.gx.disable_ipv6=1",
+            ])
+            .status()
+            .expect("sysctl");
+        assert!(off.success());
+        ip(&["-n", &n.tx, "link", "set", "gx", "up"]);
+        ip(&[
+            "-n",
+            &n.rx,
+            "link",
+            "set",
+            "gp",
+            "address",
+            "02:00:00:00:00:0a",
+            "up",
+        ]);
+        n
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in [&self.tx, &self.rx] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+fn enter(ns: &str) {
+    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("namespace file");
+    lwt6_io::sys::enter_netns(&f).expect("setns");
+}
+
+/// An Ethernet + IPv6 + UDP frame to 02:00:00:00:00:0a, source address fd00::1:0 (low 16 bits 0x0000 + flow).
+fn template() -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 0x0a, 0x02, 0, 0, 0, 0, 0x0b, 0x86, 0xdd];
+    f.extend([0x60, 0, 0, 0, 0, 24, 17, 64]);
+    f.extend([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x12, 0x00]);
+    f.extend([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a]);
+    f.extend([0x9c, 0x40, 0x0d, 0x05, 0, 24, 0, 0]);
+    f.extend(b"lwt6 live frames");
+    f.push(0x77); // an odd length: the last byte is restored by a byte store
+    f
+}
+
+/// Frames sent = frames captured, each the template but for the source address's low 16 bits, which cycle through
+/// `base + i % flows`; a paced run never goes faster than asked.
+#[test]
+fn sends_paced_frames_with_varied_sources() {
+    let n = Net::new("paced");
+    let t = template();
+    let (rate, ms, flows) = (20_000u64, 300u64, 5u32);
+    let rx_ns = n.rx.clone();
+    // The capture port first (its XDP program gives gp its NAPI instance), then the sender.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let capture = std::thread::spawn(move || {
+        enter(&rx_ns);
+        let mut p = XskPort::open("gp", 0, XskOptions::default()).expect("AF_XDP port on gp");
+        ready_tx.send(()).unwrap();
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let mut quiet_since: Option<Instant> = None;
+        loop {
+            let n = p
+                .recv_batch(64, &mut |f| got.push(f.to_vec()))
+                .expect("receive");
+            if n == 0 {
+                if done_rx.try_recv().is_ok() || quiet_since.is_some() {
+                    let q = *quiet_since.get_or_insert_with(Instant::now);
+                    if q.elapsed() > Duration::from_millis(300) {
+                        break;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            } else if quiet_since.is_some() {
+                quiet_since = Some(Instant::now());
+            }
+        }
+        got
+    });
+    ready_rx.recv().unwrap();
+    enter(&n.tx);
+    let g = LiveGen::new("gx", &t, flows).expect("generator");
+    let r = g
+        .run(&[0], rate, Duration::from_millis(ms))
+        .expect("live-frames run");
+    done_tx.send(()).unwrap();
+    let got = capture.join().unwrap();
+    assert!(r.sent > 0, "nothing sent");
+    assert_eq!(r.per_cpu, vec![r.sent]);
+    // The pacer sends the first frame at once and one per interval after it.
+    let most = rate * ms / 1000 * 105 / 100 + 2;
+    assert!(
+        r.sent <= most,
+        "sent {} frames in {ms} ms at {rate}/s (at most {most})",
+        r.sent
+    );
+    assert_eq!(
+        got.len() as u64,
+        r.sent,
+        "captured {} of {} frames",
+        got.len(),
+        r.sent
+    );
+    for (i, f) in got.iter().enumerate() {
+        let mut want = t.clone();
+        // The program counts before it writes: frame i carries base + (i + 1) % flows.
+        let low = ((i as u32 + 1) % flows) as u16 + 0x1200;
+        want[36..38].copy_from_slice(&low.to_be_bytes());
+        assert_eq!(f, &want, "frame {i}");
+    }
+}
+
+/// Unpaced, into an XDP program that drops every frame: the receiver counts what the sender sent (the sink keeps
+/// up, or the veth counts the rest as dropped at its ring); errors are named.
+#[test]
+fn unpaced_into_a_sink_and_named_errors() {
+    let n = Net::new("sink");
+    let rx_ns = n.rx.clone();
+    let sink = std::thread::spawn(move || {
+        enter(&rx_ns);
+        VerdictProgram::attach("gp", Verdict::Drop).expect("XDP sink on gp")
+    })
+    .join()
+    .unwrap();
+    enter(&n.tx);
+    let t = template();
+    let g = LiveGen::new("gx", &t, 1).expect("generator");
+    let r = g
+        .run(&[0], 0, Duration::from_millis(200))
+        .expect("live-frames run");
+    assert!(r.sent > 1000, "only {} frames in 200 ms", r.sent);
+    assert!(r.rate() > 0.0);
+    drop(sink);
+    assert!(matches!(
+        LiveGen::new("nosuch9", &t, 1),
+        Err(LiveGenError::NoInterface(_))
+    ));
+    assert!(matches!(
+        LiveGen::new("gx", &t[..20], 4),
+        Err(LiveGenError::Options(_))
+    ));
+    assert!(matches!(
+        g.run(&[], 0, Duration::from_millis(1)),
+        Err(LiveGenError::Options(_))
+    ));
+}
