@@ -132,6 +132,16 @@ fn show_routes_json_reports_linux_and_lwt6_mtu() {
     // encap.red, 3 SIDs: Linux subtracts the unreduced 40 + 56 = 96 (1404); the real overhead is 40 + 40 (1420).
     assert_eq!(red["lwt6"]["linux_effective_mtu"], 1404);
     assert_eq!(red["lwt6"]["effective_mtu"], 1420);
+    // l2encap, 2 SIDs: Linux subtracts nothing (no headroom for the l2 modes); the outer packet carries 40 + 40
+    // bytes of headers and the received 14-byte Ethernet header: 1500 - 94 = 1406.
+    let l2 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dst"] == "fd00:94::/64")
+        .unwrap();
+    assert_eq!(l2["lwt6"]["linux_effective_mtu"], 1500);
+    assert_eq!(l2["lwt6"]["effective_mtu"], 1406);
 }
 
 #[test]

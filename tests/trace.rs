@@ -300,24 +300,24 @@ fn seg6_every_mode_names_its_route_and_the_bytes_it_adds() {
             (r[1].0, r[1].2, r[1].3.as_deref()),
             ("tunnel destination", a("fc00::a").into(), Some("fc00::/16"))
         );
-        // UDP with 20 bytes of payload: 40 + 28 bytes of IPv6 received. (The l2 modes' check counts the kept
-        // Ethernet header out: left to the MTU test below.)
-        if mode.starts_with("l2") {
-            assert!(matches!(
-                step(&t, "mtu"),
-                Step::Mtu {
-                    mtu: 1500,
-                    fits: true,
-                    ..
-                }
-            ));
-        } else {
-            assert_forwarded_to_gateway(&t, 64, 68 + added);
-        }
+        // UDP with 20 bytes of payload: 40 + 28 bytes of IPv6 received; the MTU check is on the packet as it
+        // leaves (for the l2 modes, with the Ethernet header they keep).
+        assert_forwarded_to_gateway(&t, 64, 68 + added);
         let s = sent(&t);
         assert_eq!((s[0].0, s[0].1), ("r1", f.len() + added), "{mode}");
         assert_eq!(t.len, f.len());
     }
+    // l2encap of a 1410-byte packet (48 + 1362): 1410 + 94 = 1504 bytes on the MTU-1500 link. Too big.
+    let t = trace_one("", udp6("fd00:94::1", 64, 1362));
+    assert_dropped(&t, DropReason::MtuExceeded);
+    assert_eq!(
+        step(&t, "mtu"),
+        &Step::Mtu {
+            len: 1504,
+            mtu: 1500,
+            fits: false
+        }
+    );
 }
 
 #[test]

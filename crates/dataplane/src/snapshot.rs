@@ -1134,7 +1134,8 @@ impl Snapshot {
     }
 
     /// The effective MTU of a route: route MTU or the device's, minus what its tunnel adds as Linux reports it
-    /// (`lwtunnel_headroom`), and lwt6's own figure (the bytes really added).
+    /// (`lwtunnel_headroom`), and lwt6's own figure (the bytes really added: for the seg6 l2 modes, the received
+    /// Ethernet header too, which the outer packet carries).
     pub fn route_mtu(&self, r: &RouteEntry) -> (u32, u32) {
         let base = r
             .mtu
@@ -1145,7 +1146,9 @@ impl Snapshot {
             Some(t) => {
                 let linux = t.linux_mtu_headroom() as u32;
                 let ours = match t {
-                    Tunnel::Input(InputTunnel::Seg6(s)) if s.is_l2() => 0,
+                    Tunnel::Input(InputTunnel::Seg6(s)) if s.is_l2() => {
+                        (s.overhead() + ethernet::HEADER_LEN) as u32
+                    }
                     t => t.overhead() as u32,
                 };
                 (base.saturating_sub(linux), base.saturating_sub(ours))

@@ -2056,7 +2056,10 @@ impl Worker {
         let egress = route.dev.ok_or(DropReason::NoRoute)?;
         let link_mtu = snap.links[egress].mtu;
         let mtu = route.mtu.map_or(link_mtu, |m| m.value.min(link_mtu)) as usize;
-        let final_len = buf.len() - if l2_frame { ethernet::HEADER_LEN } else { 0 } + growth;
+        // The IPv6 packet as it will leave: `buf` holds the received packet from its L3 header on, and `growth`
+        // every byte the stages put in front of it, the Ethernet header an l2 mode keeps included (Linux checks
+        // the outer packet, which carries it: tests/kernel/test_mtu.py).
+        let final_len = buf.len() + growth;
         if final_len > mtu {
             note!(cx, |t| {
                 plan_steps(t, snap, input, output);
