@@ -20,6 +20,7 @@
 //! loses nothing the row is *sender-limited*: the router's own limit is higher.
 
 use crate::cli::{Failure, fail};
+use crate::wire::ethernet::mac_text;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -296,13 +297,6 @@ fn sh(argv: &[&str]) -> Result<String, Failure> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-fn mac(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 /// The three namespaces; deleted when dropped.
 struct Topo {
     s: String,
@@ -334,7 +328,7 @@ impl Topo {
             ("s0", &t.s, MAC_S0, "r0", &t.r, MAC_R0),
             ("r1", &t.r, MAC_R1, "d0", &t.d, MAC_D0),
         ] {
-            let (am, bm) = (mac(&am), mac(&bm));
+            let (am, bm) = (mac_text(&am), mac_text(&bm));
             sh(&[
                 "ip",
                 "link",
@@ -428,7 +422,7 @@ impl Topo {
             self.sysctl(r, &format!("net.ipv6.conf.{i}.disable_ipv6=0"))?;
         }
         self.sysctl(r, "net.ipv6.conf.all.forwarding=1")?;
-        let (s0, d0) = (mac(&MAC_S0), mac(&MAC_D0));
+        let (s0, d0) = (mac_text(&MAC_S0), mac_text(&MAC_D0));
         let base = [
             "addr add fd00:1::2/64 dev r0 nodad".to_string(),
             "addr add fd00:2::1/64 dev r1 nodad".into(),
@@ -643,7 +637,7 @@ impl Bench<'_> {
         let tag = format!("lwt6-bench-live-{}", std::process::id());
         let conf = dir.join(format!("{tag}.conf"));
         let sock = dir.join(format!("{tag}.sock"));
-        let (s0, d0) = (mac(&MAC_S0), mac(&MAC_D0));
+        let (s0, d0) = (mac_text(&MAC_S0), mac_text(&MAC_D0));
         let mut text = format!(
             "link add r0\nlink add r1\naddr add fd00:1::2/64 dev r0\naddr add fd00:2::1/64 dev r1\n\
              neigh add fd00:1::1 lladdr {s0} dev r0\nneigh add fd00:2::2 lladdr {d0} dev r1\n\

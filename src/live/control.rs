@@ -16,6 +16,7 @@ use crate::config::Builder;
 use crate::node::neigh::{NeighEvent, NeighTable, State};
 use crate::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
 use crate::spec::{Config, Route, shown_token};
+use crate::wire::ethernet::mac_text;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -142,13 +143,6 @@ pub fn report_text(r: &WorkerReport, names: &[String]) -> String {
         s += &format!("  port errors {} (last: {e})\n", r.port_errors);
     }
     s
-}
-
-fn mac_text(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 impl Control {

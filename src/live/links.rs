@@ -5,16 +5,10 @@
 use crate::cli::{Failure, fail};
 use crate::io::netdev::{self, NetDev};
 use crate::spec::Config;
+use crate::wire::ethernet::mac_text;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
-
-fn mac_text(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
 
 /// The text of the given lines of `path` (only those: a large table is not held as text).
 fn lines_of(path: &Path, wanted: &[usize]) -> HashMap<usize, String> {

@@ -29,7 +29,7 @@ use crate::node::seg6local::table_name;
 use crate::snapshot::Snapshot;
 use crate::stats::{DropReason, Stats};
 use crate::tunnel::{InputTunnel, Ioam6Tunnel, Tunnel};
-use crate::wire::ethernet::{self, Mac};
+use crate::wire::ethernet::{self, mac_text};
 use crate::wire::ioam::{self, DecodedNode};
 use crate::wire::{exthdr, hbh, ipv4, ipv6, proto};
 use ipnet::IpNet;
@@ -256,14 +256,6 @@ pub struct FrameTrace {
 }
 
 /// A MAC address as text.
-fn mac_text(m: &Mac) -> String {
-    let b = m;
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        b[0], b[1], b[2], b[3], b[4], b[5]
-    )
-}
-
 impl FrameTrace {
     /// Starts the trace of `frame`, received on `in_dev` at `ts`: its Ethernet header as `ethernet_in` reads it.
     pub(crate) fn start(

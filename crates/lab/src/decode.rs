@@ -1,17 +1,11 @@
 //! Decoding frames into a readable / JSON description: Ethernet, IPv6 (nested), extension headers with SRH,
 //! RPL and IOAM trace contents, IPv4, UDP and ICMPv6. Used by `lwt6 decode` and by the tests.
 
+use lwt6_wire::ethernet::mac_text;
 use lwt6_wire::ethernet::{self, EthernetRepr};
 use lwt6_wire::{exthdr, hbh, icmpv6, ioam, ipv4, ipv6, proto, rpl, srh};
 use serde_json::{Value, json};
 use std::net::Ipv6Addr;
-
-fn mac(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
 
 /// Decodes one Ethernet frame into a list of layers (JSON objects with a "layer" key).
 pub fn frame(bytes: &[u8]) -> Vec<Value> {
@@ -24,7 +18,7 @@ pub fn frame(bytes: &[u8]) -> Vec<Value> {
         layers.push(json!({"layer": "error", "error": "bad ethernet header"}));
         return layers;
     };
-    layers.push(json!({"layer": "ethernet", "dst": mac(&e.dst), "src": mac(&e.src), "ethertype": format!("{:#06x}", e.ethertype)}));
+    layers.push(json!({"layer": "ethernet", "dst": mac_text(&e.dst), "src": mac_text(&e.src), "ethertype": format!("{:#06x}", e.ethertype)}));
     let rest = &bytes[ethernet::HEADER_LEN..];
     match e.ethertype {
         ethernet::ETHERTYPE_IPV6 => ipv6_layers(rest, &mut layers, 0),

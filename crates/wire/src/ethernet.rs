@@ -11,6 +11,18 @@ use super::{Error, Result};
 
 /// A MAC address.
 pub type Mac = [u8; 6];
+
+/// A MAC address as `ip link` prints it: six lower-case hex bytes joined by colons.
+///
+/// ```
+/// assert_eq!(lwt6_wire::ethernet::mac_text(&[0x02, 0, 0, 0, 0x01, 0xab]), "02:00:00:00:01:ab");
+/// ```
+pub fn mac_text(m: &Mac) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
+}
 /// Length of the Ethernet II header.
 pub const HEADER_LEN: usize = 14;
 /// EtherType IPv4.

@@ -209,18 +209,23 @@ fn frame(dst: Ipv6Addr, hop_limit: u8, nh: u8, ext: &[u8], flow: u32) -> Vec<u8>
 pub fn frames() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let us = a6("fd00:1::2");
-    // An SRH addressed to us (SL 1): the endpoint moves on to fd00:90::5.
-    let mut srh = vec![0u8; 8 + 32];
-    SrhRepr {
-        next_header: proto::UDP,
-        segments_left: 1,
-        last_entry: 1,
-        flags: 0,
-        tag: 0,
-        segments: vec![a6("fd00:90::5"), us],
-        tlvs: Vec::new(),
-    }
-    .emit(&mut srh);
+    // SRHs with Segments Left 1 whose next segment is fd00:90::5: addressed to us (the endpoint moves on), and to
+    // the seg6local SIDs (End, End.B6.Encaps). End.DX6 takes an inner IPv6 packet (no SRH: next header 41).
+    let sid_srh = |sid: &str| {
+        let mut h = vec![0u8; 8 + 32];
+        SrhRepr {
+            next_header: proto::UDP,
+            segments_left: 1,
+            last_entry: 1,
+            flags: 0,
+            tag: 0,
+            segments: vec![a6("fd00:90::5"), a6(sid)],
+            tlvs: Vec::new(),
+        }
+        .emit(&mut h);
+        h
+    };
+    let srh = sid_srh("fd00:1::2");
     // The same with Segments Left above Last Entry: dropped.
     let mut bad_srh = srh.clone();
     bad_srh[3] = 5;
@@ -237,22 +242,6 @@ pub fn frames() -> Vec<Vec<u8>> {
     };
     let mut hbh = vec![0u8; ioam::lwt_hbh_len(hdr.remaining_len)];
     ioam::emit_lwt_hbh(&mut hbh, proto::UDP, &hdr);
-    // SRHs for the seg6local SIDs (End, End.B6.Encaps: SL 1, the next segment fd00:90::5), and an inner IPv6
-    // packet for End.DX6 (no SRH: the outer header's next header is 41).
-    let sid_srh = |sid: &str| {
-        let mut h = vec![0u8; 8 + 32];
-        SrhRepr {
-            next_header: proto::UDP,
-            segments_left: 1,
-            last_entry: 1,
-            flags: 0,
-            tag: 0,
-            segments: vec![a6("fd00:90::5"), a6(sid)],
-            tlvs: Vec::new(),
-        }
-        .emit(&mut h);
-        h
-    };
     let (end_srh, b6_srh) = (sid_srh("fc00:1::e"), sid_srh("fc00:1::b6"));
     for flow in 0..8u32 {
         for (i, dst) in [
