@@ -742,8 +742,26 @@ impl Worker {
         (self.resolve && self.events.len() < MAX_EVENTS).then_some(&mut self.events)
     }
 
+    /// Whether a packet with a Hop-by-Hop header (`ip`, trimmed to its payload length) may take the plan: plain
+    /// forwarding, no transit export, and IOAM options laid out as inserted (`IoamNode::transit_plannable`).
+    /// Out of line: packets without a Hop-by-Hop header never call it, and the fast path stays as small as before.
+    #[cold]
+    #[inline(never)]
+    fn transit_planned(
+        &self,
+        snap: &Snapshot,
+        plan: &crate::plan::Plan,
+        ip: &[u8],
+        in_dev: DevId,
+    ) -> bool {
+        plan.kind == PlanKind::Forward
+            && !(self.ioam_export.transit && self.ioam_export.enabled())
+            && snap.ioam.transit_plannable(ip, in_dev, plan.egress)
+    }
+
     /// The fast path: a received frame whose route has a [`Plan`](crate::plan::Plan) and that needs nothing else — no Hop-by-Hop
-    /// header, hop limit above 1, unicast non-link-local addresses, not for us, within the MTU, room in front.
+    /// header but IOAM traces a plain forwarding plan fills in transit, hop limit above 1, unicast non-link-local
+    /// addresses, not for us, within the MTU, room in front.
     /// Returns `Err`, having changed nothing, when the packet must take the general path, which would produce
     /// the same bytes (it checks the same things, in more steps); the route found goes with it.
     #[inline(always)]
@@ -773,8 +791,6 @@ impl Worker {
         if len > ip.len() || hlim <= 1 {
             return Err(None);
         }
-        // A Hop-by-Hop header: only plain forwarding with IOAM transit is planned (`IoamNode::transit_plannable`).
-        let transit = ip[6] == proto::HOPOPTS;
         // Multicast (ff00::/8) or link-local (fe80::/10) source or destination: both start with 0xfe or 0xff,
         // which one test of the first bytes rules out for almost every packet.
         // Also the addresses of ::/8 (loopback, unspecified, IPv4-mapped and compatible): their first byte is 0,
@@ -796,11 +812,8 @@ impl Worker {
         let Some(plan) = best.and_then(|b| snap.plan(b.plan_or_max())) else {
             return Err(hint(best));
         };
-        if transit
-            && (plan.kind != PlanKind::Forward
-                || (self.ioam_export.transit && self.ioam_export.enabled())
-                || !snap.ioam.transit_plannable(&ip[..len], in_dev, plan.egress))
-        {
+        // A Hop-by-Hop header: only plain forwarding with IOAM transit is planned (`IoamNode::transit_plannable`).
+        if ip[6] == proto::HOPOPTS && !self.transit_planned(snap, plan, &ip[..len], in_dev) {
             return Err(hint(best));
         }
         if plan.kind.is_local() {
@@ -913,19 +926,10 @@ impl Worker {
             }
         }
         let hl = rx.hop_limit;
-        if transit {
-            let ing = &snap.links[in_dev].sysctl;
-            let ctx = FillContext {
-                hop_limit: hl,
-                ingress: if_ids(ing),
-                egress: if_ids(&snap.links[egress].sysctl),
-                ts_ns: ts,
-            };
-            match snap
-                .ioam
-                .transit_fill(&mut data[E..], ing.ioam6_enabled, &ctx)
-            {
-                Some(n) => self.stats.ioam_transit_filled += u64::from(n),
+        // A transit packet (a plain forwarding plan, checked above): its traces filled after the copy.
+        if kind == PlanKind::Forward && ip[6] == proto::HOPOPTS {
+            match transit_fill_planned(snap, &mut data[E..], in_dev, egress, hl, ts) {
+                Some(n) => self.stats.ioam_transit_filled += n,
                 None => return Err(hint(best)),
             }
         }
@@ -2514,6 +2518,31 @@ fn routing_step(
         len_before: len,
         len_after: pkt.get(rh + 1).map_or(0, |l| (usize::from(*l) + 1) * 8),
     }
+}
+
+/// The planned transit fill of the IOAM traces in the packet `ip` (from its IPv6 header on), written after the copy:
+/// the number of traces filled, or `None` to send the packet to the general path. Out of line, as
+/// `Worker::transit_planned`.
+#[cold]
+#[inline(never)]
+fn transit_fill_planned(
+    snap: &Snapshot,
+    ip: &mut [u8],
+    in_dev: DevId,
+    egress: DevId,
+    hop_limit: u8,
+    ts: u64,
+) -> Option<u64> {
+    let ing = &snap.links[in_dev].sysctl;
+    let ctx = FillContext {
+        hop_limit,
+        ingress: if_ids(ing),
+        egress: if_ids(&snap.links[egress].sysctl),
+        ts_ns: ts,
+    };
+    snap.ioam
+        .transit_fill(ip, ing.ioam6_enabled, &ctx)
+        .map(u64::from)
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
