@@ -103,6 +103,16 @@ fn v6(l3: &[u8]) -> Vec<u8> {
     eth(0x86dd, l3)
 }
 
+/// A UDP datagram from fd00:1::1 to `dst` behind one extension header `ext` (next header `nh`).
+fn with_ext(nh: u8, hlim: u8, dst: &str, ext: &[u8]) -> Vec<u8> {
+    v6(&ip6(nh, hlim, "fd00:1::1", dst, &[ext, &udp(8)].concat()))
+}
+
+/// A UDP datagram addressed to the SID `sid` with Segments Left 1 (next segment fc00::99).
+fn to_sid(sid: &str) -> Vec<u8> {
+    with_ext(43, 64, sid, &srh(17, 1, &["fc00::99", sid]))
+}
+
 /// A UDP packet from the sender to `dst` with hop limit `hlim`, in a frame to r0.
 fn udp6(dst: &str, hlim: u8, n: usize) -> Vec<u8> {
     v6(&ip6(17, hlim, "fd00:1::1", dst, &udp(n)))
@@ -323,13 +333,7 @@ fn seg6_every_mode_names_its_route_and_the_bytes_it_adds() {
 #[test]
 fn seg6local_behaviours_say_what_they_did_to_the_srh() {
     // End: SRH with Segments Left 1, the next segment fc00::99 (Segment List[0]).
-    let end = v6(&ip6(
-        43,
-        64,
-        "fd00:1::1",
-        "fc00:1::e",
-        &[srh(17, 1, &["fc00::99", "fc00:1::e"]), udp(8)].concat(),
-    ));
+    let end = to_sid("fc00:1::e");
     let t = trace_one("", end.clone());
     assert_sent(&t);
     assert_eq!(
@@ -371,13 +375,7 @@ fn seg6local_behaviours_say_what_they_did_to_the_srh() {
     assert_eq!(sent(&t)[0].1, end.len(), "End changes no length");
 
     // End.X: the same advance, then to nh6 fd00:2::3 by the route that covers it.
-    let endx = v6(&ip6(
-        43,
-        64,
-        "fd00:1::1",
-        "fc00:1::10",
-        &[srh(17, 1, &["fc00::99", "fc00:1::10"]), udp(8)].concat(),
-    ));
+    let endx = to_sid("fc00:1::10");
     let t = trace_one("", endx);
     assert_sent(&t);
     assert!(matches!(
@@ -442,13 +440,7 @@ fn seg6local_behaviours_say_what_they_did_to_the_srh() {
     );
 
     // End.B6.Encaps: the received SRH advanced, then encapsulated by the policy (fc00::b, fc00::c): 40 + 8 + 32.
-    let b6 = v6(&ip6(
-        43,
-        64,
-        "fd00:1::1",
-        "fc00:1::b6",
-        &[srh(17, 1, &["fc00::99", "fc00:1::b6"]), udp(8)].concat(),
-    ));
+    let b6 = to_sid("fc00:1::b6");
     let t = trace_one("", b6.clone());
     assert_sent(&t);
     assert!(matches!(
@@ -469,13 +461,7 @@ fn seg6local_behaviours_say_what_they_did_to_the_srh() {
     assert_eq!(sent(&t)[0].1, b6.len() + 80);
 
     // End with PSP (RFC 8986 §4.16.1): at the penultimate segment the SRH (8 + 2 * 16) goes after the advance.
-    let psp = v6(&ip6(
-        43,
-        64,
-        "fd00:1::1",
-        "fc00:1::f",
-        &[srh(17, 1, &["fc00::99", "fc00:1::f"]), udp(8)].concat(),
-    ));
+    let psp = to_sid("fc00:1::f");
     let t = trace_one(
         "-6 route add fc00:1::f/128 encap seg6local action End flavors psp dev r0\n",
         psp.clone(),
@@ -549,13 +535,7 @@ fn ioam_insertion_transit_and_domain_removal_show_the_node_data() {
 
     // Transit: a trace of 2 words received on r0 (ioam6_enabled) to fc00::5 with hop limit 10: this node writes
     // 9 and its id into the last free word.
-    let f = v6(&ip6(
-        0,
-        10,
-        "fd00:1::1",
-        "fc00::5",
-        &[ioam_hbh(17, 2), udp(8)].concat(),
-    ));
+    let f = with_ext(0, 10, "fc00::5", &ioam_hbh(17, 2));
     let t = trace_one("", f);
     assert_sent(&t);
     let Step::HopByHop {
@@ -575,16 +555,7 @@ fn ioam_insertion_transit_and_domain_removal_show_the_node_data() {
     // An unknown namespace is left alone: nothing written.
     let mut other = ioam_hbh(17, 2);
     other[9] = 124;
-    let t = trace_one(
-        "",
-        v6(&ip6(
-            0,
-            10,
-            "fd00:1::1",
-            "fc00::5",
-            &[other, udp(8)].concat(),
-        )),
-    );
+    let t = trace_one("", with_ext(0, 10, "fc00::5", &other));
     let Step::HopByHop { ioam, .. } = step(&t, "hop_by_hop") else {
         unreachable!()
     };
@@ -592,13 +563,7 @@ fn ioam_insertion_transit_and_domain_removal_show_the_node_data() {
 
     // A domain whose only egress is r0: the trace is filled, then removed with its whole Hop-by-Hop header (24
     // bytes) as the packet leaves by r1.
-    let f = v6(&ip6(
-        0,
-        10,
-        "fd00:1::1",
-        "fc00::5",
-        &[ioam_hbh(17, 2), udp(8)].concat(),
-    ));
+    let f = with_ext(0, 10, "fc00::5", &ioam_hbh(17, 2));
     let t = trace_one(
         "ioam domain add d1 namespace 123 ingress r0 egress r0\n",
         f.clone(),
@@ -656,13 +621,12 @@ fn rpl_insertion_and_intermediate_processing() {
 
     // Intermediate node: addressed to fd00:2::1 (ours) with Segments Left 2 and the addresses fd00:2::5,
     // fd00:2::2: the next address becomes the destination, Segments Left 1; then routed to it.
-    let f = v6(&ip6(
+    let f = with_ext(
         43,
         64,
-        "fd00:1::1",
         "fd00:2::1",
-        &[rpl_hdr(17, 2, &["fd00:2::5", "fd00:2::2"]), udp(8)].concat(),
-    ));
+        &rpl_hdr(17, 2, &["fd00:2::5", "fd00:2::2"]),
+    );
     let t = trace_one("", f.clone());
     assert_sent(&t);
     assert!(matches!(
@@ -853,27 +817,14 @@ fn mixed() -> Vec<Vec<u8>> {
     v.push(udp6("fd00:9a::5", 64, 1400));
     v.push(udp6("fc00::99", 64, 8));
     v.push(udp6("2001:db8::1", 64, 8));
-    v.push(v6(&ip6(
-        0,
-        10,
-        "fd00:1::1",
-        "fc00::5",
-        &[ioam_hbh(17, 2), udp(8)].concat(),
-    )));
-    v.push(v6(&ip6(
+    v.push(with_ext(0, 10, "fc00::5", &ioam_hbh(17, 2)));
+    v.push(to_sid("fc00:1::e"));
+    v.push(with_ext(
         43,
         64,
-        "fd00:1::1",
-        "fc00:1::e",
-        &[srh(17, 1, &["fc00::99", "fc00:1::e"]), udp(8)].concat(),
-    )));
-    v.push(v6(&ip6(
-        43,
-        64,
-        "fd00:1::1",
         "fd00:2::1",
-        &[rpl_hdr(17, 2, &["fd00:2::5", "fd00:2::2"]), udp(8)].concat(),
-    )));
+        &rpl_hdr(17, 2, &["fd00:2::5", "fd00:2::2"]),
+    ));
     v.push(vec![0; 10]);
     v
 }
