@@ -5,8 +5,6 @@
 //! loses, reorders nor alters a frame. Needs root; FAILS, not skips, without it. Namespaces `l6x-<pid>-fwd[p]`
 //! are deleted on every exit path.
 
-use std::ffi::CString;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
@@ -27,75 +25,9 @@ neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
 -6 route add fd00:92::/64 encap seg6 mode encap segs fc00::a,fc00::b dev r1
 ";
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-struct Net {
-    ns: String,
-    peer: String,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for n in [&self.ns, &self.peer] {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
-}
-
-fn enter(ns: &str) {
-    let path = CString::new(format!("/var/run/netns/{ns}")).unwrap();
-    // SAFETY: plain system calls on a descriptor we own; setns moves only this thread.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        assert!(fd >= 0, "open {ns}");
-        assert_eq!(libc::setns(fd, libc::CLONE_NEWNET), 0, "setns {ns}");
-        libc::close(fd);
-    }
-}
-
-/// An AF_PACKET socket on `ifname` (all protocols), with room for every frame of the test.
-fn packet_socket(ifname: &str) -> i32 {
-    let name = CString::new(ifname).unwrap();
-    // SAFETY: plain socket calls with valid arguments.
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_RAW,
-            (libc::ETH_P_ALL as u16).to_be() as i32,
-        );
-        assert!(fd >= 0, "AF_PACKET socket");
-        let buf: i32 = 16 << 20;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            (&buf as *const i32).cast(),
-            4,
-        );
-        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        sll.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
-        let r = libc::bind(
-            fd,
-            (&sll as *const libc::sockaddr_ll).cast(),
-            size_of::<libc::sockaddr_ll>() as u32,
-        );
-        assert_eq!(r, 0, "bind AF_PACKET");
-        fd
-    }
-}
+#[path = "support/netns.rs"]
+mod netns;
+use netns::{enter, ip, packet_socket};
 
 /// Frame `i`: from the peer (fd00:1::1) to fd00:92::<i>, UDP, the index in the payload.
 fn frame(i: u16) -> Vec<u8> {
@@ -113,34 +45,12 @@ fn frame(i: u16) -> Vec<u8> {
 
 #[test]
 fn forwards_over_af_xdp_exactly_as_offline() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "tests/afxdp_forward.rs needs root (namespaces, XDP)"
-    );
+    netns::require_root("tests/afxdp_forward.rs");
     const N: u16 = 300;
-    let ns = format!("l6x-{}-fwd", std::process::id());
-    let net = Net {
-        ns: ns.clone(),
-        peer: format!("{ns}p"),
-    };
+    let net = netns::NsPair::new("x", "fwd");
+    // No IPv6 on the test links: no router solicitations or MLD reports mixed into the test's frames.
     for n in [&net.ns, &net.peer] {
-        let _ = Command::new("ip").args(["netns", "del", n]).output();
-        ip(&["netns", "add", n]);
-        // No IPv6 on the test links: no router solicitations or MLD reports mixed into the test's frames.
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                n,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ])
-            .output()
-            .expect("sysctl");
-        assert!(out.status.success(), "sysctl disable_ipv6");
+        netns::sysctl(n, "net.ipv6.conf.default.disable_ipv6=1");
     }
     for (r, p, rmac, pmac) in [
         ("r0", "p0", "02:00:00:00:01:02", "02:00:00:00:01:01"),

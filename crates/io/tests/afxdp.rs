@@ -5,8 +5,6 @@
 
 #![cfg(target_os = "linux")]
 
-use std::ffi::CString;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
@@ -15,99 +13,45 @@ use std::time::{Duration, Instant};
 use lwt6_io::afxdp::{XDP_PACKET_HEADROOM, XdpAttachment, XdpMode, XskError, XskOptions, XskPort};
 use lwt6_io::port::Port;
 
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "crates/io/tests/afxdp.rs needs root (namespaces, XDP); run as root"
-    );
+#[path = "../../../tests/support/netns.rs"]
+mod netns;
+use netns::{NsPair as Net, enter, ip};
+
+/// Namespace `l6x-<pid>-<test>` holding veth `vx` (lwt6's side, `queues` queues) and its `p` peer holding `vp`.
+fn veth_pair(test: &str, queues: u32) -> Net {
+    netns::require_root("crates/io/tests/afxdp.rs");
+    let net = Net::new("x", test);
+    let (ns, peer) = (&net.ns, &net.peer);
+    let q = queues.to_string();
+    #[rustfmt::skip]
+    ip(&["-n", ns, "link", "add", "vx", "numtxqueues", &q, "numrxqueues", &q, "type", "veth", "peer", "name", "vp",
+         "numtxqueues", &q, "numrxqueues", &q, "netns", peer]);
+    ip(&[
+        "-n",
+        ns,
+        "link",
+        "set",
+        "vx",
+        "address",
+        "02:00:00:00:00:0a",
+        "up",
+    ]);
+    ip(&[
+        "-n",
+        peer,
+        "link",
+        "set",
+        "vp",
+        "address",
+        "02:00:00:00:00:0b",
+        "up",
+    ]);
+    net
 }
 
-fn ip(args: &[&str]) -> String {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Namespace `<name>` holding veth `vx` (lwt6's side) and `<name>p` holding its peer `vp`; deleted on drop.
-struct Net {
-    ns: String,
-    peer: String,
-}
-
-impl Net {
-    fn new(test: &str, queues: u32) -> Net {
-        require_root();
-        let ns = format!("l6x-{}-{test}", std::process::id());
-        let peer = format!("{ns}p");
-        let net = Net {
-            ns: ns.clone(),
-            peer: peer.clone(),
-        };
-        for n in [&ns, &peer] {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-            ip(&["netns", "add", n]);
-        }
-        let q = queues.to_string();
-        #[rustfmt::skip]
-        ip(&["-n", &ns, "link", "add", "vx", "numtxqueues", &q, "numrxqueues", &q, "type", "veth", "peer", "name", "vp",
-             "numtxqueues", &q, "numrxqueues", &q, "netns", &peer]);
-        ip(&[
-            "-n",
-            &ns,
-            "link",
-            "set",
-            "vx",
-            "address",
-            "02:00:00:00:00:0a",
-            "up",
-        ]);
-        ip(&[
-            "-n",
-            &peer,
-            "link",
-            "set",
-            "vp",
-            "address",
-            "02:00:00:00:00:0b",
-            "up",
-        ]);
-        net
-    }
-
-    /// `ip -d link show vx` in lwt6's namespace.
-    fn link_details(&self) -> String {
-        ip(&["-n", &self.ns, "-d", "link", "show", "vx"])
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for n in [&self.ns, &self.peer] {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
-}
-
-/// Moves the calling thread into network namespace `ns` (setns affects only this thread).
-fn enter(ns: &str) {
-    let path = CString::new(format!("/var/run/netns/{ns}")).unwrap();
-    // SAFETY: plain system calls on a descriptor we own.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        assert!(fd >= 0, "open {ns}");
-        assert_eq!(libc::setns(fd, libc::CLONE_NEWNET), 0, "setns {ns}");
-        libc::close(fd);
-    }
+/// `ip -d link show vx` in lwt6's namespace.
+fn link_details(net: &Net) -> String {
+    ip(&["-n", &net.ns, "-d", "link", "show", "vx"])
 }
 
 /// Clears the calling thread's effective, permitted and inheritable capabilities (`capset(2)`, version 3).
@@ -162,37 +106,7 @@ struct Packet(i32);
 
 impl Packet {
     fn open(ifname: &str) -> Packet {
-        let name = CString::new(ifname).unwrap();
-        // SAFETY: plain socket calls with valid arguments.
-        unsafe {
-            let fd = libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW,
-                (libc::ETH_P_ALL as u16).to_be() as i32,
-            );
-            assert!(fd >= 0, "AF_PACKET socket");
-            // Room for every frame of a test even when this thread is slower than the sender.
-            let buf: i32 = 16 << 20;
-            let r = libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&buf as *const i32).cast(),
-                4,
-            );
-            assert_eq!(r, 0, "SO_RCVBUFFORCE");
-            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-            sll.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
-            let r = libc::bind(
-                fd,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                size_of::<libc::sockaddr_ll>() as u32,
-            );
-            assert_eq!(r, 0, "bind AF_PACKET");
-            Packet(fd)
-        }
+        Packet(netns::packet_socket(ifname))
     }
     fn send(&self, f: &[u8]) {
         // SAFETY: valid buffer.
@@ -308,7 +222,7 @@ fn small(mode: XdpMode, headroom: u32) -> XskOptions {
 
 #[test]
 fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
-    let net = Net::new("rx1", 1);
+    let net = veth_pair("rx1", 1);
     let ns = net.ns.clone();
     let (ready_tx, ready_rx) = mpsc::channel();
     // More frames than the fill ring holds: received frames must go back to it.
@@ -325,9 +239,9 @@ fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
     });
     ready_rx.recv().expect("port opened");
     assert!(
-        net.link_details().contains("xdpgeneric"),
+        link_details(&net).contains("xdpgeneric"),
         "program attached in generic mode:\n{}",
-        net.link_details()
+        link_details(&net)
     );
     peer_sends(&net.peer, N, 0);
     let (got, counters, kstats) = lwt6.join().expect("lwt6 thread");
@@ -354,7 +268,7 @@ fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
         "{kstats:?}"
     );
     // The port (and with it the last reference to the attachment) is gone: no XDP program is left on the link.
-    let details = net.link_details();
+    let details = link_details(&net);
     assert!(
         !details.contains("xdp"),
         "XDP program still attached after drop:\n{details}"
@@ -363,7 +277,7 @@ fn receives_on_one_queue_in_skb_mode_with_headroom_then_detaches() {
 
 #[test]
 fn receives_on_two_queues_in_driver_mode() {
-    let net = Net::new("rx2", 2);
+    let net = veth_pair("rx2", 2);
     let ns = net.ns.clone();
     let (ready_tx, ready_rx) = mpsc::channel();
     let lwt6 = thread::spawn(move || {
@@ -389,7 +303,7 @@ fn receives_on_two_queues_in_driver_mode() {
         receive(&mut ports, 600, 1)
     });
     ready_rx.recv().expect("ports opened");
-    let details = net.link_details();
+    let details = link_details(&net);
     assert!(
         details.contains("xdp ") || details.contains("xdp/id") || details.contains("prog/xdp"),
         "{details}"
@@ -410,7 +324,7 @@ fn receives_on_two_queues_in_driver_mode() {
         got[1].0.len()
     );
     assert!(
-        !net.link_details().contains("xdp"),
+        !link_details(&net).contains("xdp"),
         "detached after the ports closed"
     );
 }
@@ -418,7 +332,7 @@ fn receives_on_two_queues_in_driver_mode() {
 #[test]
 fn transmits_frames_the_peer_receives() {
     const N: u32 = 1000; // several times the ring: frames are reclaimed from the completion ring and reused
-    let net = Net::new("tx", 1);
+    let net = veth_pair("tx", 1);
     let peer = net.peer.clone();
     let (ready_tx, ready_rx) = mpsc::channel();
     let capture = thread::spawn(move || {
@@ -484,7 +398,7 @@ fn transmits_frames_the_peer_receives() {
 
 #[test]
 fn errors_name_the_problem() {
-    let net = Net::new("err", 1);
+    let net = veth_pair("err", 1);
     let ns = net.ns.clone();
     thread::spawn(move || {
         enter(&ns);
@@ -545,7 +459,7 @@ fn errors_name_the_problem() {
 #[test]
 fn generator_paces_and_counts_over_af_xdp_and_af_packet() {
     use lwt6_io::generator::{GenOptions, PacketTx, generate};
-    let net = Net::new("gen", 1);
+    let net = veth_pair("gen", 1);
     let peer = net.peer.clone();
     let (ready_tx, ready_rx) = mpsc::channel();
     let capture = thread::spawn(move || {
@@ -664,14 +578,9 @@ fn veth_dropped(peer: &str) -> u64 {
 /// was too busy to drain it: counted apart). IPv6 is off on both ends, so that no frame but ours travels.
 #[test]
 fn overload_is_counted_by_the_kernel_exactly() {
-    let net = Net::new("over", 1);
+    let net = veth_pair("over", 1);
     for (ns, dev) in [(&net.ns, "vx"), (&net.peer, "vp")] {
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns, "sysctl", "-qw"])
-            .arg(format!("net.ipv6.conf.{dev}.disable_ipv6=1"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
+        netns::sysctl(ns, &format!("net.ipv6.conf.{dev}.disable_ipv6=1"));
     }
     const N: u32 = 1000;
     for xdp in [true, false] {

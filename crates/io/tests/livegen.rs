@@ -5,90 +5,29 @@
 
 #![cfg(target_os = "linux")]
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lwt6_io::afxdp::{XskOptions, XskPort};
 use lwt6_io::livegen::{LiveGen, LiveGenError, Verdict, VerdictProgram};
 use lwt6_io::port::Port;
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+#[path = "../../../tests/support/netns.rs"]
+mod netns;
+use netns::{NsPair as Net, enter, ip};
 
-/// Sender namespace with `gx`, receiver namespace with its peer `gp` (one queue each); deleted on drop.
-struct Net {
-    tx: String,
-    rx: String,
-}
-
-impl Net {
-    fn new(test: &str) -> Net {
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(
-            unsafe { libc::geteuid() },
-            0,
-            "crates/io/tests/livegen.rs needs root"
-        );
-        let tx = format!("l6g-{}-{test}", std::process::id());
-        let n = Net {
-            rx: format!("{tx}r"),
-            tx,
-        };
-        for ns in [&n.tx, &n.rx] {
-            ip(&["netns", "add", ns]);
-        }
-        ip(&[
-            "-n", &n.tx, "link", "add", "gx", "type", "veth", "peer", "name", "gp", "netns", &n.rx,
-        ]);
-        // No router solicitations or MLD reports from the sender's kernel among the frames.
-        let off = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &n.tx,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.gx.disable_ipv6=1",
-            ])
-            .status()
-            .expect("sysctl");
-        assert!(off.success());
-        ip(&["-n", &n.tx, "link", "set", "gx", "up"]);
-        ip(&[
-            "-n",
-            &n.rx,
-            "link",
-            "set",
-            "gp",
-            "address",
-            "02:00:00:00:00:0a",
-            "up",
-        ]);
-        n
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in [&self.tx, &self.rx] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-fn enter(ns: &str) {
-    let f = std::fs::File::open(format!("/run/netns/{ns}")).expect("namespace file");
-    lwt6_io::sys::enter_netns(&f).expect("setns");
+/// Sender namespace `l6g-<pid>-<test>` with `gx`, receiver namespace (the same name with `p`) with its peer `gp`
+/// (one queue each); deleted on drop.
+fn veth_pair(test: &str) -> Net {
+    netns::require_root("crates/io/tests/livegen.rs");
+    let n = Net::new("g", test);
+    #[rustfmt::skip]
+    ip(&["-n", &n.ns, "link", "add", "gx", "type", "veth", "peer", "name", "gp", "netns", &n.peer]);
+    // No router solicitations or MLD reports from the sender's kernel among the frames.
+    netns::sysctl(&n.ns, "net.ipv6.conf.gx.disable_ipv6=1");
+    ip(&["-n", &n.ns, "link", "set", "gx", "up"]);
+    #[rustfmt::skip]
+    ip(&["-n", &n.peer, "link", "set", "gp", "address", "02:00:00:00:00:0a", "up"]);
+    n
 }
 
 /// An Ethernet + IPv6 + UDP frame to 02:00:00:00:00:0a, source address fd00::1:0 (low 16 bits 0x0000 + flow).
@@ -107,10 +46,10 @@ fn template() -> Vec<u8> {
 /// `base + i % flows`; a paced run never goes faster than asked.
 #[test]
 fn sends_paced_frames_with_varied_sources() {
-    let n = Net::new("paced");
+    let n = veth_pair("paced");
     let t = template();
     let (rate, ms, flows) = (20_000u64, 300u64, 5u32);
-    let rx_ns = n.rx.clone();
+    let rx_ns = n.peer.clone();
     // The capture port first (its XDP program gives gp its NAPI instance), then the sender.
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -139,7 +78,7 @@ fn sends_paced_frames_with_varied_sources() {
         got
     });
     ready_rx.recv().unwrap();
-    enter(&n.tx);
+    enter(&n.ns);
     let g = LiveGen::new("gx", &t, flows).expect("generator");
     let r = g
         .run(&[0], rate, Duration::from_millis(ms))
@@ -175,15 +114,15 @@ fn sends_paced_frames_with_varied_sources() {
 /// up, or the veth counts the rest as dropped at its ring); errors are named.
 #[test]
 fn unpaced_into_a_sink_and_named_errors() {
-    let n = Net::new("sink");
-    let rx_ns = n.rx.clone();
+    let n = veth_pair("sink");
+    let rx_ns = n.peer.clone();
     let sink = std::thread::spawn(move || {
         enter(&rx_ns);
         VerdictProgram::attach("gp", Verdict::Drop).expect("XDP sink on gp")
     })
     .join()
     .unwrap();
-    enter(&n.tx);
+    enter(&n.ns);
     let t = template();
     let g = LiveGen::new("gx", &t, 1).expect("generator");
     let r = g
