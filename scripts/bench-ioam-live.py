@@ -29,11 +29,12 @@ bytes of room (one slot per node).
 
     sudo scripts/bench-ioam-live.py [--lwt6 target/release/lwt6] [--io xdp|packet] [--size 1200]
         [--trial-ms 1000] [--steps 7] [--repeat 1] [--transit kernel|lwt6] [--only registration,share,...]
-        [--namespaces 1,4,7] [--out target/bench-ioam-live.json]
+        [--namespaces 1,4,7] [--out target/bench-ioam-live.json] [--csv FILE] [--plots DIR]
 
 The namespaces are ${LWT6_TESTBED_PREFIX}NODE (default l6tb-iol<pid>-). Prints each point as it is measured, then
-Markdown tables (the best of --repeat rounds), and writes JSON with
-every round's figures and each lwt6 node's final counters.
+Markdown tables (the best of --repeat rounds), and writes JSON with every round's figures and each lwt6 node's
+final counters, and a CSV of every round (--csv, default: --out with .csv; docs/plots/ioam-live.csv is one). With
+--plots DIR, `lwt6 bench ioam --plot-live CSV --out-dir DIR` then plots it (ioam-live-*.svg, best of the rounds).
 """
 import argparse
 import atexit
@@ -401,6 +402,22 @@ def cpu_table(cpu):
     return "\n".join(out)
 
 
+CSV_COLUMNS = ["round", "experiment", "label", "zero_loss_pps", "sender_max_pps", "sender_limited"] + ORDER + [
+    f"{n}_cpu_ns" for n in ORDER]
+
+
+def write_csv(path, results):
+    """Every round of every point, as `lwt6 bench ioam --plot-live` reads it (CPU time: lwt6 nodes only)."""
+    with open(path, "w") as f:
+        f.write(",".join(CSV_COLUMNS) + "\n")
+        for r in results:
+            cpu = r["cpu"] or {}
+            row = [r["round"], r["experiment"], r["label"], round(r["zero_loss"]), round(r["sender_max"]),
+                   int(bool(r["sender_limited"]))] + [r["nodes"][n] for n in ORDER] + [
+                f"{cpu[n][0]:.0f}" if n in cpu else "" for n in ORDER]
+            f.write(",".join(map(str, row)) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lwt6", default=os.path.join(ROOT, "target", "release", "lwt6"))
@@ -417,6 +434,8 @@ def main():
                     help="roles: the offered rate at which the node under test's CPU time per packet is read")
     ap.add_argument("--namespaces", default="1,2,3,4,5,6,7", help="namespace counts of the roles experiment")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-ioam-live.json"))
+    ap.add_argument("--csv", help="every round as CSV (default: --out with .csv)")
+    ap.add_argument("--plots", metavar="DIR", help="then plot the CSV into DIR (lwt6 bench ioam --plot-live)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-ioam-live: must run as root (network namespaces)")
@@ -464,6 +483,14 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     with open(a.out, "w") as f:
         json.dump(dict(args=vars(a), load=os.getloadavg(), results=results), f, indent=1)
+    csv = a.csv or os.path.splitext(a.out)[0] + ".csv"
+    write_csv(csv, results)
+    if a.plots:
+        # Paths relative to the repository when inside it: the plots' footers name the CSV.
+        rel = os.path.relpath(os.path.abspath(csv), ROOT)
+        arg = rel if not rel.startswith("..") else os.path.abspath(csv)
+        subprocess.run([a.lwt6, "bench", "ioam", "--plot-live", arg, "--out-dir", os.path.abspath(a.plots)],
+                       cwd=ROOT, check=True)
     best, cpu = {}, {}
     for res in results:
         k = (res["experiment"], res["label"])

@@ -72,9 +72,13 @@ pub struct IoamArgs {
     /// Experiments: all, or a comma-separated list of registration, share, options, namespaces, roles.
     #[arg(long, default_value = "all")]
     pub experiments: String,
-    /// Where the CSV (ioam.csv) and the plots (ioam-*.svg) go.
+    /// Where the CSV (ioam.csv) and the plots (ioam-*.svg; with --plot-live, ioam-live-*.svg) go.
     #[arg(long = "out-dir", default_value = "docs/plots")]
     pub out_dir: std::path::PathBuf,
+    /// Measure nothing: plot the live run in CSV (written by scripts/bench-ioam-live.py) as
+    /// ioam-live-{registration,share,options,namespaces,roles}.svg, the best of its rounds.
+    #[arg(long = "plot-live", value_name = "CSV", conflicts_with = "experiments")]
+    pub plot_live: Option<std::path::PathBuf>,
     /// Measurement settings.
     #[command(flatten)]
     pub common: Common,
@@ -360,8 +364,32 @@ fn trace(a: FloorArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `lwt6 bench ioam --plot-live CSV`: the live run's plots, nothing measured.
+fn ioam_plot_live(csv: &std::path::Path, out_dir: &std::path::Path) -> Result<(), Failure> {
+    use bench::ioam_live;
+    let text = std::fs::read_to_string(csv)
+        .map_err(|e| super::fail(format!("lwt6 bench ioam: {}: {e}", csv.display())))?;
+    let rows = ioam_live::parse_csv(&text)
+        .map_err(|e| super::fail(format!("lwt6 bench ioam: {}: {e}", csv.display())))?;
+    let best = ioam_live::best_of_rounds(&rows);
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| super::fail(format!("{}: {e}", out_dir.display())))?;
+    let command = format!("lwt6 bench ioam --plot-live {}", csv.display());
+    let mut o = std::io::stdout().lock();
+    for (name, svg) in ioam_live::plots(&best, &command) {
+        let p = out_dir.join(name);
+        crate::io::pcap::write_atomic(&p, svg.as_bytes())
+            .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
+        let _ = writeln!(o, "{}", p.display());
+    }
+    Ok(())
+}
+
 fn ioam(a: IoamArgs) -> Result<(), Failure> {
     use bench::ioam::{self, Experiment};
+    if let Some(csv) = &a.plot_live {
+        return ioam_plot_live(csv, &a.out_dir);
+    }
     let opts = options(&a.common)?;
     let which: Vec<Experiment> = if a.experiments == "all" {
         Experiment::ALL.to_vec()

@@ -205,13 +205,15 @@ def test_ioam_live_benchmark_script_runs_on_testbed_c(workdir):
     """scripts/bench-ioam-live.py (docs/BENCHMARKS.md) on its shortest setting: the three Fig. 8 points, one 100 ms
     trial each. The rates are not checked (they are the benchmark's business), what each node did is: nothing
     traced when IOAM is disabled or unused; in use, every frame Athos forwards carries a trace the kernel's Porthos
-    passes on and Aramis removes; nothing dropped but the kernel's own noise; namespaces gone afterwards."""
+    passes on and Aramis removes; nothing dropped but the kernel's own noise; namespaces gone afterwards. Its CSV
+    holds the JSON's rounds and `--plots` plots it (`lwt6 bench ioam --plot-live`)."""
     from ktlwt6 import lwt6_bin
     out = os.path.join(workdir, "bench-ioam-live.json")
     script = os.path.join(ROOT, "scripts", "bench-ioam-live.py")
     prefix = f"l6t-{os.getpid()}-iol-"
     r = subprocess.run([script, "--lwt6", str(lwt6_bin()), "--only", "registration", "--trial-ms", "100",
-                        "--steps", "0", "--out", out], capture_output=True, text=True, timeout=120,
+                        "--steps", "0", "--out", out, "--plots", os.path.join(workdir, "plots")],
+                       capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, LWT6_TESTBED_PREFIX=prefix))
     assert r.returncode == 0, r.stderr[-2000:]
     assert "| in-use |" in r.stdout, r.stdout
@@ -231,5 +233,15 @@ def test_ioam_live_benchmark_script_runs_on_testbed_c(workdir):
             assert traced == 0 and aramis["ioam"]["removed"] == 0, x
         # Only what the kernel's Porthos sends of its own (router solicitations, MLD reports) is dropped.
         assert set(athos["drops"]) | set(aramis["drops"]) <= {"multicast_destination"}, x
+    rows = [line.split(",") for line in open(os.path.join(workdir, "bench-ioam-live.csv")).read().splitlines()]
+    assert rows[0] == ["round", "experiment", "label", "zero_loss_pps", "sender_max_pps", "sender_limited", "athos",
+                       "porthos", "aramis", "athos_cpu_ns", "porthos_cpu_ns", "aramis_cpu_ns"], rows[0]
+    assert sorted(r[2] for r in rows[1:]) == sorted(res), rows
+    for r in rows[1:]:
+        x = res[r[2]]
+        assert r[:2] == ["0", "registration"] and int(r[3]) == round(x["zero_loss"]), (r, x)
+        assert r[6:9] == ["lwt6", "kernel", "lwt6"] and r[10] == "" and float(r[9]) > 0 and float(r[11]) > 0, r
+    svg = open(os.path.join(workdir, "plots", "ioam-live-registration.svg")).read()
+    assert svg.startswith("<svg") and "configured-unused" in svg and "best of 1 round)" in svg
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert prefix not in left, left

@@ -4,7 +4,7 @@
 //! transit, decapsulating) adds per packet. docs/BENCHMARKS.md (*IOAM domains*) has the figures beside the paper's.
 
 use super::{BenchError, MAC_LEN, Options, Spread, frames, run_once};
-use crate::bench::plot::nice_step;
+pub use crate::bench::lines::{Series, line_svg};
 use lwt6_config as config;
 use lwt6_dataplane::router::Router;
 
@@ -162,9 +162,6 @@ impl Experiment {
 
 /// A share of Fig. 9: its label, the percentage, and the route's `freq K/N` (None: a plain route).
 pub type Share = (&'static str, f64, Option<(u32, u32)>);
-
-/// A plotted series: its name, colour and points (x, y).
-pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
 
 /// The shares of Fig. 9, as `freq K/N` (0 % is a plain route).
 pub const SHARES: [Share; 9] = [
@@ -351,117 +348,6 @@ pub fn to_csv(points: &[IoamPoint]) -> String {
         );
     }
     s
-}
-
-/// A line plot (SVG) of `series` (name, colour, points (x, y)), with axis titles and a footer.
-pub fn line_svg(
-    title: &str,
-    xlabel: &str,
-    ylabel: &str,
-    series: &[Series<'_>],
-    log_x: bool,
-    footer: &str,
-) -> String {
-    let (w, h, l, r, t, b) = (720.0, 420.0, 70.0, 160.0, 40.0, 70.0);
-    let fx = |x: f64| if log_x { (x.max(0.001)).log10() } else { x };
-    let all: Vec<(f64, f64)> = series
-        .iter()
-        .flat_map(|s| s.2.iter().map(|&(x, y)| (fx(x), y)))
-        .collect();
-    let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
-    let mut xmax = all.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
-    if xmax.partial_cmp(&xmin) != Some(std::cmp::Ordering::Greater) {
-        xmax = xmin + 1.0;
-    }
-    let ymax = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9) * 1.1;
-    let step = nice_step(ymax, 6);
-    let px = |x: f64| l + (fx(x) - xmin) / (xmax - xmin) * (w - l - r);
-    let py = |y: f64| h - b - y / ymax * (h - t - b);
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" \
-         font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
-        w / 2.0,
-        esc(title)
-    );
-    let mut y = 0.0;
-    while y <= ymax + 1e-9 {
-        let (x2, yy, tx, ty, v) = (
-            w - r,
-            py(y),
-            l - 6.0,
-            py(y) + 4.0,
-            (y * 1000.0).round() / 1000.0,
-        );
-        o += &format!(
-            "<line x1=\"{l}\" x2=\"{x2}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\
-             <text x=\"{tx}\" y=\"{ty:.1}\" text-anchor=\"end\">{v}</text>\n"
-        );
-        y += step;
-    }
-    // X ticks at the data's x values (those of the first series).
-    if let Some(s) = series.first() {
-        for &(x, _) in &s.2 {
-            o += &format!(
-                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                px(x),
-                h - b + 16.0,
-                x
-            );
-        }
-    }
-    let (x2, yb, cx, ly, my) = (
-        w - r,
-        h - b,
-        (l + w - r) / 2.0,
-        h - b + 36.0,
-        (t + h - b) / 2.0,
-    );
-    let (xl, yl) = (esc(xlabel), esc(ylabel));
-    o += &format!(
-        "<line x1=\"{l}\" x2=\"{x2}\" y1=\"{yb}\" y2=\"{yb}\" stroke=\"black\"/>\
-         <line x1=\"{l}\" x2=\"{l}\" y1=\"{t}\" y2=\"{yb}\" stroke=\"black\"/>\n\
-         <text x=\"{cx}\" y=\"{ly}\" text-anchor=\"middle\">{xl}</text>\n\
-         <text x=\"16\" y=\"{my}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {my})\">{yl}</text>\n"
-    );
-    for (i, (name, colour, pts)) in series.iter().enumerate() {
-        let path: Vec<String> = pts
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        o += &format!(
-            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>\n",
-            path.join(" ")
-        );
-        for &(x, y) in pts {
-            o += &format!(
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>\n",
-                px(x),
-                py(y)
-            );
-        }
-        let ly = t + 10.0 + 18.0 * i as f64;
-        o += &format!(
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{ly}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"/>\
-             <text x=\"{}\" y=\"{}\">{}</text>\n",
-            w - r + 10.0,
-            w - r + 30.0,
-            w - r + 34.0,
-            ly + 4.0,
-            esc(name)
-        );
-    }
-    o += &format!(
-        "<text x=\"{l}\" y=\"{}\" font-size=\"10\" fill=\"#555\">{}</text>\n</svg>\n",
-        h - 10.0,
-        esc(footer)
-    );
-    o
 }
 
 /// The plots of a run: `(file name, SVG)`.

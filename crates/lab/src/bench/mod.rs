@@ -16,6 +16,8 @@
 
 pub mod fib;
 pub mod ioam;
+pub mod ioam_live;
+pub mod lines;
 pub mod plot;
 pub mod soak;
 pub mod trace;
