@@ -157,6 +157,8 @@ fn unknown_bench_strategy_lists_the_valid_ones() {
             && err.contains("pre-fix, post-fix, lwt6, lwt6-tiny, lwt6-general, lwt6-memcpy"),
         "{err}"
     );
+    // The program's name once, as every other error gives it.
+    assert!(err.starts_with("lwt6: bench: "), "{err}");
 }
 
 #[test]

@@ -206,7 +206,7 @@ fn options(c: &Common) -> Result<Options, Failure> {
         "none" => 0,
         other => {
             return Err(super::fail(format!(
-                "lwt6 bench: unknown --nic '{other}' (expected i40e, legacy-rx, none)"
+                "bench: unknown --nic '{other}' (expected i40e, legacy-rx, none)"
             )));
         }
     };
@@ -225,7 +225,7 @@ fn options(c: &Common) -> Result<Options, Failure> {
 fn parse_sizes(s: &str) -> Result<Vec<usize>, Failure> {
     let bad = || {
         super::fail(format!(
-            "lwt6 bench: bad --sizes '{s}' (expected A..B or a comma list)"
+            "bench: bad --sizes '{s}' (expected A..B or a comma list)"
         ))
     };
     if let Some((a, b)) = s.split_once("..") {
@@ -274,13 +274,13 @@ fn families(proto: &str, modes: Option<&str>) -> Result<Vec<Family>, Failure> {
             "rpl" => v.push(Family::Rpl),
             other => {
                 return Err(super::fail(format!(
-                    "lwt6 bench: unknown --proto '{other}' (expected seg6, ioam6, rpl, all)"
+                    "bench: unknown --proto '{other}' (expected seg6, ioam6, rpl, all)"
                 )));
             }
         }
     }
     if v.len() == 1 {
-        return Err(super::fail("lwt6 bench: --modes selects nothing"));
+        return Err(super::fail("bench: --modes selects nothing"));
     }
     Ok(v)
 }
@@ -356,9 +356,9 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
 fn trace(a: FloorArgs) -> Result<(), Failure> {
     let opts = options(&a.common)?;
     let fam = Family::from_name(&a.family)
-        .ok_or_else(|| super::fail(format!("lwt6 bench: unknown --family '{}'", a.family)))?;
+        .ok_or_else(|| super::fail(format!("bench: unknown --family '{}'", a.family)))?;
     let r = bench::trace::run(fam, a.size, &opts)
-        .map_err(|e| super::fail(format!("lwt6 bench: {e}")))?;
+        .map_err(|e| super::fail(format!("bench: {e}")))?;
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{}", r.table());
     Ok(())
@@ -368,9 +368,9 @@ fn trace(a: FloorArgs) -> Result<(), Failure> {
 fn ioam_plot_live(csv: &std::path::Path, out_dir: &std::path::Path) -> Result<(), Failure> {
     use bench::ioam_live;
     let text = std::fs::read_to_string(csv)
-        .map_err(|e| super::fail(format!("lwt6 bench ioam: {}: {e}", csv.display())))?;
+        .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
     let rows = ioam_live::parse_csv(&text)
-        .map_err(|e| super::fail(format!("lwt6 bench ioam: {}: {e}", csv.display())))?;
+        .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
     let best = ioam_live::best_of_rounds(&rows);
     std::fs::create_dir_all(out_dir)
         .map_err(|e| super::fail(format!("{}: {e}", out_dir.display())))?;
@@ -403,7 +403,7 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
                 "namespaces" => Ok(Experiment::Namespaces),
                 "roles" => Ok(Experiment::Roles),
                 _ => Err(super::fail(format!(
-                    "lwt6 bench ioam: unknown experiment '{w}' (expected all or some of: registration, share, \
+                    "bench ioam: unknown experiment '{w}' (expected all or some of: registration, share, \
                      options, namespaces, roles)"
                 ))),
             })
@@ -420,7 +420,7 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
             p.ns_per_packet()
         );
     })
-    .map_err(|e| super::fail(format!("lwt6 bench ioam: {e}")))?;
+    .map_err(|e| super::fail(format!("bench ioam: {e}")))?;
     std::fs::create_dir_all(&a.out_dir)
         .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
     let footer = format!(
@@ -444,9 +444,9 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
 fn floor(a: FloorArgs) -> Result<(), Failure> {
     let opts = options(&a.common)?;
     let fam = Family::from_name(&a.family)
-        .ok_or_else(|| super::fail(format!("lwt6 bench: unknown --family '{}'", a.family)))?;
+        .ok_or_else(|| super::fail(format!("bench: unknown --family '{}'", a.family)))?;
     let r =
-        bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("lwt6 bench: {e}")))?;
+        bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("bench: {e}")))?;
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{}", floor_table(&r));
     Ok(())
@@ -500,7 +500,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
             Strategy::from_name(s.trim()).ok_or_else(|| {
                 let valid: Vec<&str> = Strategy::ALL.iter().map(|x| x.name()).collect();
                 super::fail(format!(
-                    "lwt6 bench: unknown strategy '{}' (valid: {})",
+                    "bench: unknown strategy '{}' (valid: {})",
                     s.trim(),
                     valid.join(", ")
                 ))
@@ -533,7 +533,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         .collect();
     if opts.batches > 0 && a.jobs > 1 {
         return Err(super::fail(
-            "lwt6 bench: --batches interleaves every point in one thread; use it with --jobs 1",
+            "bench: --batches interleaves every point in one thread; use it with --jobs 1",
         ));
     }
     let req = Sweep {
@@ -550,7 +550,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
                 .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
             bench::from_csv(&text).map_err(|e| super::fail(format!("{}: {e}", p.display())))?
         }
-        None => bench::sweep(&req).map_err(|e| super::fail(format!("lwt6 bench: {e}")))?,
+        None => bench::sweep(&req).map_err(|e| super::fail(format!("bench: {e}")))?,
     };
     let elapsed = t0.elapsed().as_secs_f64();
     std::fs::create_dir_all(&a.out_dir)
