@@ -357,8 +357,8 @@ fn trace(a: FloorArgs) -> Result<(), Failure> {
     let opts = options(&a.common)?;
     let fam = Family::from_name(&a.family)
         .ok_or_else(|| super::fail(format!("bench: unknown --family '{}'", a.family)))?;
-    let r = bench::trace::run(fam, a.size, &opts)
-        .map_err(|e| super::fail(format!("bench: {e}")))?;
+    let r =
+        bench::trace::run(fam, a.size, &opts).map_err(|e| super::fail(format!("bench: {e}")))?;
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{}", r.table());
     Ok(())
@@ -445,8 +445,7 @@ fn floor(a: FloorArgs) -> Result<(), Failure> {
     let opts = options(&a.common)?;
     let fam = Family::from_name(&a.family)
         .ok_or_else(|| super::fail(format!("bench: unknown --family '{}'", a.family)))?;
-    let r =
-        bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("bench: {e}")))?;
+    let r = bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("bench: {e}")))?;
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{}", floor_table(&r));
     Ok(())
