@@ -359,3 +359,47 @@ fn pcap_trace_prints_the_frames_it_traced() {
     let o = pcap(&["--trace", "0"]);
     assert_eq!(o.status.code(), Some(2), "clap refuses 0");
 }
+
+/// `bench ioam --from-csv` re-plots a CSV without measuring; a bad row is named by line and column.
+#[test]
+fn bench_ioam_replots_from_csv() {
+    let d = tmp("ioam-from-csv");
+    let csv = d.join("ioam.csv");
+    std::fs::write(
+        &csv,
+        "experiment,label,x,mpps_median,mpps_min,mpps_max,ns_per_packet\n\
+         share,0%,0,10.0,9.0,11.0,100.0\n\
+         share,100%,100,8.0,7.0,9.0,125.0\n",
+    )
+    .unwrap();
+    let out = d.join("plots");
+    let o = lwt6()
+        .args(["bench", "ioam", "--from-csv"])
+        .arg(&csv)
+        .arg("--out-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("ioam-share.svg")).unwrap();
+    assert!(
+        svg.contains(">100%</text>") && svg.contains("best run"),
+        "{svg}"
+    );
+    std::fs::write(
+        &csv,
+        "experiment,label,x,mpps_median,mpps_min,mpps_max,ns_per_packet\nshare,0%,0,ten,9.0,11.0,100.0\n",
+    )
+    .unwrap();
+    let o = lwt6()
+        .args(["bench", "ioam", "--from-csv"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 2, column 4 (mpps_median): 'ten'"),
+        "{err}"
+    );
+}

@@ -79,6 +79,13 @@ pub struct IoamArgs {
     /// ioam-live-{registration,share,options,namespaces,roles}.svg, the best of its rounds.
     #[arg(long = "plot-live", value_name = "CSV", conflicts_with = "experiments")]
     pub plot_live: Option<std::path::PathBuf>,
+    /// Measure nothing: re-plot ioam-*.svg from an ioam.csv this command wrote before.
+    #[arg(
+        long = "from-csv",
+        value_name = "CSV",
+        conflicts_with_all = ["experiments", "plot_live"]
+    )]
+    pub from_csv: Option<std::path::PathBuf>,
     /// Measurement settings.
     #[command(flatten)]
     pub common: Common,
@@ -389,6 +396,23 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
     use bench::ioam::{self, Experiment};
     if let Some(csv) = &a.plot_live {
         return ioam_plot_live(csv, &a.out_dir);
+    }
+    if let Some(csv) = &a.from_csv {
+        let text = std::fs::read_to_string(csv)
+            .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
+        let points = ioam::from_csv(&text)
+            .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
+        std::fs::create_dir_all(&a.out_dir)
+            .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
+        let footer = format!("lwt6 bench ioam --from-csv {}", csv.display());
+        let mut o = std::io::stdout().lock();
+        for (name, svg) in ioam::plots(&points, &footer) {
+            let p = a.out_dir.join(name);
+            crate::io::pcap::write_atomic(&p, svg.as_bytes())
+                .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
+            let _ = writeln!(o, "{}", p.display());
+        }
+        return Ok(());
     }
     let opts = options(&a.common)?;
     let which: Vec<Experiment> = if a.experiments == "all" {
