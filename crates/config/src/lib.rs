@@ -39,4 +39,4 @@
 mod parse;
 
 pub use lwt6_dataplane::spec::*;
-pub use parse::{Builder, parse, parse_with_stdin, trace_filter};
+pub use parse::{Builder, RouteDelta, Transaction, parse, parse_with_stdin, trace_filter};
