@@ -4,11 +4,13 @@
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
 //! or `show routes|stats|neigh [-j]`, or a batch: a first line `batch`, then configuration lines up to the end of
 //! the request, applied in order as one atomic step. The reply's first line is `ok` or `error: MESSAGE`; what
-//! follows is the output. Configuration lines are applied to the running configuration ([`Builder::from_config`]);
-//! when what they change is routes only (added, removed, replaced), the published table is changed in place through
-//! a [`SnapshotWriter`], otherwise the configuration is built into a new snapshot and published; the workers take
-//! either at their next batch. A line with an error changes nothing (nor does any line of its batch) and the reply
-//! names the token (and, in a batch, the line).
+//! follows is the output. Configuration lines are applied to the running configuration itself, in a transaction
+//! ([`Builder::transaction`]: a route line is a lookup in the route index and an entry in the undo log); when the
+//! lines are route lines only, the routes they changed (added, removed, replaced) change the published table in
+//! place through a [`SnapshotWriter`], so a route request costs the same whatever the size of the table. Any
+//! other line builds the configuration into a new snapshot, which is published (a cost in proportion to the
+//! table). The workers take either at their next batch. A line with an error changes nothing (nor does any line
+//! of its batch: the transaction is undone) and the reply names the token (and, in a batch, the line).
 
 use super::engine::{Outbox, WorkerReport};
 use crate::cli::{Failure, fail};

@@ -78,7 +78,11 @@ pub fn parse_with_stdin(text: &str, stdin_secret: Option<&str>) -> Result<Config
 ///
 /// Every line is applied whole or not at all: a line that fails leaves the builder as it was (its error names
 /// the line and token). Checks that need the whole file (a `hmac KEYID` naming a key set on a later line) are
-/// made by [`Builder::finish`].
+/// made by [`Builder::finish`], or, for the lines of a [`Transaction`] on a running configuration, by
+/// [`Transaction::check`].
+///
+/// Routes are kept in file order until a `route del` takes one out: the last route then takes its place (the
+/// order of [`Config::routes`] is not the table's; routes are found by their (table, prefix, metric) index).
 #[derive(Debug)]
 pub struct Builder<'s> {
     p: Parser<'s>,
@@ -118,7 +122,8 @@ impl<'s> Builder<'s> {
     }
 
     /// Starts from a configuration already built (a running router's), so that lines are checked against it:
-    /// a `dev` must name one of its links, a route must not exist already, and so on.
+    /// a `dev` must name one of its links, a route must not exist already, and so on. Indexes its routes once (a
+    /// pass over them); a router keeps the builder and applies its requests in [`Builder::transaction`]s.
     pub fn from_config(cfg: Config) -> Self {
         let mut b = Builder::new();
         let p = &mut b.p;
