@@ -17,6 +17,7 @@ tunnel), starts `lwt6 run --io packet` on it and measures:
   process started);
 - batch: `lwt6 ctl --batch` of --batch route additions, then one of their deletions (last added first): lines
   per second (`nan` when the request failed, e.g. past the client's 30 s timeout);
+- one `neigh add` over the socket (not a route line: a new snapshot is built from the whole configuration);
 - resident memory (VmRSS) after start and after the requests, and the peak (VmHWM).
 
 The namespace is removed on every exit path. Needs root, `ip`.
@@ -174,6 +175,10 @@ def measure(binary, n, args, work, tag):
         except RuntimeError as e:
             print(f"# {tag}: the deletion batch failed: {e}", file=sys.stderr)
             t_del = float("nan")
+        # (After a failed request the router may still be at it: one request at a time, so this waits for it.)
+        request(sock, "show stats")
+        # A line that is not a route line: the snapshot is built anew from the whole configuration.
+        neigh = request(sock, "neigh add fd00:2::9 lladdr 02:00:00:00:02:09 dev r1")
         rss_end, hwm = memory(pid)
         lines.sort()
         raw.sort()
@@ -187,6 +192,7 @@ def measure(binary, n, args, work, tag):
             "socket_p90_ms": raw[int(len(raw) * 0.9)] * 1e3,
             "batch_add_lps": args.batch / t_add,
             "batch_del_lps": args.batch / t_del,
+            "neigh_ms": neigh * 1e3,
             "rss_start_mib": rss_start,
             "rss_end_mib": rss_end,
             "hwm_mib": hwm,
@@ -221,7 +227,7 @@ def main():
     work = tempfile.mkdtemp(prefix="lwt6-bench-ctl-")
     cols = ("routes", "build", "start s", "first ms", "line ms (median)", "line ms (p90)", "requests",
             "socket ms (median)", "socket ms (p90)",
-            "batch add lines/s", "batch del lines/s", "RSS start MiB", "RSS end MiB", "peak MiB")
+            "batch add lines/s", "batch del lines/s", "neigh add ms", "RSS start MiB", "RSS end MiB", "peak MiB")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     try:
@@ -231,7 +237,7 @@ def main():
                 print(f"| {n:,} | {label} | {r['start_s']:.2f} | {r['first_ms']:.1f} | {r['line_ms']:.2f} | "
                       f"{r['line_p90_ms']:.2f} | {r['requests']} | {r['socket_ms']:.3f} | "
                       f"{r['socket_p90_ms']:.3f} | {r['batch_add_lps']:,.0f} | "
-                      f"{r['batch_del_lps']:,.0f} | {r['rss_start_mib']:.0f} | {r['rss_end_mib']:.0f} | "
+                      f"{r['batch_del_lps']:,.0f} | {r['neigh_ms']:.1f} | {r['rss_start_mib']:.0f} | {r['rss_end_mib']:.0f} | "
                       f"{r['hwm_mib']:.0f} |", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
