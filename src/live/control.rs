@@ -4,18 +4,20 @@
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
 //! or `show routes|stats|neigh [-j]`, or a batch: a first line `batch`, then configuration lines up to the end of
 //! the request, applied in order as one atomic step. The reply's first line is `ok` or `error: MESSAGE`; what
-//! follows is the output. Configuration lines are applied to the running configuration ([`Builder::from_config`]);
-//! when what they change is routes only (added, removed, replaced), the published table is changed in place through
-//! a [`SnapshotWriter`], otherwise the configuration is built into a new snapshot and published; the workers take
-//! either at their next batch. A line with an error changes nothing (nor does any line of its batch) and the reply
-//! names the token (and, in a batch, the line).
+//! follows is the output. Configuration lines are applied to the running configuration itself, in a transaction
+//! ([`Builder::transaction`]: a route line is a lookup in the route index and an entry in the undo log); when the
+//! lines are route lines only, the routes they changed (added, removed, replaced) change the published table in
+//! place through a [`SnapshotWriter`], so a route request costs the same whatever the size of the table. Any
+//! other line builds the configuration into a new snapshot, which is published (a cost in proportion to the
+//! table). The workers take either at their next batch. A line with an error changes nothing (nor does any line
+//! of its batch: the transaction is undone) and the reply names the token (and, in a batch, the line).
 
 use super::engine::{Outbox, WorkerReport};
 use crate::cli::{Failure, fail};
 use crate::config::Builder;
 use crate::node::neigh::{NeighEvent, NeighTable, State};
 use crate::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
-use crate::spec::{Config, Route, shown_token};
+use crate::spec::{Config, shown_token};
 use crate::wire::ethernet::mac_text;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -33,8 +35,9 @@ const MAX_BATCH_LINES: usize = 1_000_000;
 
 /// The running router as the control thread sees it.
 pub struct Control {
-    /// The configuration the published snapshot was built from.
-    pub cfg: Config,
+    /// The configuration the published snapshot was built from, with its route index: requests are applied to
+    /// it in a transaction ([`Builder::transaction`]), never to a copy.
+    pub builder: Builder<'static>,
     /// Where snapshots are published.
     pub handle: Arc<SnapshotHandle>,
     /// Every worker's last published counters.
@@ -146,8 +149,35 @@ pub fn report_text(r: &WorkerReport, names: &[String]) -> String {
 }
 
 impl Control {
+    /// The control thread of a router running `cfg`, whose snapshot `handle` publishes, with the workers'
+    /// `reports`, over I/O back end `io`; no neighbour learned, no kernel route mirrored, no trace armed yet.
+    /// Indexes the routes once (the cost of one request afterwards does not depend on their number).
+    pub fn new(
+        cfg: Config,
+        handle: Arc<SnapshotHandle>,
+        reports: Vec<Arc<Mutex<WorkerReport>>>,
+        io: &'static str,
+    ) -> Self {
+        Control {
+            builder: Builder::from_config(cfg),
+            handle,
+            reports,
+            io,
+            writer: None,
+            neigh: NeighTable::default(),
+            outbox: Arc::default(),
+            kernel_routes: Default::default(),
+            trace: Arc::default(),
+        }
+    }
+
+    /// The configuration the published snapshot was built from.
+    pub fn cfg(&self) -> &Config {
+        self.builder.config()
+    }
+
     fn link_names(&self) -> Vec<String> {
-        self.cfg.links.iter().map(|l| l.name.clone()).collect()
+        self.cfg().links.iter().map(|l| l.name.clone()).collect()
     }
 
     /// Answers one request: `(true, output)` or `(false, error message)`.
@@ -254,7 +284,7 @@ impl Control {
             }
             "neigh" => {
                 let mut rows: Vec<(String, String, String, &str)> = self
-                    .cfg
+                    .cfg()
                     .neighs
                     .iter()
                     .map(|n| {
@@ -369,74 +399,53 @@ impl Control {
                 format!("{at}'{}': {}", shown_token(&e.token), e.reason)
             }
         };
-        let mut b = Builder::from_config(self.cfg.clone());
+        let mut tx = self.builder.transaction();
         for (i, line) in lines.iter().enumerate() {
-            b.line(i + 1, line).map_err(located)?;
+            // An error drops the transaction, which undoes the lines before.
+            tx.line(i + 1, line).map_err(located)?;
         }
-        let mut cfg = b.finish().map_err(located)?;
-        // Lines that only add, remove or replace routes change the published table in place (through the
-        // writer's two snapshots: no rebuild, no copy of the table); anything else builds a new snapshot.
-        match self.route_changes(&mut cfg) {
-            Some(changes) if changes.is_empty() => {}
-            Some(changes) => {
-                let writer = self
-                    .writer
-                    .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
-                if let Err((i, e)) = writer.apply(&changes) {
-                    if i > 0 {
-                        // The changes before the one refused are published: put the running configuration back.
-                        let snap = Snapshot::build(&self.cfg).map_err(located)?;
-                        self.publish(snap);
-                    }
-                    return Err(located(e));
-                }
-            }
-            None => {
-                let snap = Snapshot::build(&cfg).map_err(located)?;
-                self.publish(snap);
-            }
+        let delta = tx.check().map_err(located)?;
+        if delta.other_lines {
+            let snap = Snapshot::build(tx.config()).map_err(located)?;
+            tx.commit();
+            self.publish(snap);
+            return Ok(());
         }
-        self.cfg = cfg;
-        Ok(())
-    }
-
-    /// The route changes that turn the running configuration into `new`, when routes are all that differ
-    /// (removals and replaced routes first, then additions); `None` when anything else differs.
-    fn route_changes(&mut self, new: &mut Config) -> Option<Vec<Change>> {
-        let old_routes = std::mem::take(&mut self.cfg.routes);
-        let new_routes = std::mem::take(&mut new.routes);
-        let same = self.cfg == *new;
-        self.cfg.routes = old_routes;
-        new.routes = new_routes;
-        if !same {
-            return None;
-        }
-        let key = |r: &Route| (r.table, r.prefix, r.metric);
-        let mut old: std::collections::HashMap<_, &Route> =
-            self.cfg.routes.iter().map(|r| (key(r), r)).collect();
-        let (mut dels, mut adds) = (Vec::new(), Vec::new());
-        for r in &new.routes {
-            match old.remove(&key(r)) {
-                Some(o) if o == r => {}
-                Some(o) => {
-                    dels.push(o);
-                    adds.push(r);
-                }
-                None => adds.push(r),
-            }
-        }
-        dels.extend(old.into_values());
-        let mut changes: Vec<Change> = dels
-            .into_iter()
+        // Lines that only add, remove or replace routes change the published table in place by the routes they
+        // changed (through the writer's two snapshots: no rebuild, no copy of the table).
+        let changes: Vec<Change> = delta
+            .removed
+            .iter()
             .map(|r| Change::DelRoute {
                 prefix: r.prefix,
                 metric: r.metric,
                 table: r.table,
                 line: r.line,
             })
+            .chain(delta.added.into_iter().map(Change::AddRoute))
             .collect();
-        changes.extend(adds.into_iter().map(|r| Change::AddRoute(r.clone())));
-        Some(changes)
+        if changes.is_empty() {
+            tx.commit();
+            return Ok(());
+        }
+        let writer = self
+            .writer
+            .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
+        match writer.apply(&changes) {
+            Ok(()) => {
+                tx.commit();
+                Ok(())
+            }
+            Err((i, e)) => {
+                drop(tx);
+                if i > 0 {
+                    // The changes before the one refused are published: put the running configuration back.
+                    let snap = Snapshot::build(self.cfg()).map_err(located)?;
+                    self.publish(snap);
+                }
+                Err(located(e))
+            }
+        }
     }
 
     /// Publishes a snapshot built from scratch (the writer's spare no longer follows the published one), with
@@ -504,7 +513,7 @@ impl Control {
     /// Replaces the whole configuration (a reloaded file) when it builds; the links must be the running ones.
     pub fn replace(&mut self, cfg: Config) -> Result<(), String> {
         let now: Vec<_> = self
-            .cfg
+            .cfg()
             .links
             .iter()
             .map(|l| (&l.name, l.mac, l.mtu))
@@ -518,7 +527,7 @@ impl Control {
         }
         let snap = Snapshot::build(&cfg).map_err(|e| e.to_string())?;
         self.publish(snap);
-        self.cfg = cfg;
+        self.builder = Builder::from_config(cfg);
         Ok(())
     }
 
@@ -640,17 +649,12 @@ mod tests {
         )
         .unwrap();
         let snap = Snapshot::build(&cfg).unwrap();
-        Control {
+        Control::new(
             cfg,
-            handle: Arc::new(SnapshotHandle::new(snap)),
-            reports: vec![Arc::new(Mutex::new(WorkerReport::default()))],
-            io: "test",
-            writer: None,
-            neigh: NeighTable::default(),
-            outbox: Arc::default(),
-            kernel_routes: Default::default(),
-            trace: Arc::default(),
-        }
+            Arc::new(SnapshotHandle::new(snap)),
+            vec![Arc::new(Mutex::new(WorkerReport::default()))],
+            "test",
+        )
     }
 
     fn routes(c: &Control) -> String {
@@ -675,7 +679,7 @@ mod tests {
             shown.contains("fd00:55::/64") && shown.contains("fd00:56::/64"),
             "{shown}"
         );
-        assert_eq!(c.cfg.routes.len(), 2);
+        assert_eq!(c.cfg().routes.len(), 2);
         let (ok, _) = c.handle_line("neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1");
         assert!(ok);
         assert!(c.writer.is_none(), "any other line rebuilds the snapshot");
@@ -694,7 +698,7 @@ mod tests {
     fn route_removals_and_batches_change_the_table_in_place() {
         let mut c = control();
         let rebuilt =
-            |c: &Control| crate::cli::routes_text(&Snapshot::build(&c.cfg).unwrap(), false, None);
+            |c: &Control| crate::cli::routes_text(&Snapshot::build(c.cfg()).unwrap(), false, None);
         let (ok, msg) = c.handle_batch(&[
             "-6 route add fd00:55::/64 via fd00:2::2 dev r1",
             "-6 route add fd00:56::/64 encap seg6 mode encap segs fc00::1 dev r1",
@@ -762,7 +766,7 @@ mod tests {
             })
             .collect();
         assert_eq!(ask(&mut c, &format!("batch\n{lines}")), "ok\n");
-        assert_eq!(c.cfg.routes.len(), 300);
+        assert_eq!(c.cfg().routes.len(), 300);
         assert_eq!(
             ask(
                 &mut c,
@@ -770,7 +774,7 @@ mod tests {
             ),
             "error: line 2: 'fd00:999::/48': no such route to delete\n"
         );
-        assert_eq!(c.cfg.routes.len(), 300, "a failed batch removed a route");
+        assert_eq!(c.cfg().routes.len(), 300, "a failed batch removed a route");
         assert_eq!(ask(&mut c, "show stats\n").lines().next(), Some("ok"));
     }
 
@@ -778,7 +782,7 @@ mod tests {
     fn a_bad_line_fails_its_whole_batch() {
         let mut c = control();
         c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
-        let before = (routes(&c), c.cfg.clone());
+        let before = (routes(&c), c.cfg().clone());
         for (lines, expected) in [
             (
                 vec![
@@ -805,7 +809,7 @@ mod tests {
             assert!(!ok, "{lines:?}");
             assert!(msg.starts_with(expected), "{lines:?}: {msg}");
             assert_eq!(
-                (routes(&c), c.cfg.clone()),
+                (routes(&c), c.cfg().clone()),
                 before,
                 "{lines:?} changed something"
             );
@@ -816,7 +820,7 @@ mod tests {
     fn a_bad_line_changes_nothing() {
         let mut c = control();
         c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
-        let before = (routes(&c), c.cfg.clone());
+        let before = (routes(&c), c.cfg().clone());
         for (line, token) in [
             (
                 "-6 route add fd00:55::/64 via fd00:2::2 dev r1",
@@ -837,7 +841,7 @@ mod tests {
             assert!(!ok, "{line}");
             assert!(msg.contains(&format!("'{token}'")), "{line}: {msg}");
             assert_eq!(
-                (routes(&c), c.cfg.clone()),
+                (routes(&c), c.cfg().clone()),
                 before,
                 "{line} changed something"
             );

@@ -378,15 +378,9 @@ fn serve(
         a.control.display()
     );
     let mut control = Control {
-        cfg,
-        handle,
-        reports: reports.clone(),
-        io,
-        writer: None,
-        neigh: Default::default(),
         outbox,
-        kernel_routes: Default::default(),
         trace,
+        ..Control::new(cfg, handle, reports.clone(), io)
     };
     let mut monitor = if a.kernel_routes {
         Some(kroutes::start(&mut control)?)

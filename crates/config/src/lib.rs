@@ -2,7 +2,10 @@
 //!
 //! The parser turns a whole file into a [`Config`] or rejects it with the first [`ConfigError`]
 //! (line number, offending token, reason). Nothing is half-applied. [`Builder`] applies one line at a time
-//! (atomically: a failing line changes nothing), to a new configuration or to a running one.
+//! (atomically: a failing line changes nothing), to a new configuration or to a running one; a [`Transaction`]
+//! applies several as one step to a long-lived builder (undone together, without a copy of the routes) and
+//! reports the routes they changed ([`RouteDelta`]). Routes are indexed by (table, prefix, metric): adding,
+//! replacing or deleting one is a lookup, not a pass over the table.
 //!
 //! # Syntax
 //!
@@ -39,4 +42,4 @@
 mod parse;
 
 pub use lwt6_dataplane::spec::*;
-pub use parse::{Builder, parse, parse_with_stdin, trace_filter};
+pub use parse::{Builder, RouteDelta, Transaction, parse, parse_with_stdin, trace_filter};

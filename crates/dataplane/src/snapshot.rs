@@ -431,7 +431,8 @@ impl Snapshot {
                 }
             }
         }
-        self.plan_keys.retain(|k, _| k.0 != Some(tid));
+        // Its plan key names the tunnel: the route's alone (a lookup, not a pass over the keys).
+        self.plan_keys.remove(&self.plan_key(r));
         if let Some(p) = r.plan {
             let t = self.templates.unbase(self.plans[p as usize].template);
             self.template_log.release(t);
@@ -551,16 +552,23 @@ impl Snapshot {
         if !r.prefix.addr().is_ipv6() {
             return None;
         }
-        let contains_local = self
-            .local6
-            .iter()
-            .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
-        let key = (r.tunnel, r.dev, r.via, r.mtu, contains_local);
+        let key = self.plan_key(r);
+        let contains_local = key.4;
         *keys.entry(key).or_insert_with(|| {
             let p = self.plan_for(&self.fib, r, contains_local, log)?;
             plans.push(p);
             Some(plans.len() as u32 - 1)
         })
+    }
+
+    /// What the plan of route `r` depends on: its tunnel, device, gateway, MTU, and whether one of our addresses
+    /// is inside its prefix. A tunnel route's key is its own (no other route carries its tunnel).
+    fn plan_key(&self, r: &RouteEntry) -> PlanKey {
+        let contains_local = self
+            .local6
+            .iter()
+            .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
+        (r.tunnel, r.dev, r.via, r.mtu, contains_local)
     }
 
     /// Plans route `id` after a change: a plain route shares the plan its key names (made now if no route has it
@@ -574,9 +582,9 @@ impl Snapshot {
         let mut plans = std::mem::take(&mut self.plans);
         let mut log = std::mem::take(&mut self.template_log);
         let (placed, before) = (log.len(), plans.len());
-        if let Some(tid) = r.tunnel {
+        if r.tunnel.is_some() {
             // The tunnel is this route's alone, so is its key: forget it, and the plan is made anew.
-            keys.retain(|k, _| k.0 != Some(tid));
+            keys.remove(&self.plan_key(&r));
         }
         let mut now = self.plan_of(&r, &mut keys, &mut plans, &mut log);
         self.place_templates(&log, placed, &mut plans[..before]);

@@ -18,7 +18,7 @@ use lwt6_wire::ethernet::Mac;
 use lwt6_wire::ioam::{LWT_FORBIDDEN_BITS, TRACE_DATA_MAX};
 use lwt6_wire::rpl::MAX_ADDRESSES;
 use lwt6_wire::srh::HmacAlgo;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv6Addr};
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -78,7 +78,11 @@ pub fn parse_with_stdin(text: &str, stdin_secret: Option<&str>) -> Result<Config
 ///
 /// Every line is applied whole or not at all: a line that fails leaves the builder as it was (its error names
 /// the line and token). Checks that need the whole file (a `hmac KEYID` naming a key set on a later line) are
-/// made by [`Builder::finish`].
+/// made by [`Builder::finish`], or, for the lines of a [`Transaction`] on a running configuration, by
+/// [`Transaction::check`].
+///
+/// Routes are kept in file order until a `route del` takes one out: the last route then takes its place (the
+/// order of [`Config::routes`] is not the table's; routes are found by their (table, prefix, metric) index).
 #[derive(Debug)]
 pub struct Builder<'s> {
     p: Parser<'s>,
@@ -99,7 +103,8 @@ impl<'s> Builder<'s> {
                 links: HashMap::new(),
                 addrs: HashMap::new(),
                 neighs: HashMap::new(),
-                routes: HashMap::new(),
+                routes: BTreeMap::new(),
+                undo: None,
                 stdin_secret: None,
                 stdin_used_by: None,
                 hmac_refs: Vec::new(),
@@ -117,7 +122,8 @@ impl<'s> Builder<'s> {
     }
 
     /// Starts from a configuration already built (a running router's), so that lines are checked against it:
-    /// a `dev` must name one of its links, a route must not exist already, and so on.
+    /// a `dev` must name one of its links, a route must not exist already, and so on. Indexes its routes once (a
+    /// pass over them); a router keeps the builder and applies its requests in [`Builder::transaction`]s.
     pub fn from_config(cfg: Config) -> Self {
         let mut b = Builder::new();
         let p = &mut b.p;
@@ -130,8 +136,8 @@ impl<'s> Builder<'s> {
         for n in &cfg.neighs {
             p.neighs.insert((n.addr, n.dev.clone()), n.line);
         }
-        for r in &cfg.routes {
-            p.routes.insert((r.table, r.prefix, r.metric), r.line);
+        for (i, r) in cfg.routes.iter().enumerate() {
+            p.routes.insert(route_key(r), i);
         }
         p.cfg = cfg;
         b
@@ -555,8 +561,11 @@ struct Parser<'s> {
     addrs: HashMap<(IpAddr, String), usize>,
     /// (address, dev) -> line.
     neighs: HashMap<(IpAddr, String), usize>,
-    /// (table, prefix, metric) -> line.
-    routes: HashMap<(u32, IpNet, u32), usize>,
+    /// (table, prefix, metric) -> index in `cfg.routes` (ordered: a prefix's metrics and a table's routes are
+    /// ranges).
+    routes: BTreeMap<RouteKey, usize>,
+    /// What the open transaction changed, to undo it ([`Builder::transaction`]); `None` outside one.
+    undo: Option<txn::Undo>,
     stdin_secret: Option<&'s str>,
     stdin_used_by: Option<usize>,
     /// `hmac KEYID` on routes: (line, token, key id), checked at the end.
@@ -566,7 +575,16 @@ struct Parser<'s> {
     table_refs: Vec<(usize, String, u32)>,
     /// The traces ioam6 routes insert: (line, the `size` token, namespace, size), checked at the end against the
     /// domains' `maxsize` (a domain may be declared after the route).
-    trace_refs: Vec<(usize, String, u16, u16)>,
+    /// The key is the route's, set once the line has added it (a `route del` line's trace has none).
+    trace_refs: Vec<(usize, String, u16, u16, Option<RouteKey>)>,
+}
+
+/// A route's identity: (table, prefix, metric).
+type RouteKey = (u32, IpNet, u32);
+
+/// The identity of route `r`.
+fn route_key(r: &Route) -> RouteKey {
+    (r.table, r.prefix, r.metric)
 }
 
 impl Parser<'_> {
@@ -625,7 +643,14 @@ impl Parser<'_> {
     }
 
     fn finish(self) -> Result<Config> {
-        for (line, tok, id) in &self.hmac_refs {
+        self.check_refs([0, 0, 0])?;
+        Ok(self.cfg)
+    }
+
+    /// The checks that need every line, for the references recorded from `from` on (hmac, table, trace): a
+    /// key named must be set, a table named must have a route, a trace must fit its domain's `maxsize`.
+    fn check_refs(&self, from: [usize; 3]) -> Result<()> {
+        for (line, tok, id) in &self.hmac_refs[from[0]..] {
             if !self.cfg.hmac_keys.iter().any(|k| k.key_id == *id) {
                 return Err(err(
                     *line,
@@ -636,8 +661,8 @@ impl Parser<'_> {
                 ));
             }
         }
-        for (line, tok, t) in &self.table_refs {
-            if *t != MAIN_TABLE && !self.cfg.routes.iter().any(|r| r.table == *t) {
+        for (line, tok, t) in &self.table_refs[from[1]..] {
+            if *t != MAIN_TABLE && !self.has_table(*t) {
                 return Err(err(
                     *line,
                     tok,
@@ -645,9 +670,12 @@ impl Parser<'_> {
                 ));
             }
         }
-        for (line, tok, ns, size) in &self.trace_refs {
+        for (line, tok, ns, size, key) in &self.trace_refs[from[2]..] {
             // Only routes still there (a later `route replace` or `route del` may have taken it).
-            if !self.cfg.routes.iter().any(|r| r.line == *line) {
+            let there = key
+                .and_then(|k| self.routes.get(&k))
+                .is_some_and(|i| self.cfg.routes[*i].line == *line);
+            if !there {
                 continue;
             }
             let Some(d) = self
@@ -669,7 +697,16 @@ impl Parser<'_> {
                 ));
             }
         }
-        Ok(self.cfg)
+        Ok(())
+    }
+
+    /// Whether table `t` has a route (a range of the route index).
+    fn has_table(&self, t: u32) -> bool {
+        let first = (t, IpNet::V4(Ipv4Net::default()), 0);
+        self.routes
+            .range(first..)
+            .next()
+            .is_some_and(|(k, _)| k.0 == t)
     }
 
     fn command(&mut self, c: &mut Cur<'_>) -> Result<()> {
@@ -692,6 +729,10 @@ impl Parser<'_> {
             }
             fam = Some(f);
             word = c.positional(word, &format!("a command: {COMMANDS}"))?;
+        }
+        if word != "route" {
+            // In a transaction, whatever is not a route is saved before its first change (routes have their log).
+            self.save_rest();
         }
         match word {
             "link" => self.link(c),
@@ -1117,15 +1158,17 @@ impl Parser<'_> {
             line: c.line,
         };
         let key = (table, prefix, metric);
-        let existing = self.routes.contains_key(&key).then(|| {
-            self.cfg
-                .routes
-                .iter()
-                .position(|r| (r.table, r.prefix, r.metric) == key)
-        });
-        match (verb, existing.flatten()) {
-            ("add", Some(_)) => {
-                let prev = self.routes.get(&key).copied().unwrap_or(0);
+        let existing = self.routes.get(&key).copied();
+        // The traces this line's ioam6 encap inserts belong to this route (if the line succeeds).
+        for t in self.trace_refs.iter_mut().rev() {
+            if t.0 != c.line || t.4.is_some() {
+                break;
+            }
+            t.4 = Some(key);
+        }
+        match (verb, existing) {
+            ("add", Some(i)) => {
+                let prev = self.cfg.routes[i].line;
                 let in_table = if table == MAIN_TABLE {
                     String::new()
                 } else {
@@ -1145,13 +1188,11 @@ impl Parser<'_> {
                 ),
             )),
             ("replace" | "change", Some(i)) => {
-                self.routes.insert(key, c.line);
-                self.cfg.routes[i] = route;
+                self.route_replace(i, route);
                 Ok(())
             }
             _ => {
-                self.routes.insert(key, c.line);
-                self.cfg.routes.push(route);
+                self.route_push(route);
                 Ok(())
             }
         }
@@ -1172,20 +1213,17 @@ impl Parser<'_> {
     ) -> Result<()> {
         // An IPv6 metric 0 means "any", as the kernel treats it.
         let metric = metric.filter(|m| *m != 0 || !prefix.addr().is_ipv6());
+        // The prefix's routes in the table, lowest metric first: the first that matches.
+        let (lo, hi) = metric.map_or((0, u32::MAX), |m| (m, m));
         let found = self
-            .cfg
             .routes
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| {
-                r.table == table
-                    && r.prefix == prefix
-                    && metric.is_none_or(|m| r.metric == m)
-                    && via.is_none_or(|v| r.via == Some(v))
+            .range((table, prefix, lo)..=(table, prefix, hi))
+            .map(|(_, i)| *i)
+            .find(|i| {
+                let r = &self.cfg.routes[*i];
+                via.is_none_or(|v| r.via == Some(v))
                     && dev.is_none_or(|d| r.dev.as_deref() == Some(d))
-            })
-            .min_by_key(|(_, r)| r.metric)
-            .map(|(i, _)| i);
+            });
         let Some(i) = found else {
             let in_table = if table == MAIN_TABLE {
                 String::new()
@@ -1194,8 +1232,7 @@ impl Parser<'_> {
             };
             return Err(c.err(ptok, format!("no such route to delete{in_table}")));
         };
-        let r = self.cfg.routes.remove(i);
-        self.routes.remove(&(r.table, r.prefix, r.metric));
+        self.route_remove(i);
         Ok(())
     }
 
@@ -1365,7 +1402,8 @@ impl Parser<'_> {
         }
         let (freq_k, freq_n) = freq.unwrap_or((1, 1));
         for ((_, ns, size, tok), _) in &traces {
-            self.trace_refs.push((c.line, tok.to_string(), *ns, *size));
+            self.trace_refs
+                .push((c.line, tok.to_string(), *ns, *size, None));
         }
         Ok(ParsedEncap {
             encap: Encap::Ioam6(Ioam6Encap {
@@ -2105,3 +2143,5 @@ mod trace;
 pub use trace::trace_filter;
 
 mod keywords;
+mod txn;
+pub use txn::{RouteDelta, Transaction};
