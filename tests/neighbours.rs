@@ -14,6 +14,7 @@ use lwt6::wire::checksum;
 use lwt6::wire::ndp::{self, Kind, NdRepr};
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
 
 const S0: [u8; 6] = [2, 0, 0, 0, 1, 1];
 const R0: [u8; 6] = [2, 0, 0, 0, 1, 2];
@@ -1009,4 +1010,78 @@ proptest! {
         prop_assert_eq!(r.worker.stats.pending, 0);
         prop_assert!(r.neigh.len() <= neigh::MAX_LEARNED);
     }
+}
+
+/// A traced frame that waits for its next hop ends its first trace `pending`; when it leaves the queue, its trace
+/// goes on under the same number, marked resumed with the time it waited: forwarded once the advertisement arrives,
+/// or dropped as `neigh_unresolved` after the last solicitation. A trace replaced meanwhile gets nothing of the old
+/// one's frames.
+#[test]
+fn a_traced_frame_that_waits_for_its_next_hop_is_traced_to_the_end() {
+    use lwt6::trace::{Budget, Outcome, Step, TraceFilter, Tracer};
+    let arm = |r: &mut Router, n: u64| {
+        let budget = Arc::new(Budget::new(n));
+        r.worker
+            .set_tracer(Some(Tracer::new(TraceFilter::default(), budget, 0)));
+    };
+    // Resolved: 1 ms after the frame, the advertisement.
+    let mut r = router("-6 route add fc00::/16 via fd00:2::2 dev r1\n");
+    r.set_resolve(true);
+    arm(&mut r, 1);
+    run(&mut r, 0, SEC, &[udp6("fc00::1", 64)]);
+    let first = r.worker.take_traces();
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].seq, first[0].outcome), (0, Outcome::Pending));
+    assert_eq!(first[0].resumed_after_ns, None);
+    let adv = na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R1);
+    let out = run(&mut r, 1, SEC + 1_000_000, &[adv]);
+    assert_eq!(out.len(), 1);
+    let rest = r.worker.take_traces();
+    assert_eq!(rest.len(), 1, "{rest:#?}");
+    let t = &rest[0];
+    assert_eq!(
+        (t.seq, t.outcome, t.in_dev.as_str()),
+        (0, Outcome::Sent, "r0")
+    );
+    assert_eq!(t.resumed_after_ns, Some(1_000_000));
+    assert!(
+        t.steps
+            .iter()
+            .any(|s| matches!(s, Step::Neighbour { mac: Some(m), .. } if m == "02:00:00:00:02:02")),
+        "{t:#?}"
+    );
+    assert!(matches!(t.steps.last(), Some(Step::Sent { dev, .. }) if dev == "r1"));
+
+    // Never resolved: the third solicitation goes unanswered, the frame is dropped with an address unreachable.
+    let mut r = router("-6 route add fc00::/16 via fd00:2::2 dev r1\n");
+    r.set_resolve(true);
+    arm(&mut r, 1);
+    run(&mut r, 0, SEC, &[udp6("fc00::1", 64)]);
+    assert_eq!(r.worker.take_traces()[0].outcome, Outcome::Pending);
+    for k in 2..=4 {
+        drive(&mut r, k * SEC);
+    }
+    let rest = r.worker.take_traces();
+    assert_eq!(rest.len(), 1, "{rest:#?}");
+    let t = &rest[0];
+    assert_eq!(t.outcome, Outcome::Dropped);
+    assert_eq!(t.drop_reason, Some(DropReason::NeighUnresolved));
+    assert_eq!(t.resumed_after_ns, Some(3 * SEC));
+    assert!(
+        t.steps
+            .iter()
+            .any(|s| matches!(s, Step::Icmp { sent: true, .. })),
+        "{t:#?}"
+    );
+
+    // Replaced while the frame waits: the new trace does not get the old one's frame.
+    let mut r = router("-6 route add fc00::/16 via fd00:2::2 dev r1\n");
+    r.set_resolve(true);
+    arm(&mut r, 1);
+    run(&mut r, 0, SEC, &[udp6("fc00::1", 64)]);
+    r.worker.take_traces();
+    arm(&mut r, 0);
+    let adv = na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R1);
+    assert_eq!(run(&mut r, 1, SEC + 1_000_000, &[adv]).len(), 1);
+    assert!(r.worker.take_traces().is_empty());
 }

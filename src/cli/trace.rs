@@ -34,6 +34,13 @@ pub fn frame_text(t: &FrameTrace) -> String {
         t.len,
         time_text(t.ts_ns)
     );
+    if let Some(waited) = t.resumed_after_ns {
+        s += &format!(
+            "  resumed    after {}.{:06} ms in the pending queue of its next hop\n",
+            waited / 1_000_000,
+            waited % 1_000_000
+        );
+    }
     s += &format!(
         "  received   {}\n",
         decode::summary(&decode::frame(&t.frame))
@@ -55,12 +62,21 @@ pub fn frame_text(t: &FrameTrace) -> String {
     s
 }
 
+/// How many frames the trace recorded: a frame that waited for its next hop has two traces (the second resumed),
+/// and counts once.
+pub fn recorded(frames: &[FrameTrace]) -> usize {
+    frames
+        .iter()
+        .filter(|t| t.resumed_after_ns.is_none())
+        .count()
+}
+
 /// Every frame as text, in sequence order, after a line about the trace.
 pub fn text(sum: &Summary, frames: &[FrameTrace]) -> String {
     let mut s = format!(
         "trace {}: {} of {} frames recorded{}\n",
         sum.status,
-        frames.len(),
+        recorded(frames),
         sum.requested,
         if sum.filter.is_empty() {
             String::new()
@@ -94,7 +110,7 @@ pub fn json(sum: &Summary, frames: &[FrameTrace]) -> Value {
     json!({
         "status": sum.status,
         "requested": sum.requested,
-        "recorded": frames.len(),
+        "recorded": recorded(frames),
         "filter": sum.filter,
         "frames": frames.iter().map(frame_json).collect::<Vec<_>>(),
     })

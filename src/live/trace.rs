@@ -101,7 +101,9 @@ impl TraceBoard {
         frames.sort_by_key(|t| t.seq);
         let status = if s.stopped {
             "stopped"
-        } else if budget.remaining() > 0 || (frames.len() as u64) < s.requested {
+        } else if budget.remaining() > 0
+            || (crate::cli::trace::recorded(&frames) as u64) < s.requested
+        {
             // Frames claimed but not yet handed over count as waiting: their round is not over.
             "armed"
         } else {

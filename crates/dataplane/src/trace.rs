@@ -223,7 +223,8 @@ pub enum Outcome {
     Sent,
     /// Taken in by the node (a neighbour advertisement, an ARP reply).
     Consumed,
-    /// Waiting in a pending queue for its next hop to be resolved (what happens to it then is not traced).
+    /// Waiting in a pending queue for its next hop to be resolved (what happens to it then is a second trace of
+    /// the same sequence number, [`FrameTrace::resumed_after_ns`] set).
     Pending,
     /// Dropped.
     Dropped,
@@ -253,6 +254,10 @@ pub struct FrameTrace {
     pub drop_reason: Option<DropReason>,
     /// Packet buffer reallocations it caused (0 unless a headroom policy or a too small rx headroom).
     pub reallocs: u64,
+    /// Set when this is the rest of a frame's trace that ended `pending`: the frame left its pending queue (its
+    /// next hop resolved, or given up) this long after it was received, and was processed again from the start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_after_ns: Option<u64>,
 }
 
 /// A MAC address as text.
@@ -277,6 +282,7 @@ impl FrameTrace {
             outcome: Outcome::Sent,
             drop_reason: None,
             reallocs: 0,
+            resumed_after_ns: None,
         };
         if let Ok(f) = ethernet::Frame::new_checked(frame) {
             let dst = f.dst();

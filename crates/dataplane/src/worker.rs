@@ -117,6 +117,9 @@ pub struct Worker {
     trace_fast: bool,
     /// The frames traced since the last [`Worker::take_traces`].
     traces: Vec<FrameTrace>,
+    /// The budget of the last trace armed: frames it traced that wait for a next hop are traced again when they
+    /// leave the queue, unless another trace replaced it meanwhile.
+    trace_budget: Option<Arc<crate::trace::Budget>>,
 }
 
 /// Records, when the frame is traced, what `|t| BODY` adds to its trace (`t`: the [`FrameTrace`]). The closure is
@@ -299,6 +302,7 @@ impl Worker {
             tracer: None,
             trace_fast: false,
             traces: Vec::new(),
+            trace_budget: None,
         }
     }
 
@@ -306,6 +310,9 @@ impl Worker {
     /// traced so far stay until [`Worker::take_traces`]. The worker drops the tracer by itself once the budget is
     /// spent.
     pub fn set_tracer(&mut self, tracer: Option<Tracer>) {
+        if let Some(t) = &tracer {
+            self.trace_budget = Some(Arc::clone(&t.budget));
+        }
         self.tracer = tracer.map(Box::new);
     }
 
@@ -567,6 +574,10 @@ impl Worker {
             in_dev: cx.in_dev,
             ts: cx.ts,
             frame: frame.to_vec(),
+            trace: match (&cx.trace, &self.trace_budget) {
+                (Some(t), Some(b)) => Some((t.seq, t.worker, Arc::clone(b))),
+                _ => None,
+            },
         };
         match self.pending.push(key, q, cx.ts) {
             Enqueued::Full => self.stats.count_drop(DropReason::NeighQueueFull),
@@ -632,7 +643,9 @@ impl Worker {
                     self.stats.pending -= 1;
                     cx.in_dev = q.in_dev;
                     cx.ts = q.ts;
+                    let before = self.resume_trace(&mut cx, &q, now);
                     self.general(&mut cx, &q.frame, None);
+                    self.end_resumed_trace(&mut cx, before);
                 }
                 continue;
             }
@@ -650,12 +663,39 @@ impl Worker {
             }
             for q in self.pending.take(&key) {
                 self.stats.pending -= 1;
-                self.stats.count_drop(DropReason::NeighUnresolved);
                 cx.in_dev = q.in_dev;
+                let before = self.resume_trace(&mut cx, &q, now);
+                self.stats.count_drop(DropReason::NeighUnresolved);
                 self.unreachable_about(&mut cx, &q.frame);
+                self.end_resumed_trace(&mut cx, before);
             }
         }
         self.flush_counters();
+    }
+
+    /// When `q` was traced and its trace is still this worker's (not cleared or replaced since): a trace of the
+    /// same frame number goes on in `cx`, marked resumed; returns the counters to end it against.
+    fn resume_trace(&mut self, cx: &mut Cx<'_, '_>, q: &Queued, now: u64) -> Option<Stats> {
+        let (seq, worker, budget) = q.trace.as_ref()?;
+        if !self
+            .trace_budget
+            .as_ref()
+            .is_some_and(|b| Arc::ptr_eq(b, budget))
+        {
+            return None;
+        }
+        let mut t = FrameTrace::start(cx.snap, *seq, *worker, q.in_dev, q.ts, &q.frame);
+        t.resumed_after_ns = Some(now.saturating_sub(q.ts));
+        cx.trace = Some(Box::new(t));
+        Some(self.stats.clone())
+    }
+
+    /// Ends a trace [`Self::resume_trace`] began.
+    fn end_resumed_trace(&mut self, cx: &mut Cx<'_, '_>, before: Option<Stats>) {
+        if let (Some(before), Some(mut t)) = (before, cx.trace.take()) {
+            t.finish(&before, &self.stats);
+            self.traces.push(*t);
+        }
     }
 
     /// The ICMP error for a queued frame whose next hop never answered: address unreachable (ICMPv6 code 3,

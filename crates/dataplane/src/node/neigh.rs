@@ -81,6 +81,9 @@ pub(crate) struct Queued {
     pub in_dev: DevId,
     pub ts: u64,
     pub frame: Vec<u8>,
+    /// When the frame was traced: its trace's sequence number and worker, and the trace's budget (the frame's
+    /// trace goes on when it leaves the queue, if that trace is still the worker's).
+    pub trace: Option<(u64, u16, std::sync::Arc<crate::trace::Budget>)>,
 }
 
 /// One unresolved neighbour: its queue and its solicitations.
