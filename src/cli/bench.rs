@@ -371,48 +371,49 @@ fn trace(a: FloorArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `lwt6 bench ioam --plot-live CSV`: the live run's plots, nothing measured.
-fn ioam_plot_live(csv: &std::path::Path, out_dir: &std::path::Path) -> Result<(), Failure> {
-    use bench::ioam_live;
-    let text = std::fs::read_to_string(csv)
-        .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
-    let rows = ioam_live::parse_csv(&text)
-        .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
-    let best = ioam_live::best_of_rounds(&rows);
+/// Reads the CSV file `csv` and parses it with `parse` (errors name the file).
+fn read_csv<T, E: std::fmt::Display>(
+    csv: &std::path::Path,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, Failure> {
+    let at = |e: &dyn std::fmt::Display| super::fail(format!("bench ioam: {}: {e}", csv.display()));
+    let text = std::fs::read_to_string(csv).map_err(|e| at(&e))?;
+    parse(&text).map_err(|e| at(&e))
+}
+
+/// Writes `files` (name, text: the plots, a CSV) into `out_dir`, created when missing; with `say`, names each file
+/// on stdout.
+fn write_files(
+    out_dir: &std::path::Path,
+    files: Vec<(String, String)>,
+    say: bool,
+) -> Result<(), Failure> {
     std::fs::create_dir_all(out_dir)
         .map_err(|e| super::fail(format!("{}: {e}", out_dir.display())))?;
-    let command = format!("lwt6 bench ioam --plot-live {}", csv.display());
     let mut o = std::io::stdout().lock();
-    for (name, svg) in ioam_live::plots(&best, &command) {
+    for (name, text) in files {
         let p = out_dir.join(name);
-        crate::io::pcap::write_atomic(&p, svg.as_bytes())
+        crate::io::pcap::write_atomic(&p, text.as_bytes())
             .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
-        let _ = writeln!(o, "{}", p.display());
+        if say {
+            let _ = writeln!(o, "{}", p.display());
+        }
     }
     Ok(())
 }
 
 fn ioam(a: IoamArgs) -> Result<(), Failure> {
-    use bench::ioam::{self, Experiment};
+    use bench::{ioam, ioam::Experiment, ioam_live};
+    // Re-plots, nothing measured: a live run's CSV (scripts/bench-ioam-live.py), or an earlier ioam.csv.
     if let Some(csv) = &a.plot_live {
-        return ioam_plot_live(csv, &a.out_dir);
+        let best = ioam_live::best_of_rounds(&read_csv(csv, ioam_live::parse_csv)?);
+        let command = format!("lwt6 bench ioam --plot-live {}", csv.display());
+        return write_files(&a.out_dir, ioam_live::plots(&best, &command), true);
     }
     if let Some(csv) = &a.from_csv {
-        let text = std::fs::read_to_string(csv)
-            .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
-        let points = ioam::from_csv(&text)
-            .map_err(|e| super::fail(format!("bench ioam: {}: {e}", csv.display())))?;
-        std::fs::create_dir_all(&a.out_dir)
-            .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
+        let points = read_csv(csv, ioam::from_csv)?;
         let footer = format!("lwt6 bench ioam --from-csv {}", csv.display());
-        let mut o = std::io::stdout().lock();
-        for (name, svg) in ioam::plots(&points, &footer) {
-            let p = a.out_dir.join(name);
-            crate::io::pcap::write_atomic(&p, svg.as_bytes())
-                .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
-            let _ = writeln!(o, "{}", p.display());
-        }
-        return Ok(());
+        return write_files(&a.out_dir, ioam::plots(&points, &footer), true);
     }
     let opts = options(&a.common)?;
     let which: Vec<Experiment> = if a.experiments == "all" {
@@ -445,23 +446,15 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
         );
     })
     .map_err(|e| super::fail(format!("bench ioam: {e}")))?;
-    std::fs::create_dir_all(&a.out_dir)
-        .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
     let footer = format!(
         "lwt6 bench ioam --packets {} --runs {} --frame-len {}",
         opts.packets, opts.runs, opts.frame_len
     );
-    let write = |name: &str, text: &str| {
-        let p = a.out_dir.join(name);
-        crate::io::pcap::write_atomic(&p, text.as_bytes())
-            .map_err(|e| super::fail(format!("{}: {e}", p.display())))
-    };
-    write("ioam.csv", &ioam::to_csv(&points))?;
-    for (name, svg) in ioam::plots(&points, &footer) {
-        write(&name, &svg)?;
-    }
-    let mut o = std::io::stdout().lock();
-    let _ = write!(o, "{}", ioam::to_csv(&points));
+    let csv = ioam::to_csv(&points);
+    let mut files = ioam::plots(&points, &footer);
+    files.insert(0, ("ioam.csv".into(), csv.clone()));
+    write_files(&a.out_dir, files, false)?;
+    let _ = write!(std::io::stdout().lock(), "{csv}");
     Ok(())
 }
 
