@@ -466,6 +466,14 @@ pub fn plots(points: &[IoamPoint], footer: &str) -> Vec<(String, String)> {
     // The shares run from 0.01 % to 100 %: evenly spaced, each labelled with its share (on a linear axis the
     // labels of 0 to 2 % would print over each other; a log axis has no place for 0 %).
     let share: Vec<&IoamPoint> = points.iter().filter(|p| p.experiment == "share").collect();
+    let evenly = |best: bool| -> Vec<(f64, f64)> {
+        let at = |(i, (_, y)): (usize, (f64, f64))| (i as f64, y);
+        series("share", best)
+            .into_iter()
+            .enumerate()
+            .map(at)
+            .collect()
+    };
     if !share.is_empty() {
         v.push((
             "ioam-share.svg".into(),
@@ -475,24 +483,8 @@ pub fn plots(points: &[IoamPoint], footer: &str) -> Vec<(String, String)> {
                     xlabel: "packets with a trace (%)",
                     ylabel: "Mpps (one core)",
                     series: vec![
-                        (
-                            "median",
-                            blue,
-                            share
-                                .iter()
-                                .enumerate()
-                                .map(|(i, p)| (i as f64, p.rate.median))
-                                .collect(),
-                        ),
-                        (
-                            "best run",
-                            orange,
-                            share
-                                .iter()
-                                .enumerate()
-                                .map(|(i, p)| (i as f64, p.rate.max))
-                                .collect(),
-                        ),
+                        ("median", blue, evenly(false)),
+                        ("best run", orange, evenly(true)),
                     ],
                     x_ticks: Some(
                         share
