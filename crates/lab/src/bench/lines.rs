@@ -2,7 +2,7 @@
 //! ([`line_svg`], the in-memory plots) or several panels stacked under one footer ([`panels_svg`], the live plots:
 //! the zero-loss rate above, each node's CPU time per packet below).
 
-use crate::bench::plot::nice_step;
+use crate::bench::plot::{esc, nice_step};
 
 /// A plotted series: its name, colour and points (x, y).
 pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
@@ -36,12 +36,6 @@ const ONE_H: f64 = 310.0;
 const MANY_H: f64 = 230.0;
 /// From the bottom of one panel's x axis title to the next panel's plot area.
 const GAP: f64 = 76.0;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
 
 /// A line plot (SVG) of `series` (name, colour, points (x, y)), with axis titles and a footer.
 pub fn line_svg(

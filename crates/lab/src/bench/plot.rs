@@ -45,7 +45,8 @@ pub fn nice_step(range: f64, n: usize) -> f64 {
     m * mag
 }
 
-fn esc(s: &str) -> String {
+/// `s` as SVG text (`&`, `<` and `>` escaped).
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
