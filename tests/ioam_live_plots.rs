@@ -3,7 +3,23 @@
 //! then read back from the SVGs through their own y-axis grid lines.
 use lwt6::bench::ioam_live::{self, LivePoint};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
+
+#[path = "support/tmpdir.rs"]
+mod tmpdir;
+
+/// `lwt6 bench ioam --plot-live DIR/NAME --out-dir DIR`, with `csv` written to DIR/NAME first.
+fn plot_live(dir: &Path, name: &str, csv: &str) -> Output {
+    let f = dir.join(name);
+    std::fs::write(&f, csv).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_lwt6"))
+        .args(["bench", "ioam", "--plot-live"])
+        .arg(&f)
+        .arg("--out-dir")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
 
 const HEADER: &str = "round,experiment,label,zero_loss_pps,sender_max_pps,sender_limited,athos,porthos,aramis,\
                       athos_cpu_ns,porthos_cpu_ns,aramis_cpu_ns";
@@ -174,17 +190,8 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn plots_from_a_small_csv() {
-    let dir = std::env::temp_dir().join(format!("lwt6-ioam-live-plots-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let csv = dir.join("small.csv");
-    std::fs::write(&csv, small_csv()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lwt6"))
-        .args(["bench", "ioam", "--plot-live"])
-        .arg(&csv)
-        .arg("--out-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let dir = tmpdir::TmpDir::new("ioam-live", "plots");
+    let out = plot_live(&dir, "small.csv", &small_csv());
     assert!(
         out.status.success(),
         "{}",
@@ -228,33 +235,18 @@ fn plots_from_a_small_csv() {
     assert!(close(by_rate[1].0, 4000.0) && by_rate[1].1, "{by_rate:?}");
     assert_eq!(roles[1].points.len(), 1);
     assert!(close(roles[1].points[0].1, 300.0), "{:?}", roles[1].points);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn plot_error(csv: &str) -> String {
-    let dir = std::env::temp_dir().join(format!(
-        "lwt6-ioam-live-bad-{}-{}",
-        std::process::id(),
-        csv.len()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("bad.csv");
-    std::fs::write(&f, csv).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lwt6"))
-        .args(["bench", "ioam", "--plot-live"])
-        .arg(&f)
-        .arg("--out-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let dir = tmpdir::TmpDir::new("ioam-live", &format!("bad-{}", csv.len()));
+    let out = plot_live(&dir, "bad.csv", csv);
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success(), "{csv:?} was accepted");
     assert!(!err.contains("panicked"), "{err}");
     assert!(
-        !Path::new(&dir).join("ioam-live-registration.svg").exists(),
+        !dir.join("ioam-live-registration.svg").exists(),
         "no plot from a bad CSV"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
     err
 }
 
