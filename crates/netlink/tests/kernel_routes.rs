@@ -5,7 +5,6 @@
 //! The expected values are the `ip route` commands' own arguments. This kernel has no `ioam6` or `rpl`
 //! lightweight tunnels, so only `seg6`, `seg6local` and plain routes can be exercised here.
 
-use std::ffi::CString;
 use std::net::{IpAddr, Ipv6Addr};
 use std::process::Command;
 use std::thread;
@@ -16,29 +15,14 @@ use lwt6_netlink::{
     KernelEncap, KernelRoute, RouteChange, RouteKind, RouteMonitor, Seg6Local, dump,
 };
 
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "crates/netlink/tests/kernel_routes.rs needs root; run as root"
-    );
-}
+#[path = "../../../tests/support/netns.rs"]
+mod netns;
 
 /// Runs `ip -n NS ARGS...`.
 fn ip(ns: &str, args: &str) {
     let mut a = vec!["-n", ns];
     a.extend(args.split_whitespace());
-    let out = Command::new("ip")
-        .args(&a)
-        .output()
-        .expect("run ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        a.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    netns::ip(&a);
 }
 
 /// A namespace with a veth pair d0/d1 (d0: fd00::1/64, 10.0.0.1/24); deleted on drop.
@@ -46,27 +30,12 @@ struct Ns(String);
 
 impl Ns {
     fn new(test: &str) -> Ns {
-        require_root();
+        netns::require_root("crates/netlink/tests/kernel_routes.rs");
         let name = format!("l6n-{}-{test}", std::process::id());
         let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        let out = Command::new("ip")
-            .args(["netns", "add", &name])
-            .output()
-            .expect("ip netns add");
-        assert!(out.status.success(), "ip netns add {name}");
+        netns::ip(&["netns", "add", &name]);
         let ns = Ns(name);
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &ns.0,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.default.accept_dad=0",
-            ])
-            .output()
-            .expect("sysctl");
-        assert!(out.status.success(), "sysctl accept_dad");
+        netns::sysctl(&ns.0, "net.ipv6.conf.default.accept_dad=0");
         ip(&ns.0, "link add d0 type veth peer name d1");
         ip(&ns.0, "link set d0 up");
         ip(&ns.0, "link set d1 up");
@@ -77,15 +46,9 @@ impl Ns {
 
     /// Runs `f` on a thread inside the namespace.
     fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = CString::new(format!("/var/run/netns/{}", self.0)).unwrap();
+        let ns = self.0.clone();
         thread::spawn(move || {
-            // SAFETY: plain system calls; setns moves only this thread.
-            unsafe {
-                let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-                assert!(fd >= 0);
-                assert_eq!(libc::setns(fd, libc::CLONE_NEWNET), 0);
-                libc::close(fd);
-            }
+            netns::enter(&ns);
             f()
         })
         .join()
