@@ -148,21 +148,32 @@ impl Map {
         }
     }
 
-    /// BPF_MAP_UPDATE_ELEM or BPF_MAP_LOOKUP_ELEM of `key` with `value`, after checking the value's size.
-    fn element(&self, cmd: u32, key: u32, value: *mut u8, value_len: usize) -> io::Result<()> {
-        self.check_value(value_len)?;
+    /// Updates or looks up element `key`, after checking the value's size.
+    fn element(&self, key: u32, op: Element<'_>) -> io::Result<()> {
+        let (cmd, value, len) = match op {
+            Element::Update(v) => (CMD_MAP_UPDATE_ELEM, v.as_ptr() as u64, v.len()),
+            Element::Lookup(v) => (CMD_MAP_LOOKUP_ELEM, v.as_mut_ptr() as u64, v.len()),
+        };
+        self.check_value(len)?;
         let k = key;
         // map_fd @0, key @8, value @16, flags @24 (BPF_ANY = 0)
         let mut attr = Attr::new();
         attr.u32(0, self.fd.as_raw_fd() as u32)
             .u64(8, &k as *const u32 as u64)
-            .u64(16, value as u64);
-        // SAFETY: the kernel reads the map's key size, 4 bytes (all our maps), at `key`: `k` is a live u32. It
-        // reads (update) or writes (lookup) the map's value size at `value`, which our callers pass as a buffer of
-        // `value_len` bytes, live and exclusively theirs for the call, and `check_value` made sure that is the
-        // value size. Both outlive the call, which returns no descriptor.
+            .u64(16, value);
+        // SAFETY: the kernel reads the map's key size, 4 bytes (all our maps), at `key`: `k` is a live u32. At
+        // `value` it reads (BPF_MAP_UPDATE_ELEM, from a shared slice) or writes (BPF_MAP_LOOKUP_ELEM, into an
+        // exclusive one) the map's value size, which `check_value` found equal to the slice's length. Both
+        // borrows outlive the call, which returns no descriptor.
         unsafe { attr.call(cmd) }.map(drop)
     }
+}
+
+/// What [`Map::element`] does with a value, and the buffer it does it with: the kernel only reads an update's
+/// value and writes a lookup's, so the command goes with the kind of borrow.
+enum Element<'a> {
+    Update(&'a [u8]),
+    Lookup(&'a mut [u8]),
 }
 
 impl AsRawFd for Map {
@@ -179,8 +190,7 @@ pub fn create_xskmap(entries: u32, name: &str) -> io::Result<Map> {
 
 /// Sets `map[key] = value` (for an XSKMAP: the socket descriptor serving queue `key`).
 pub fn map_update(map: &Map, key: u32, value: u32) -> io::Result<()> {
-    let mut v = value.to_ne_bytes();
-    map.element(CMD_MAP_UPDATE_ELEM, key, v.as_mut_ptr(), v.len())
+    map.element(key, Element::Update(&value.to_ne_bytes()))
 }
 
 /// Deletes `map[key]`.
@@ -305,18 +315,13 @@ pub fn create_array(value_size: u32, entries: u32, name: &str) -> io::Result<Map
 /// Sets `map[key]` to `value`, which must have the map's value size (an error of kind `InvalidInput` otherwise).
 pub fn map_set(map: &Map, key: u32, value: &[u8]) -> io::Result<()> {
     // The kernel only reads through this pointer (BPF_MAP_UPDATE_ELEM).
-    map.element(
-        CMD_MAP_UPDATE_ELEM,
-        key,
-        value.as_ptr().cast_mut(),
-        value.len(),
-    )
+    map.element(key, Element::Update(value))
 }
 
 /// Reads `map[key]` into `value`, which must have the map's value size (an error of kind `InvalidInput`
 /// otherwise).
 pub fn map_get(map: &Map, key: u32, value: &mut [u8]) -> io::Result<()> {
-    map.element(CMD_MAP_LOOKUP_ELEM, key, value.as_mut_ptr(), value.len())
+    map.element(key, Element::Lookup(value))
 }
 
 /// Helper numbers (include/uapi/linux/bpf.h, `___BPF_FUNC_MAPPER`).
