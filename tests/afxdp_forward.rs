@@ -96,7 +96,8 @@ fn forwards_over_af_xdp_exactly_as_offline() {
         let mut buf = [0u8; 2048];
         let mut last = Instant::now();
         while got.len() < N as usize && last.elapsed() < Duration::from_secs(3) {
-            // SAFETY: valid buffer.
+            // SAFETY: recv(2) writes at most `len` bytes at `buf`: `buf` is a live, exclusively borrowed array of
+            // exactly that length.
             let r =
                 unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
             if r > 0 {
@@ -110,7 +111,7 @@ fn forwards_over_af_xdp_exactly_as_offline() {
                 thread::sleep(Duration::from_millis(1));
             }
         }
-        // SAFETY: our descriptor.
+        // SAFETY: `fd` is the descriptor `packet_socket` opened for this thread alone, closed only here.
         unsafe { libc::close(fd) };
         got
     });
@@ -179,11 +180,11 @@ fn forwards_over_af_xdp_exactly_as_offline() {
             {
                 thread::sleep(Duration::from_micros(200));
             }
-            // SAFETY: valid buffer.
+            // SAFETY: send(2) reads `len` bytes at `buf`: `f` is a live Vec of exactly that length.
             let r = unsafe { libc::send(fd, f.as_ptr().cast(), f.len(), 0) };
             assert_eq!(r, f.len() as isize);
         }
-        // SAFETY: our descriptor.
+        // SAFETY: `fd` is the descriptor `packet_socket` opened for this thread alone, closed only here.
         unsafe { libc::close(fd) };
     })
     .join()

@@ -28,27 +28,30 @@ fn count(bytes: usize) {
     let _ = ASKED.try_with(|a| a.set(a.get() + bytes as u64));
 }
 
-// SAFETY: every call is passed on to the system allocator unchanged; counting touches a thread-local `Cell` with
-// no destructor (no allocation, no reentry).
+// SAFETY: every method hands its arguments unchanged to the system allocator, which upholds `GlobalAlloc`'s
+// contract, and returns its result unchanged. Counting touches a const-initialised thread-local `Cell` with no
+// destructor, through `try_with`: it neither allocates (no reentry) nor panics, even during thread teardown.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         count(l.size());
-        // SAFETY: the caller's contract, passed on.
+        // SAFETY: our caller upholds `alloc`'s contract (a non-zero size), which is what `System.alloc` needs.
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: the caller's contract, passed on.
+        // SAFETY: our caller passes a block this allocator returned with this layout, i.e. one `System` returned
+        // (every method forwards to it), which is what `System.dealloc` needs.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         count(l.size());
-        // SAFETY: the caller's contract, passed on.
+        // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         count(new);
-        // SAFETY: the caller's contract, passed on.
+        // SAFETY: as for `dealloc` (a block `System` returned, with this layout), and our caller's valid non-zero
+        // `new` size, which is what `System.realloc` needs.
         unsafe { System.realloc(p, l, new) }
     }
 }

@@ -348,6 +348,7 @@ fn soak(a: SoakArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `lwt6 bench`: runs the benchmark its subcommand names.
 pub fn run(args: BenchArgs) -> Result<(), Failure> {
     match args.what {
         BenchWhat::Sweep(a) => sweep(a),

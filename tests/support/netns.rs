@@ -5,6 +5,7 @@
 #![allow(dead_code)] // included by several test binaries, each using part of it
 
 use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
 
 /// Runs `ip ARGS`, failing the test with iproute2's message when it fails; returns what it printed.
@@ -24,7 +25,7 @@ pub fn ip(args: &[&str]) -> String {
 
 /// Fails the test (`who` names it) unless it runs as root.
 pub fn require_root(who: &str) {
-    // SAFETY: geteuid has no preconditions.
+    // SAFETY: geteuid(2) takes no argument, touches no memory of ours and always succeeds.
     let uid = unsafe { libc::geteuid() };
     assert_eq!(uid, 0, "{who} needs root (namespaces, XDP); run as root");
 }
@@ -70,45 +71,57 @@ pub fn sysctl(ns: &str, setting: &str) {
 /// Moves the calling thread into network namespace `ns` (setns affects only this thread).
 pub fn enter(ns: &str) {
     let path = CString::new(format!("/var/run/netns/{ns}")).unwrap();
-    // SAFETY: plain system calls on a descriptor we own; setns moves only this thread.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        assert!(fd >= 0, "open {ns}");
-        assert_eq!(libc::setns(fd, libc::CLONE_NEWNET), 0, "setns {ns}");
-        libc::close(fd);
-    }
+    // SAFETY: open(2) reads the NUL-terminated path (`path`, a live CString) and keeps no pointer to it.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    assert!(fd >= 0, "open {ns}");
+    // SAFETY: `fd` was just returned by open(2) (checked non-negative): open, and owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: setns(2) takes two integers and touches no memory of ours; `fd` stays open during the call.
+    let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
+    assert_eq!(r, 0, "setns {ns}");
 }
 
 /// An AF_PACKET socket on `ifname` (all protocols), with room for every frame of the test.
 pub fn packet_socket(ifname: &str) -> i32 {
     let name = CString::new(ifname).unwrap();
-    // SAFETY: plain socket calls with valid arguments.
-    unsafe {
-        let fd = libc::socket(
+    // SAFETY: socket(2) takes three integers and touches no memory of ours.
+    let fd = unsafe {
+        libc::socket(
             libc::AF_PACKET,
             libc::SOCK_RAW,
             (libc::ETH_P_ALL as u16).to_be() as i32,
-        );
-        assert!(fd >= 0, "AF_PACKET socket");
-        let buf: i32 = 16 << 20;
-        let r = libc::setsockopt(
+        )
+    };
+    assert!(fd >= 0, "AF_PACKET socket");
+    let buf: i32 = 16 << 20;
+    // SAFETY: setsockopt(2) reads `optlen` (4) bytes at `optval`: `buf` is a live i32, and the kernel keeps no
+    // pointer to it.
+    let r = unsafe {
+        libc::setsockopt(
             fd,
             libc::SOL_SOCKET,
             libc::SO_RCVBUFFORCE,
             (&buf as *const i32).cast(),
             4,
-        );
-        assert_eq!(r, 0, "SO_RCVBUFFORCE");
-        let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        sll.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
-        let r = libc::bind(
+        )
+    };
+    assert_eq!(r, 0, "SO_RCVBUFFORCE");
+    // SAFETY: `sockaddr_ll` is a repr(C) struct of integers and a byte array: all zeroes is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    // SAFETY: if_nametoindex(3) reads the NUL-terminated string at its argument: `name` is a live CString, and
+    // the function keeps no pointer to it.
+    sll.sll_ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) } as i32;
+    // SAFETY: bind(2) reads `addrlen` bytes at `addr`: `sll` is a live, initialised sockaddr_ll of exactly that
+    // size, and the kernel keeps no pointer to it.
+    let r = unsafe {
+        libc::bind(
             fd,
             (&sll as *const libc::sockaddr_ll).cast(),
             size_of::<libc::sockaddr_ll>() as u32,
-        );
-        assert_eq!(r, 0, "bind AF_PACKET");
-        fd
-    }
+        )
+    };
+    assert_eq!(r, 0, "bind AF_PACKET");
+    fd
 }

@@ -74,7 +74,11 @@ impl WideCopy {
         #[cfg(target_arch = "x86_64")]
         {
             #[allow(unsafe_code)]
-            // SAFETY: `blocks32` needs AVX2, and a `WideCopy` exists only where `detect` found it.
+            // SAFETY: calling a `#[target_feature(enable = "avx2")]` function is sound only on a CPU that has AVX2
+            // (elsewhere it would execute instructions the CPU does not have). `self` proves it: `WideCopy`'s only
+            // field is private, it is not `Default`, and the one place that builds it, `detect`, does so after
+            // `is_x86_feature_detected!("avx2")` said yes at run time on this machine. `blocks32` has no other
+            // precondition: it works on the two slices through safe, bounds-checked indexing.
             unsafe {
                 blocks32(dst, src)
             }

@@ -86,7 +86,8 @@ fn setsockopt_int(
     opt: libc::c_int,
     v: libc::c_int,
 ) -> io::Result<()> {
-    // SAFETY: `v` lives for the call and its size is passed.
+    // SAFETY: setsockopt(2) reads `optlen` bytes at `optval`: `v` is a live c_int of exactly that size, and the
+    // kernel keeps no pointer to it.
     let r = unsafe {
         libc::setsockopt(
             fd,
@@ -108,7 +109,7 @@ impl AfPacket {
     pub fn open(ifindex: u32, opts: &AfPacketOptions) -> io::Result<AfPacket> {
         // Protocol 0 at creation: the socket receives nothing until it is bound to its interface, so no frame of
         // another interface slips in between.
-        // SAFETY: plain system call; the descriptor is owned at once.
+        // SAFETY: socket(2) takes three integers and touches no memory of ours.
         let raw = unsafe {
             libc::socket(
                 libc::AF_PACKET,
@@ -119,7 +120,7 @@ impl AfPacket {
         if raw < 0 {
             return Err(last_error("socket(AF_PACKET)"));
         }
-        // SAFETY: `raw` is a new descriptor nothing else owns.
+        // SAFETY: `raw` was just returned by socket(2) (checked non-negative): open, and owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let raw = fd.as_raw_fd();
         setsockopt_int(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
@@ -131,12 +132,13 @@ impl AfPacket {
         if setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, rcvbuf).is_err() {
             let _ = setsockopt_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, rcvbuf);
         }
-        // SAFETY: an all-zero sockaddr_ll is valid; the fields that matter are set below.
+        // SAFETY: `sockaddr_ll` is a repr(C) struct of integers and a byte array: all zeroes is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
         sll.sll_protocol = ETH_P_ALL.to_be();
         sll.sll_ifindex = ifindex as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll of the size passed.
+        // SAFETY: bind(2) reads `addrlen` bytes at `addr`: `sll` is a live, initialised sockaddr_ll of exactly that
+        // size, and the kernel keeps no pointer to it.
         let r = unsafe {
             libc::bind(
                 raw,
@@ -185,7 +187,8 @@ impl AfPacket {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
         }; 64];
-        // SAFETY: an all-zero mmsghdr is valid (no name, no control data).
+        // SAFETY: `mmsghdr` is a repr(C) struct of integers and raw pointers, for which all zeroes (null) is a
+        // valid value: no name, no control data, no iovec until set below.
         let mut msgs: [libc::mmsghdr; 64] = unsafe { std::mem::zeroed() };
         let n = self.tx_ends.len().min(64);
         let mut start = 0;
@@ -197,7 +200,11 @@ impl AfPacket {
             msgs[i].msg_hdr.msg_iovlen = 1;
             start = end;
         }
-        // SAFETY: `msgs[..n]` point at `iov[..n]`, which point into `self.tx`; all live for the call.
+        // SAFETY: sendmmsg(2) reads `vlen` headers at `msgvec` and, through each, its iovecs and their bytes; it
+        // writes only each header's `msg_len`. `msgs` is a live local array of 64 >= n headers, exclusively
+        // borrowed; header i points at `iov[i]` (a live local, one iovec), which points at the queued frame
+        // `self.tx[start..end]`, in bounds since the ends are increasing offsets into `self.tx`. Nothing moves or
+        // changes `self.tx`, `iov` or `msgs` until the call returns, and the kernel keeps no pointer after it.
         let r = unsafe {
             libc::sendmmsg(
                 self.fd.as_raw_fd(),
@@ -266,17 +273,24 @@ impl Port for AfPacket {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
         }; 64];
-        // SAFETY: an all-zero mmsghdr is valid (no name, no control data).
+        // SAFETY: `mmsghdr` is a repr(C) struct of integers and raw pointers, for which all zeroes (null) is a
+        // valid value: no name, no control data, no iovec until set below.
         let mut msgs: [libc::mmsghdr; 64] = unsafe { std::mem::zeroed() };
         let base = self.rx.as_mut_ptr();
         for i in 0..n {
-            // SAFETY: slot i lies inside `self.rx` (rx_batch slots of MAX_FRAME bytes, n <= rx_batch).
+            // SAFETY: `self.rx` has `rx_batch * MAX_FRAME` bytes and `i < n <= rx_batch`, so slot i starts inside
+            // it (and ends at most at its end).
             iov[i].iov_base = unsafe { base.add(i * MAX_FRAME) }.cast();
             iov[i].iov_len = MAX_FRAME;
             msgs[i].msg_hdr.msg_iov = &mut iov[i];
             msgs[i].msg_hdr.msg_iovlen = 1;
         }
-        // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at disjoint slots of `self.rx`.
+        // SAFETY: recvmmsg(2) reads `vlen` headers at `msgvec`, writes into the buffers of their iovecs at most
+        // `iov_len` bytes each, and writes each header's `msg_len` and flags; with a null timeout it reads no
+        // timespec. `msgs` is a live local array of 64 >= n headers, exclusively borrowed; header i points at
+        // `iov[i]` (a live local), which points at slot i of `self.rx`: MAX_FRAME bytes inside it (above), disjoint
+        // from the other slots. `self.rx` is borrowed by no reference until the call returns (`base` is its only
+        // use), and the kernel keeps no pointer after it.
         let r = unsafe {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
@@ -327,10 +341,11 @@ impl Port for AfPacket {
 
     /// `PACKET_STATISTICS` `tp_drops`: frames the socket's full receive buffer refused.
     fn kernel_rx_drops(&mut self) -> u64 {
-        // SAFETY: all-zero is a valid tpacket_stats.
+        // SAFETY: `tpacket_stats` is a repr(C) struct of two integers: all zeroes is a valid value.
         let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
         let mut len = size_of::<libc::tpacket_stats>() as libc::socklen_t;
-        // SAFETY: `st` is writable and `len` is its size.
+        // SAFETY: getsockopt(2) writes at most `*optlen` bytes at `optval` and the length into `optlen`: `st` is a
+        // live, exclusively borrowed tpacket_stats of `len` bytes, `len` a live socklen_t.
         let r = unsafe {
             libc::getsockopt(
                 self.fd.as_raw_fd(),

@@ -172,7 +172,8 @@ fn ifindex(ifname: &str) -> Result<u32, XskError> {
     let c = CString::new(ifname).map_err(|_| XskError::NoInterface {
         ifname: ifname.into(),
     })?;
-    // SAFETY: a valid C string.
+    // SAFETY: if_nametoindex(3) reads the NUL-terminated string at its argument: `c` is a live CString (no
+    // interior NUL, checked by `CString::new`) and the function keeps no pointer to it.
     match unsafe { libc::if_nametoindex(c.as_ptr()) } {
         0 => Err(XskError::NoInterface {
             ifname: ifname.into(),
@@ -193,7 +194,7 @@ pub fn rx_queues(ifname: &str) -> Result<u32, XskError> {
     let mut ifr = [0u8; 40];
     ifr[..ifname.len().min(15)].copy_from_slice(&ifname.as_bytes()[..ifname.len().min(15)]);
     ifr[16..24].copy_from_slice(&(ch.as_mut_ptr() as u64).to_ne_bytes());
-    // SAFETY: a plain datagram socket for the ioctl, closed below.
+    // SAFETY: socket(2) takes three integers and touches no memory of ours.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(XskError::classify(
@@ -201,10 +202,14 @@ pub fn rx_queues(ifname: &str) -> Result<u32, XskError> {
             io::Error::last_os_error(),
         ));
     }
-    // SAFETY: `ifr` is a valid ifreq whose data pointer points at `ch`, alive during the call.
+    // SAFETY: SIOCETHTOOL reads a 40-byte `struct ifreq` at its argument (`ifr`: 40 live bytes, copied by the
+    // kernel, so their alignment does not matter), then through its data pointer reads the command and writes
+    // the rest of a 36-byte `struct ethtool_channels`: that pointer is `ch`, nine live u32 (36 bytes) not
+    // otherwise touched until the call returns. Its address went through `as u64`, which exposes it, so the
+    // compiler knows the opaque call may write `ch`.
     let r = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, ifr.as_mut_ptr()) };
     let err = io::Error::last_os_error();
-    // SAFETY: our descriptor.
+    // SAFETY: `fd` came from socket(2) above (checked non-negative), nothing else has it, and it is closed once.
     unsafe { libc::close(fd) };
     if r < 0 {
         return match err.raw_os_error() {
@@ -218,8 +223,10 @@ pub fn rx_queues(ifname: &str) -> Result<u32, XskError> {
 /// The calling thread's network namespace (device and inode of its nsfs file), so that interfaces of the same
 /// index in different namespaces do not share an attachment.
 fn netns_id() -> (u64, u64) {
-    // SAFETY: all-zero is a valid stat buffer; the path is a NUL-terminated literal.
+    // SAFETY: `struct stat` is a repr(C) struct of integers: all zeroes is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: stat(2) reads the NUL-terminated path (a `c""` literal, 'static) and writes one `struct stat` into
+    // `st`, a live, exclusively borrowed value of that type.
     let r = unsafe { libc::stat(c"/proc/thread-self/ns/net".as_ptr(), &mut st) };
     if r == 0 {
         (st.st_dev, st.st_ino)
@@ -238,7 +245,7 @@ pub struct XdpAttachment {
     ifname: String,
     ifindex: u32,
     mode: XdpMode,
-    map: OwnedFd,
+    map: bpf::Map,
     _prog: OwnedFd,
     _link: OwnedFd,
 }
@@ -353,8 +360,11 @@ pub struct XskPort {
     counters: XskCounters,
 }
 
-// SAFETY: the port exclusively owns its socket, its UMEM and ring mappings (raw pointers into them are never
-// shared), so moving it to another thread is sound; it is not Sync.
+// SAFETY: `XskPort` is not `Send` by itself only because of the raw pointers into its UMEM and ring mappings
+// (`Mmap`, `Ring`). The port owns those mappings exclusively: no copy of the pointers leaves it, and no slice into
+// them outlives a method call. The kernel side of the rings does not care which thread uses them. So moving a port
+// to another thread moves everything that touches that memory with it. It stays `!Sync`: `&XskPort` from two
+// threads is never needed.
 unsafe impl Send for XskPort {}
 
 impl XskPort {
@@ -474,8 +484,16 @@ impl XskPort {
     /// Takes the completion ring's frames back into the transmit free list.
     fn reclaim(&mut self) {
         let n = self.sock.comp.available(self.sock.geometry.ring_size);
+        let fs = u64::from(self.sock.geometry.frame_size);
+        let tx_half = u64::from(self.sock.geometry.ring_size) * fs..self.sock.umem.len() as u64;
         for i in 0..n {
-            self.tx_free.push(self.sock.comp.peek(i));
+            let addr = self.sock.comp.peek(i);
+            // `send` writes a whole frame at every address of the free list. The kernel only completes the
+            // addresses we gave it, all frame starts in the transmit half; anything else (never expected) is
+            // left out rather than written to.
+            if tx_half.contains(&addr) && addr.is_multiple_of(fs) {
+                self.tx_free.push(addr);
+            }
         }
         if n > 0 {
             self.sock.comp.release(n);
@@ -538,10 +556,16 @@ impl Port for XskPort {
             {
                 self.counters.rx_invalid += 1;
             } else {
-                // SAFETY: the range lies inside the UMEM (checked above), and the kernel does not write a frame
-                // between handing it to us on the RX ring and getting it back on the fill ring.
-                let data =
-                    unsafe { std::slice::from_raw_parts(umem.add(addr as usize), len as usize) };
+                // SAFETY: `addr < addr + len <= umem_len` (checked above), so the result lies inside the UMEM
+                // mapping `umem` starts, which `self.sock` keeps alive.
+                let start = unsafe { umem.add(addr as usize) };
+                // SAFETY: the `len` bytes at `start` are inside the UMEM (above): initialised (the mapping came
+                // zeroed and holds only bytes) and u8-aligned. Nothing writes them while the slice lives: the
+                // kernel (or the NIC) writes a receive frame only while it sits in the fill ring, and this one left
+                // it when the kernel put it on the RX ring; we hand it back (`fill.push` below) only after `f`
+                // returned, and the slice's lifetime ends with `f`'s call (the callback is higher-ranked over
+                // it). We write only transmit frames, the other half of the UMEM, and not during this call.
+                let data = unsafe { std::slice::from_raw_parts(start, len as usize) };
                 f(data);
                 delivered += 1;
             }
@@ -569,14 +593,15 @@ impl Port for XskPort {
             return Ok(false);
         }
         let addr = self.tx_free.pop().expect("checked non-empty");
-        // SAFETY: `addr` is the start of a transmit frame we own (not in any ring), of frame_size >= frame.len().
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                frame.as_ptr(),
-                self.sock.umem.as_ptr().add(addr as usize),
-                frame.len(),
-            )
-        };
+        // SAFETY: every address in `tx_free` is the start of a frame of the transmit half (built so in `open_on`,
+        // checked in `reclaim`), so `addr + frame_size <= umem.len()` and the result is inside the UMEM mapping,
+        // which `self.sock` keeps alive.
+        let dst = unsafe { self.sock.umem.as_ptr().add(addr as usize) };
+        // SAFETY: `dst` is valid for `frame.len() <= frame_size` bytes of writes (above). The frame is ours: it is in
+        // the free list, so in no ring, and neither the kernel nor the NIC touches it until we push it on the TX
+        // ring below. No Rust reference points into the transmit half (only receive frames are lent out, to
+        // `recv_batch`'s callback), so `frame` cannot overlap it.
+        unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), dst, frame.len()) };
         self.sock.tx.push(Desc {
             addr,
             len: frame.len() as u32,

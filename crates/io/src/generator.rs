@@ -120,7 +120,8 @@ impl PacketTx {
     pub fn open(ifname: &str) -> io::Result<PacketTx> {
         let name = CString::new(ifname)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name"))?;
-        // SAFETY: a valid C string.
+        // SAFETY: if_nametoindex(3) reads the NUL-terminated string at its argument: `name` is a live CString, and
+        // the function keeps no pointer to it.
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if ifindex == 0 {
             return Err(io::Error::new(
@@ -129,18 +130,19 @@ impl PacketTx {
             ));
         }
         // Protocol 0: this socket receives nothing.
-        // SAFETY: plain socket creation.
+        // SAFETY: socket(2) takes three integers and touches no memory of ours.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: a new descriptor nothing else owns.
+        // SAFETY: `fd` was just returned by socket(2) (checked non-negative): open, and owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: all-zero is a valid sockaddr_ll, filled below.
+        // SAFETY: `sockaddr_ll` is a repr(C) struct of integers and a byte array: all zeroes is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
         sll.sll_ifindex = ifindex as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll of the size passed.
+        // SAFETY: bind(2) reads `addrlen` bytes at `addr`: `sll` is a live, initialised sockaddr_ll of exactly that
+        // size, and the kernel keeps no pointer to it.
         let r = unsafe {
             libc::bind(
                 fd.as_raw_fd(),
@@ -152,7 +154,9 @@ impl PacketTx {
             return Err(io::Error::last_os_error());
         }
         let one: i32 = 1;
-        // SAFETY: an int option. Failure only means frames go through the qdisc.
+        // Failure only means frames go through the qdisc.
+        // SAFETY: setsockopt(2) reads `optlen` (4) bytes at `optval`: `one` is a live i32, and the kernel keeps no
+        // pointer to it.
         unsafe {
             libc::setsockopt(
                 fd.as_raw_fd(),
@@ -190,10 +194,11 @@ impl Transmit for PacketTx {
                 iov_len: f.len(),
             })
             .collect();
-        // SAFETY: all-zero is a valid mmsghdr; the pointers set below stay valid during the call.
         let mut msgs: Vec<libc::mmsghdr> = iov
             .iter_mut()
             .map(|v| {
+                // SAFETY: `mmsghdr` is a repr(C) struct of integers and raw pointers, for which all zeroes
+                // (null) is a valid value: no name, no control data, no iovec until set below.
                 let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
                 m.msg_hdr.msg_iov = v;
                 m.msg_hdr.msg_iovlen = 1;
@@ -202,7 +207,11 @@ impl Transmit for PacketTx {
             .collect();
         let mut done = 0;
         while done < msgs.len() {
-            // SAFETY: `msgs[done..]` are valid headers pointing at live buffers.
+            // SAFETY: sendmmsg(2) reads `vlen` headers at `msgvec` and, through each, its iovec and bytes; it writes
+            // only each header's `msg_len`. `msgs[done..]` is a live, exclusively borrowed slice of that many
+            // headers; each points at its own element of `iov` (a Vec neither moved nor resized since), which
+            // points at the whole of one queued frame of `self.frames`, not changed until `flush` returns. The
+            // kernel keeps no pointer after the call.
             let r = unsafe {
                 libc::sendmmsg(
                     self.fd.as_raw_fd(),

@@ -60,7 +60,8 @@ fn bpf_err(step: &'static str) -> impl FnOnce(io::Error) -> LiveGenError {
 
 fn ifindex(ifname: &str) -> Result<u32, LiveGenError> {
     let c = CString::new(ifname).map_err(|_| LiveGenError::NoInterface(ifname.into()))?;
-    // SAFETY: a valid C string.
+    // SAFETY: if_nametoindex(3) reads the NUL-terminated string at its argument: `c` is a live CString, and the
+    // function keeps no pointer to it.
     match unsafe { libc::if_nametoindex(c.as_ptr()) } {
         0 => Err(LiveGenError::NoInterface(ifname.into())),
         i => Ok(i),
@@ -92,7 +93,7 @@ impl LiveReport {
 pub struct LiveGen {
     frame: Vec<u8>,
     flows: u32,
-    map: OwnedFd,
+    map: bpf::Map,
     prog: OwnedFd,
 }
 
@@ -164,8 +165,9 @@ impl LiveGen {
                 .map(|(i, &c)| {
                     let (stop, done, tids) = (&stop, &done[i], &tids);
                     s.spawn(move || -> io::Result<()> {
-                        // SAFETY: pthread_self has no preconditions.
                         if let Ok(mut t) = tids.lock() {
+                            // SAFETY: pthread_self(3) takes no argument, touches no memory of ours and always
+                            // succeeds.
                             t[i] = Some(unsafe { libc::pthread_self() });
                         }
                         let r = pin_to(c).and_then(|()| {
@@ -189,7 +191,11 @@ impl LiveGen {
                 if let Ok(t) = tids.lock() {
                     for (i, tid) in t.iter().enumerate() {
                         if let (Some(tid), false) = (tid, done[i].load(Ordering::Acquire)) {
-                            // SAFETY: the thread is alive (it has not set `done`, and the scope joins it later).
+                            // SAFETY: pthread_kill(3) needs a thread ID that is still valid: one of a thread not
+                            // yet joined or detached (even if it has returned). This one's `ScopedJoinHandle` is
+                            // in `hs`, which is joined only after this loop, so the ID stays valid; `SIGUSR1` has
+                            // the do-nothing handler `install_stop_handler` put in place before any sender
+                            // started, so delivering it cannot kill the process.
                             unsafe { libc::pthread_kill(*tid, libc::SIGUSR1) };
                         }
                     }
@@ -240,13 +246,16 @@ extern "C" fn on_stop(_: libc::c_int) {}
 
 /// Installs [`on_stop`] for `SIGUSR1`, without `SA_RESTART` (the interrupted call returns `EINTR`).
 fn install_stop_handler() -> Result<(), LiveGenError> {
-    // SAFETY: a zeroed sigaction with a handler that does nothing (async-signal-safe) and an empty mask.
-    let r = unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_stop as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut())
-    };
+    // SAFETY: `sigaction` is a repr(C) struct of integers, a bit-array mask and a handler stored as an integer:
+    // all zeroes is a valid value (SIG_DFL, no flags, empty mask).
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    // Without SA_SIGINFO the kernel calls it as `fn(c_int)`, which is `on_stop`'s signature.
+    sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: sigemptyset only writes `sa.sa_mask`, a live, exclusively borrowed sigset_t.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: sigaction(2) reads the new action from `sa` (live, initialised) and writes no old action (null is
+    // allowed). The handler it installs does nothing, which is async-signal-safe whatever it interrupts.
+    let r = unsafe { libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()) };
     if r != 0 {
         return Err(LiveGenError::Options(format!(
             "sigaction(SIGUSR1): {}",
@@ -258,13 +267,15 @@ fn install_stop_handler() -> Result<(), LiveGenError> {
 
 /// Pins the calling thread to CPU `cpu`.
 fn pin_to(cpu: usize) -> io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and sched_setaffinity only touch it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    // SAFETY: `cpu_set_t` is a bit array: all zeroes is a valid value, the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit of `set`, a live, exclusively borrowed cpu_set_t, indexing its array with
+    // bounds checks (a CPU beyond the set panics; ours are below MAX_CPUS = 256, well inside its 1024 bits).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: sched_setaffinity(2) reads `cpusetsize` bytes at `mask`: `set` is a live cpu_set_t of exactly that
+    // size. pid 0 is the calling thread.
+    if unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

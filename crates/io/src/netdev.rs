@@ -33,7 +33,8 @@ fn ifreq(name: &str) -> io::Result<libc::ifreq> {
             format!("'{name}' is not a valid interface name"),
         ));
     }
-    // SAFETY: an all-zero ifreq is valid.
+    // SAFETY: `ifreq` is a repr(C) struct of a byte array and a union of integers, byte arrays and a pointer, for
+    // all of which all zeroes (null) is a valid value.
     let mut r: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in r.ifr_name.iter_mut().zip(name.bytes()) {
         *d = s as libc::c_char;
@@ -42,7 +43,9 @@ fn ifreq(name: &str) -> io::Result<libc::ifreq> {
 }
 
 fn ioctl(fd: &OwnedFd, req: libc::Ioctl, r: &mut libc::ifreq) -> io::Result<()> {
-    // SAFETY: every request used here reads and writes one ifreq.
+    // SAFETY: the requests `lookup` passes (SIOCGIFINDEX, SIOCGIFHWADDR, SIOCGIFMTU, SIOCGIFFLAGS, SIOCGIFADDR; this
+    // function is private) read and write one `struct ifreq` at the argument and follow no pointer in it: `r` is a
+    // live, exclusively borrowed ifreq, its name NUL-terminated (`ifreq` leaves at least one zero byte).
     if unsafe { libc::ioctl(fd.as_raw_fd(), req, r as *mut libc::ifreq) } < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -52,12 +55,12 @@ fn ioctl(fd: &OwnedFd, req: libc::Ioctl, r: &mut libc::ifreq) -> io::Result<()> 
 
 /// Looks interface `name` up. An unknown interface is an error of kind `NotFound`.
 pub fn lookup(name: &str) -> io::Result<NetDev> {
-    // SAFETY: plain system call; the descriptor is owned at once.
+    // SAFETY: socket(2) takes three integers and touches no memory of ours.
     let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if raw < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: a new descriptor nothing else owns.
+    // SAFETY: `raw` was just returned by socket(2) (checked non-negative): open, and owned by nothing else.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     let mut r = ifreq(name)?;
     ioctl(&fd, libc::SIOCGIFINDEX, &mut r).map_err(|e| {
@@ -70,11 +73,12 @@ pub fn lookup(name: &str) -> io::Result<NetDev> {
             e
         }
     })?;
-    // SAFETY: SIOCGIFINDEX filled the index member.
+    // SAFETY: every member of the `ifr_ifru` union is plain integers (or a pointer never followed), so reading any
+    // of them is defined whatever was stored (it started zeroed); SIOCGIFINDEX stored this one.
     let ifindex = unsafe { r.ifr_ifru.ifru_ifindex } as u32;
     let mut r = ifreq(name)?;
     ioctl(&fd, libc::SIOCGIFHWADDR, &mut r)?;
-    // SAFETY: SIOCGIFHWADDR filled the hardware address member.
+    // SAFETY: as above (a union of plain integers and byte arrays); SIOCGIFHWADDR stored this member.
     let sa = unsafe { r.ifr_ifru.ifru_hwaddr };
     let mut mac = [0u8; 6];
     for (d, s) in mac.iter_mut().zip(sa.sa_data.iter()) {
@@ -82,11 +86,11 @@ pub fn lookup(name: &str) -> io::Result<NetDev> {
     }
     let mut r = ifreq(name)?;
     ioctl(&fd, libc::SIOCGIFMTU, &mut r)?;
-    // SAFETY: SIOCGIFMTU filled the MTU member.
+    // SAFETY: as above; SIOCGIFMTU stored this member.
     let mtu = unsafe { r.ifr_ifru.ifru_mtu } as u32;
     let mut r = ifreq(name)?;
     ioctl(&fd, libc::SIOCGIFFLAGS, &mut r)?;
-    // SAFETY: SIOCGIFFLAGS filled the flags member.
+    // SAFETY: as above; SIOCGIFFLAGS stored this member.
     let up = unsafe { r.ifr_ifru.ifru_flags } as i32 & libc::IFF_UP != 0;
     let mut r = ifreq(name)?;
     let has_ipv4 = ioctl(&fd, libc::SIOCGIFADDR, &mut r).is_ok();

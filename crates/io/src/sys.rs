@@ -15,7 +15,9 @@ pub fn poll_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<usize> {
             revents: 0,
         })
         .collect();
-    // SAFETY: `p` is a valid array of `p.len()` pollfd structures for the call.
+    // SAFETY: poll(2) reads and writes `nfds` pollfd structures at `fds`: `p` is a live, exclusively borrowed Vec of
+    // exactly `p.len()` initialised `pollfd`s (repr(C), the kernel's layout), not touched again until the call
+    // returns. The descriptors themselves need not be valid: poll reports a bad one in `revents` (POLLNVAL).
     let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
     if r < 0 {
         let e = io::Error::last_os_error();
@@ -39,31 +41,39 @@ pub struct SignalFd {
 impl SignalFd {
     /// Blocks `signals` and opens a non-blocking descriptor that receives them.
     pub fn new(signals: &[libc::c_int]) -> io::Result<SignalFd> {
-        // SAFETY: the set is initialised by sigemptyset before use; the calls only read and write it.
-        let raw = unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for &s in signals {
-                libc::sigaddset(&mut set, s);
-            }
-            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)
-        };
+        // SAFETY: `sigset_t` is a plain bit array (no pointers, no invariants): all zeroes is a valid value, and
+        // sigemptyset below makes it the empty set whatever its layout.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a live, exclusively borrowed sigset_t, the only memory sigemptyset writes.
+        unsafe { libc::sigemptyset(&mut set) };
+        for &s in signals {
+            // SAFETY: as for sigemptyset; an out-of-range signal number is refused with EINVAL, never written.
+            unsafe { libc::sigaddset(&mut set, s) };
+        }
+        // SAFETY: pthread_sigmask only reads `set` (a live sigset_t) and writes no old mask (null is allowed).
+        // Blocking signals has no memory effect; the caller's contract (no threads yet) is about their delivery.
+        let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+        if r != 0 {
+            // pthread_sigmask returns its error number instead of setting errno.
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        // SAFETY: signalfd with fd -1 only reads `set` (a live sigset_t) and creates a new descriptor.
+        let raw = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: a new descriptor nothing else owns.
-        Ok(SignalFd {
-            fd: unsafe { OwnedFd::from_raw_fd(raw) },
-        })
+        // SAFETY: `raw` is a descriptor signalfd just created for us (checked non-negative): open, and owned by
+        // nothing else, so the OwnedFd is its only owner and closes it once.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(SignalFd { fd })
     }
 
     /// The next pending signal, if any (never blocks).
     pub fn next(&self) -> Option<libc::c_int> {
-        // SAFETY: an all-zero signalfd_siginfo is valid; read writes at most its size into it.
+        // SAFETY: `signalfd_siginfo` is a repr(C) struct of integers and padding: all zeroes is a valid value.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        // SAFETY: read(2) writes at most `count` bytes at `buf`: `info` is a live, exclusively borrowed
+        // signalfd_siginfo and `count` is its size. A signalfd only ever writes whole signalfd_siginfo records.
         let n = unsafe {
             libc::read(
                 self.fd.as_raw_fd(),
@@ -89,13 +99,14 @@ pub fn realtime_ns() -> u64 {
 
 /// Whether the process runs with effective user id 0.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
+    // SAFETY: geteuid(2) takes no argument, touches no memory of ours and always succeeds.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// Moves the calling thread into the network namespace `ns` refers to (a `/run/netns/NAME` file, say).
 pub fn enter_netns(ns: &impl AsRawFd) -> io::Result<()> {
-    // SAFETY: setns only reads the descriptor; it changes this thread's network namespace alone.
+    // SAFETY: setns(2) takes two integers and touches no memory of ours; `ns` is borrowed, so its descriptor stays
+    // open during the call (a wrong kind of file is refused with EINVAL). It moves this thread alone.
     if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -104,8 +115,14 @@ pub fn enter_netns(ns: &impl AsRawFd) -> io::Result<()> {
 
 /// Sends signal `sig` to process `pid`.
 pub fn kill(pid: u32, sig: libc::c_int) -> io::Result<()> {
-    // SAFETY: kill has no memory effects in this process.
-    if unsafe { libc::kill(pid as libc::pid_t, sig) } != 0 {
+    // 0 and values above i32::MAX (negative once cast) would signal a process group or every process we may signal.
+    let pid = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("pid {pid}")))?;
+    // SAFETY: kill(2) takes two integers and touches no memory of ours; the pid is a single process (checked
+    // positive above), and an unknown pid or signal number is an error, not undefined behaviour.
+    if unsafe { libc::kill(pid, sig) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

@@ -56,10 +56,12 @@ fn link_details(net: &Net) -> String {
 
 /// Clears the calling thread's effective, permitted and inheritable capabilities (`capset(2)`, version 3).
 fn drop_capabilities() {
-    let header: [u32; 2] = [0x2008_0522, 0]; // _LINUX_CAPABILITY_VERSION_3, this thread
+    let mut header: [u32; 2] = [0x2008_0522, 0]; // _LINUX_CAPABILITY_VERSION_3, this thread
     let data = [0u32; 6]; // two __user_cap_data_struct {effective, permitted, inheritable}
-    // SAFETY: valid header and data arrays of the sizes the kernel reads.
-    let r = unsafe { libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) };
+    // SAFETY: capset(2) with version 3 reads the 8-byte header (`header`: version, pid) and two 12-byte data
+    // structs (`data`: 24 bytes), both live arrays of exactly those sizes; it writes only the header's version,
+    // when it does not know the one given, which is why `header` is passed as mutable.
+    let r = unsafe { libc::syscall(libc::SYS_capset, header.as_mut_ptr(), data.as_ptr()) };
     assert_eq!(r, 0, "capset");
 }
 
@@ -109,7 +111,7 @@ impl Packet {
         Packet(netns::packet_socket(ifname))
     }
     fn send(&self, f: &[u8]) {
-        // SAFETY: valid buffer.
+        // SAFETY: send(2) reads `len` bytes at `buf`: `f` is a live slice of exactly that length.
         let r = unsafe { libc::send(self.0, f.as_ptr().cast(), f.len(), 0) };
         assert_eq!(r, f.len() as isize, "AF_PACKET send");
     }
@@ -119,7 +121,8 @@ impl Packet {
         let mut buf = [0u8; 2048];
         let mut last = Instant::now();
         while got.len() < want && last.elapsed() < Duration::from_secs(1) {
-            // SAFETY: valid buffer.
+            // SAFETY: recv(2) writes at most `len` bytes at `buf`: `buf` is a live, exclusively borrowed array of
+            // exactly that length.
             let r = unsafe {
                 libc::recv(
                     self.0,
@@ -143,7 +146,7 @@ impl Packet {
 
 impl Drop for Packet {
     fn drop(&mut self) {
-        // SAFETY: our descriptor.
+        // SAFETY: `self.0` is the descriptor `packet_socket` opened for this `Packet` alone, closed only here.
         unsafe { libc::close(self.0) };
     }
 }
@@ -183,15 +186,17 @@ fn receive(ports: &mut [XskPort], want: usize, slot: usize) -> Vec<(Vec<u32>, Ve
         for (i, p) in ports.iter_mut().enumerate() {
             let mut seen = Vec::new();
             let n = p
-                .recv_batch(64, &mut |f| {
-                    seen.push((seq_of(f), f.as_ptr() as usize, f.len()))
-                })
+                .recv_batch(64, &mut |f| seen.push((seq_of(f), f.as_ptr() as usize)))
                 .unwrap();
             any |= n > 0;
-            for (s, ptr, len) in seen {
-                // SAFETY: only the address is used, to ask the port where it lies in its frame.
+            for (s, ptr) in seen {
+                // The frame went back to the kernel when the callback returned, which may be writing a new one
+                // there: no reference may cover its bytes now. `frame_offset` reads only the address, so an empty
+                // slice at it does.
+                // SAFETY: a zero-length slice needs only a non-null, aligned pointer (`ptr` came from a slice, and
+                // u8 has alignment 1); it covers no byte, so what happens to the frame's bytes does not matter.
                 let off = p
-                    .frame_offset(unsafe { std::slice::from_raw_parts(ptr as *const u8, len) })
+                    .frame_offset(unsafe { std::slice::from_raw_parts(ptr as *const u8, 0) })
                     .unwrap();
                 if let Some(s) = s {
                     out[i].0.push(s);

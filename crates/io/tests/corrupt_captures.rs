@@ -19,19 +19,24 @@ struct Counting;
 
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every method hands its arguments unchanged to the system allocator, which upholds `GlobalAlloc`'s
+// contract, and returns its result unchanged; the only other work is an atomic update of a static, which neither
+// allocates nor unwinds.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
+        // SAFETY: our caller upholds `alloc`'s contract (a non-zero size), which is what `System.alloc` needs.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
+        // SAFETY: our caller passes a block this allocator returned with this layout, i.e. one `System` returned
+        // (every method forwards to it), which is what `System.dealloc` needs.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         LARGEST.fetch_max(new_size, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
+        // SAFETY: as for `dealloc` (a block `System` returned, with this layout), and our caller's valid
+        // non-zero `new_size`, which is what `System.realloc` needs.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

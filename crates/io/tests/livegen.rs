@@ -144,3 +144,25 @@ fn unpaced_into_a_sink_and_named_errors() {
         Err(LiveGenError::Options(_))
     ));
 }
+
+/// The pacer's map refuses values of any size but its own: the kernel would read or write its value size through
+/// the buffer whatever its length.
+#[test]
+fn map_values_of_the_wrong_size_are_refused() {
+    use lwt6_io::afxdp::bpf;
+    netns::require_root("crates/io/tests/livegen.rs");
+    let map = bpf::create_array(bpf::PACER_SLOT as u32, 4, "l6t_sizes").expect("BPF_MAP_CREATE");
+    let slot: Vec<u8> = (1..=bpf::PACER_SLOT as u8).collect();
+    for short in [0, 8, bpf::PACER_SLOT - 1] {
+        let e = bpf::map_set(&map, 1, &slot[..short]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{short} bytes");
+        let e = bpf::map_get(&map, 1, &mut vec![0; short]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{short} bytes");
+    }
+    let e = bpf::map_get(&map, 1, &mut [0; bpf::PACER_SLOT + 1]).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    bpf::map_set(&map, 1, &slot).unwrap();
+    let mut back = [0; bpf::PACER_SLOT];
+    bpf::map_get(&map, 1, &mut back).unwrap();
+    assert_eq!(back[..], slot[..]);
+}

@@ -16,21 +16,30 @@ struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
+// SAFETY: every method hands its arguments unchanged to the system allocator, which upholds `GlobalAlloc`'s
+// contract, and returns its result unchanged; the only other work is an atomic update of a static, which neither
+// allocates nor unwinds.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: our caller upholds `alloc`'s contract (a non-zero size), which is what `System.alloc` needs.
         unsafe { System.alloc(l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: our caller passes a block this allocator returned with this layout, i.e. one `System` returned
+        // (every method forwards to it), which is what `System.dealloc` needs.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
+        // SAFETY: as for `dealloc` (a block `System` returned, with this layout), and our caller's valid non-zero
+        // `new` size, which is what `System.realloc` needs.
         unsafe { System.realloc(p, l, new) }
     }
 }

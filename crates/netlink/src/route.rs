@@ -97,12 +97,15 @@ pub struct KernelRoute {
 
 fn ifname(index: u32) -> String {
     let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
-    // SAFETY: the buffer has IF_NAMESIZE bytes, as if_indextoname requires.
+    // SAFETY: if_indextoname(3) writes at most IF_NAMESIZE bytes (a name and its NUL) at its second argument:
+    // `buf` is a live, exclusively borrowed array of exactly IF_NAMESIZE bytes, and no pointer to it is kept.
     let p = unsafe { libc::if_indextoname(index, buf.as_mut_ptr()) };
     if p.is_null() {
         return format!("if{index}");
     }
-    // SAFETY: on success the buffer holds a NUL-terminated name.
+    // SAFETY: on success (non-null `p`) if_indextoname wrote a NUL-terminated name into `buf`, so the string
+    // `CStr::from_ptr` scans ends inside the array; `buf` outlives the borrowed CStr, which is copied into a
+    // String before the function returns.
     unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned()

@@ -4,10 +4,15 @@
 //! The attribute block of every command is the kernel's `union bpf_attr` (include/uapi/linux/bpf.h), laid out here
 //! field by field at the offsets the UAPI header fixes; bytes the kernel does not know must be zero, which a
 //! zeroed block of 128 bytes guarantees.
+//!
+//! Several commands carry pointers inside that block (keys, values, instructions, the verifier's log), through
+//! which the kernel reads or writes as many bytes as the command says: the map's key and value sizes, the
+//! instruction count, the log size. [`Map`] remembers the sizes its map was created with, so that the safe
+//! functions below check every buffer they pass against them.
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `BPF_MAP_CREATE`.
 const CMD_MAP_CREATE: u32 = 0;
@@ -65,9 +70,16 @@ impl Attr {
         self
     }
     /// Runs `bpf(cmd, attr)`; a non-negative result is returned as is.
-    fn call(&mut self, cmd: u32) -> io::Result<i64> {
-        // SAFETY: the attribute block is a valid, writable buffer of ATTR_SIZE bytes; every pointer stored in it by
-        // the callers points to memory that outlives the call.
+    ///
+    /// # Safety
+    ///
+    /// Every pointer stored in the block must be valid, for the duration of the call, for the reads and writes
+    /// `cmd` makes through it: as many bytes as the sizes in the block (or the map's key and value sizes) say,
+    /// with nothing else accessing the written ones meanwhile. The kernel keeps none of them after the call.
+    unsafe fn call(&mut self, cmd: u32) -> io::Result<i64> {
+        // SAFETY: bpf(2) reads (and for some commands writes back) `size` bytes at `attr`: the block is a live,
+        // exclusively borrowed array of ATTR_SIZE bytes, the size passed. The pointers inside it are the caller's
+        // obligation (above).
         let r = unsafe {
             libc::syscall(
                 libc::SYS_bpf,
@@ -83,45 +95,113 @@ impl Attr {
         }
     }
     /// Runs a command that returns a new descriptor.
-    fn call_fd(&mut self, cmd: u32) -> io::Result<OwnedFd> {
-        let fd = self.call(cmd)?;
-        // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Attr::call`], and `cmd` must be a command whose result is a new descriptor.
+    unsafe fn call_fd(&mut self, cmd: u32) -> io::Result<OwnedFd> {
+        // SAFETY: the caller's obligations are those of `call`.
+        let fd = unsafe { self.call(cmd) }?;
+        // SAFETY: `cmd` returns a new descriptor on success (the caller's obligation) and `call` checked that it
+        // succeeded: the descriptor is open and owned by nothing else, so the OwnedFd is its only owner.
         Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
     }
 }
 
+/// A BPF map with `u32` keys, and the size of its values: the lookups and updates below hand the kernel pointers
+/// to a key and a value, and the kernel reads or writes as many bytes as the map was created with, whatever our
+/// buffers hold. Built only by [`create_xskmap`] and [`create_array`], which know those sizes.
+#[derive(Debug)]
+pub struct Map {
+    fd: OwnedFd,
+    value_size: u32,
+}
+
+impl Map {
+    /// Creates a map of `kind` with 4-byte keys.
+    fn create(kind: u32, value_size: u32, entries: u32, name: &str) -> io::Result<Map> {
+        // map_type @0, key_size @4, value_size @8, max_entries @12, map_flags @16, ..., map_name @28
+        let mut attr = Attr::new();
+        attr.u32(0, kind)
+            .u32(4, size_of::<u32>() as u32)
+            .u32(8, value_size)
+            .u32(12, entries)
+            .name(28, name);
+        // SAFETY: the block holds no pointer (the name is stored inline), and BPF_MAP_CREATE returns a new map
+        // descriptor.
+        let fd = unsafe { attr.call_fd(CMD_MAP_CREATE) }?;
+        Ok(Map { fd, value_size })
+    }
+
+    /// Refuses a value of the wrong size (which the kernel would read or write past).
+    fn check_value(&self, len: usize) -> io::Result<()> {
+        if len == self.value_size as usize {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a {len}-byte value for a map of {}-byte values",
+                    self.value_size
+                ),
+            ))
+        }
+    }
+
+    /// Updates or looks up element `key`, after checking the value's size.
+    fn element(&self, key: u32, op: Element<'_>) -> io::Result<()> {
+        let (cmd, value, len) = match op {
+            Element::Update(v) => (CMD_MAP_UPDATE_ELEM, v.as_ptr() as u64, v.len()),
+            Element::Lookup(v) => (CMD_MAP_LOOKUP_ELEM, v.as_mut_ptr() as u64, v.len()),
+        };
+        self.check_value(len)?;
+        let k = key;
+        // map_fd @0, key @8, value @16, flags @24 (BPF_ANY = 0)
+        let mut attr = Attr::new();
+        attr.u32(0, self.fd.as_raw_fd() as u32)
+            .u64(8, &k as *const u32 as u64)
+            .u64(16, value);
+        // SAFETY: the kernel reads the map's key size, 4 bytes (all our maps), at `key`: `k` is a live u32. At
+        // `value` it reads (BPF_MAP_UPDATE_ELEM, from a shared slice) or writes (BPF_MAP_LOOKUP_ELEM, into an
+        // exclusive one) the map's value size, which `check_value` found equal to the slice's length. Both
+        // borrows outlive the call, which returns no descriptor.
+        unsafe { attr.call(cmd) }.map(drop)
+    }
+}
+
+/// What [`Map::element`] does with a value, and the buffer it does it with: the kernel only reads an update's
+/// value and writes a lookup's, so the command goes with the kind of borrow.
+enum Element<'a> {
+    Update(&'a [u8]),
+    Lookup(&'a mut [u8]),
+}
+
+impl AsRawFd for Map {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 /// Creates an XSKMAP of `entries` slots (one per receive queue), named `name`.
-pub fn create_xskmap(entries: u32, name: &str) -> io::Result<OwnedFd> {
-    // map_type @0, key_size @4, value_size @8, max_entries @12, map_flags @16, ..., map_name @28
-    Attr::new()
-        .u32(0, MAP_TYPE_XSKMAP)
-        .u32(4, 4)
-        .u32(8, 4)
-        .u32(12, entries)
-        .name(28, name)
-        .call_fd(CMD_MAP_CREATE)
+pub fn create_xskmap(entries: u32, name: &str) -> io::Result<Map> {
+    // Values are socket descriptors (u32).
+    Map::create(MAP_TYPE_XSKMAP, size_of::<u32>() as u32, entries, name)
 }
 
 /// Sets `map[key] = value` (for an XSKMAP: the socket descriptor serving queue `key`).
-pub fn map_update(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> {
-    let (k, v) = (key, value);
-    // map_fd @0, key @8, value @16, flags @24 (BPF_ANY = 0)
-    Attr::new()
-        .u32(0, map.as_raw_fd() as u32)
-        .u64(8, &k as *const u32 as u64)
-        .u64(16, &v as *const u32 as u64)
-        .call(CMD_MAP_UPDATE_ELEM)
-        .map(drop)
+pub fn map_update(map: &Map, key: u32, value: u32) -> io::Result<()> {
+    map.element(key, Element::Update(&value.to_ne_bytes()))
 }
 
 /// Deletes `map[key]`.
-pub fn map_delete(map: &OwnedFd, key: u32) -> io::Result<()> {
+pub fn map_delete(map: &Map, key: u32) -> io::Result<()> {
     let k = key;
-    Attr::new()
-        .u32(0, map.as_raw_fd() as u32)
-        .u64(8, &k as *const u32 as u64)
-        .call(CMD_MAP_DELETE_ELEM)
-        .map(drop)
+    let mut attr = Attr::new();
+    attr.u32(0, map.as_raw_fd() as u32)
+        .u64(8, &k as *const u32 as u64);
+    // SAFETY: the kernel reads the map's key size, 4 bytes (all our maps), at `key`: `k` is a live u32 that
+    // outlives the call, which returns no descriptor.
+    unsafe { attr.call(CMD_MAP_DELETE_ELEM) }.map(drop)
 }
 
 /// One eBPF instruction (`struct bpf_insn`): opcode, destination and source registers, offset, immediate.
@@ -177,7 +257,7 @@ pub fn redirect_program(map_fd: i32) -> [u64; 6] {
 const LICENSE: &str = "Dual MIT/GPL";
 
 /// Loads the redirect program for `map`; on a verifier refusal the error carries the verifier's log.
-pub fn load_redirect_program(map: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
+pub fn load_redirect_program(map: &Map, name: &str) -> io::Result<OwnedFd> {
     load_xdp(&redirect_program(map.as_raw_fd()), name, ATTACH_TYPE_XDP)
 }
 
@@ -188,8 +268,8 @@ fn load_xdp(prog: &[u64], name: &str, attach_type: u32) -> io::Result<OwnedFd> {
     let mut log = vec![0u8; 16384];
     // prog_type @0, insn_cnt @4, insns @8, license @16, log_level @24, log_size @28, log_buf @32,
     // kern_version @40, prog_flags @44, prog_name @48, prog_ifindex @64, expected_attach_type @68
-    let r = Attr::new()
-        .u32(0, PROG_TYPE_XDP)
+    let mut attr = Attr::new();
+    attr.u32(0, PROG_TYPE_XDP)
         .u32(4, prog.len() as u32)
         .u64(8, prog.as_ptr() as u64)
         .u64(16, license.as_ptr() as u64)
@@ -197,8 +277,12 @@ fn load_xdp(prog: &[u64], name: &str, attach_type: u32) -> io::Result<OwnedFd> {
         .u32(28, log.len() as u32)
         .u64(32, log.as_mut_ptr() as u64)
         .name(48, name)
-        .u32(68, attach_type)
-        .call_fd(CMD_PROG_LOAD);
+        .u32(68, attach_type);
+    // SAFETY: the kernel reads `insn_cnt` 8-byte instructions at `insns` (`prog`, a live slice of exactly that
+    // many u64), the NUL-terminated string at `license` (a live CString), and writes at most `log_size` bytes at
+    // `log_buf` (`log`, a live Vec of that length, not otherwise used until the call returns). BPF_PROG_LOAD
+    // returns a new program descriptor.
+    let r = unsafe { attr.call_fd(CMD_PROG_LOAD) };
     r.map_err(|e| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
         let text = String::from_utf8_lossy(&log[..end]);
@@ -214,46 +298,30 @@ fn load_xdp(prog: &[u64], name: &str, attach_type: u32) -> io::Result<OwnedFd> {
 /// `XDP_FLAGS_SKB_MODE`). The program stays attached while the returned descriptor is open.
 pub fn link_create(prog: &OwnedFd, ifindex: u32, flags: u32) -> io::Result<OwnedFd> {
     // prog_fd @0, target_ifindex @4, attach_type @8, flags @12
-    Attr::new()
-        .u32(0, prog.as_raw_fd() as u32)
+    let mut attr = Attr::new();
+    attr.u32(0, prog.as_raw_fd() as u32)
         .u32(4, ifindex)
         .u32(8, ATTACH_TYPE_XDP)
-        .u32(12, flags)
-        .call_fd(CMD_LINK_CREATE)
+        .u32(12, flags);
+    // SAFETY: the block holds no pointer, and BPF_LINK_CREATE returns a new link descriptor.
+    unsafe { attr.call_fd(CMD_LINK_CREATE) }
 }
 
 /// Creates an array map of `entries` values of `value_size` bytes (keys are `u32` indices), named `name`.
-pub fn create_array(value_size: u32, entries: u32, name: &str) -> io::Result<OwnedFd> {
-    Attr::new()
-        .u32(0, MAP_TYPE_ARRAY)
-        .u32(4, 4)
-        .u32(8, value_size)
-        .u32(12, entries)
-        .name(28, name)
-        .call_fd(CMD_MAP_CREATE)
+pub fn create_array(value_size: u32, entries: u32, name: &str) -> io::Result<Map> {
+    Map::create(MAP_TYPE_ARRAY, value_size, entries, name)
 }
 
-/// Sets `map[key]` to `value` (exactly the map's value size).
-pub fn map_set(map: &OwnedFd, key: u32, value: &[u8]) -> io::Result<()> {
-    let k = key;
-    Attr::new()
-        .u32(0, map.as_raw_fd() as u32)
-        .u64(8, &k as *const u32 as u64)
-        .u64(16, value.as_ptr() as u64)
-        .call(CMD_MAP_UPDATE_ELEM)
-        .map(drop)
+/// Sets `map[key]` to `value`, which must have the map's value size (an error of kind `InvalidInput` otherwise).
+pub fn map_set(map: &Map, key: u32, value: &[u8]) -> io::Result<()> {
+    // The kernel only reads through this pointer (BPF_MAP_UPDATE_ELEM).
+    map.element(key, Element::Update(value))
 }
 
-/// Reads `map[key]` into `value` (exactly the map's value size).
-pub fn map_get(map: &OwnedFd, key: u32, value: &mut [u8]) -> io::Result<()> {
-    let k = key;
-    // map_fd @0, key @8, value @16, flags @24
-    Attr::new()
-        .u32(0, map.as_raw_fd() as u32)
-        .u64(8, &k as *const u32 as u64)
-        .u64(16, value.as_mut_ptr() as u64)
-        .call(CMD_MAP_LOOKUP_ELEM)
-        .map(drop)
+/// Reads `map[key]` into `value`, which must have the map's value size (an error of kind `InvalidInput`
+/// otherwise).
+pub fn map_get(map: &Map, key: u32, value: &mut [u8]) -> io::Result<()> {
+    map.element(key, Element::Lookup(value))
 }
 
 /// Helper numbers (include/uapi/linux/bpf.h, `___BPF_FUNC_MAPPER`).
@@ -424,7 +492,7 @@ pub fn pacer_program(map_fd: i32, ifindex: u32, template: &[u8]) -> Vec<u64> {
 
 /// Loads [`pacer_program`] for `map`, `ifindex` and `template`.
 pub fn load_pacer_program(
-    map: &OwnedFd,
+    map: &Map,
     ifindex: u32,
     template: &[u8],
     name: &str,
@@ -457,15 +525,17 @@ pub fn test_run_live(prog: &OwnedFd, frame: &[u8], repeat: u32, batch: u32) -> i
     // prog_fd @0, retval @4, data_size_in @8, data_size_out @12, data_in @16, data_out @24, repeat @32,
     // duration @36, ctx_size_in @40, ctx_size_out @44, ctx_in @48, ctx_out @56, flags @64, cpu @68,
     // batch_size @72
-    Attr::new()
-        .u32(0, prog.as_raw_fd() as u32)
+    let mut attr = Attr::new();
+    attr.u32(0, prog.as_raw_fd() as u32)
         .u32(8, frame.len() as u32)
         .u64(16, frame.as_ptr() as u64)
         .u32(32, repeat)
         .u32(64, TEST_XDP_LIVE_FRAMES)
-        .u32(72, batch)
-        .call(CMD_PROG_TEST_RUN)
-        .map(drop)
+        .u32(72, batch);
+    // SAFETY: the kernel reads `data_size_in` bytes at `data_in` (`frame`, a live slice of exactly that length)
+    // and copies them into pages of its own; with `data_out`, `ctx_in` and `ctx_out` null it writes no memory of
+    // ours. The call returns no descriptor.
+    unsafe { attr.call(CMD_PROG_TEST_RUN) }.map(drop)
 }
 
 #[cfg(test)]

@@ -51,7 +51,9 @@ impl Mmap {
     }
 
     fn map(len: usize, flags: i32, fd: RawFd, off: libc::off_t) -> io::Result<Mmap> {
-        // SAFETY: a fresh mapping chosen by the kernel; nothing aliases it.
+        // SAFETY: with a null address hint (and no MAP_FIXED) mmap(2) picks fresh addresses, so no existing
+        // memory, Rust's or anyone's, is replaced or aliased; it reads no memory of ours. A bad length, descriptor
+        // or offset is an error (MAP_FAILED, checked below).
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -89,7 +91,9 @@ impl Mmap {
 
 impl Drop for Mmap {
     fn drop(&mut self) {
-        // SAFETY: the mapping was created by `map` with this length and is not used after drop.
+        // SAFETY: `ptr` and `len` are exactly what `map` got from mmap and nothing else unmaps them (`Mmap` is not
+        // Clone). Every pointer derived from the mapping lives in the struct that owns this `Mmap` (a `Ring` or the
+        // `Socket`'s UMEM), which is being dropped too, and no slice handed out borrows past the call that made it.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
@@ -97,6 +101,8 @@ impl Drop for Mmap {
 /// One mapped ring: its producer, consumer and flags words and `size` entries of `T`.
 pub struct Ring<T> {
     _map: Mmap,
+    // The three index words and the entries, inside `_map` and aligned (checked by `map`). The kernel reads and
+    // writes the words concurrently, always atomically, so they are only ever accessed as `AtomicU32`.
     producer: *const AtomicU32,
     consumer: *const AtomicU32,
     flags: *const AtomicU32,
@@ -110,19 +116,42 @@ pub struct Ring<T> {
 
 impl<T: Copy> Ring<T> {
     /// Maps ring `pgoff` of `fd`, `size` entries, at the offsets the kernel gave (`off`).
+    ///
+    /// Every other method relies on what this checks: the three index words and the `size` entries (a power of
+    /// two) lie inside the mapping, aligned for their types. The kernel lays its rings out that way (the words on
+    /// their own cache lines in front of the entries); a layout that is not is refused rather than trusted.
     fn map(fd: RawFd, off: &libc::xdp_ring_offset, size: u32, pgoff: u64) -> io::Result<Ring<T>> {
+        let word = |o: u64| o.is_multiple_of(4) && o + 4 <= off.desc;
+        if !size.is_power_of_two()
+            || !word(off.producer)
+            || !word(off.consumer)
+            || !word(off.flags)
+            || !off.desc.is_multiple_of(align_of::<T>() as u64)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "unexpected AF_XDP ring layout: {size} entries, producer at {}, consumer at {}, flags at {}, \
+                     entries at {}",
+                    off.producer, off.consumer, off.flags, off.desc
+                ),
+            ));
+        }
         let len = off.desc as usize + size as usize * size_of::<T>();
+        // The kernel refuses (EINVAL) a ring mapping longer than the ring it allocated, so on success all `len`
+        // bytes are the ring's.
         let map = Mmap::ring(fd, len, pgoff)?;
         let base = map.as_ptr();
-        // SAFETY: the kernel's offsets lie inside the mapping it sized for this ring.
-        let (producer, consumer, flags, entries) = unsafe {
-            (
-                base.add(off.producer as usize) as *const AtomicU32,
-                base.add(off.consumer as usize) as *const AtomicU32,
-                base.add(off.flags as usize) as *const AtomicU32,
-                base.add(off.desc as usize) as *mut T,
-            )
-        };
+        // SAFETY: each offset is below `off.desc <= len` (checked above; the same holds for the next three), so
+        // the result stays inside the `len`-byte mapping `base` starts; the mapping is page-aligned, so the
+        // checked offsets keep the alignment of `AtomicU32` and `T`.
+        let producer = unsafe { base.add(off.producer as usize) }.cast::<AtomicU32>();
+        // SAFETY: as above.
+        let consumer = unsafe { base.add(off.consumer as usize) }.cast::<AtomicU32>();
+        // SAFETY: as above.
+        let flags = unsafe { base.add(off.flags as usize) }.cast::<AtomicU32>();
+        // SAFETY: as above; `size` entries of `T` follow, up to exactly `len`.
+        let entries = unsafe { base.add(off.desc as usize) }.cast::<T>();
         Ok(Ring {
             _map: map,
             producer,
@@ -141,7 +170,8 @@ impl<T: Copy> Ring<T> {
 
     /// The ring's flags word (`XDP_RING_NEED_WAKEUP`).
     pub fn needs_wakeup(&self) -> bool {
-        // SAFETY: the pointer is inside our live mapping.
+        // SAFETY: `flags` points at an aligned u32 inside `_map`, which lives as long as `self`; the kernel only
+        // accesses it atomically, so a shared `AtomicU32` view of it is sound.
         unsafe { (*self.flags).load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0 }
     }
 
@@ -153,21 +183,30 @@ impl<T: Copy> Ring<T> {
         if free >= want {
             return free;
         }
-        // SAFETY: inside our mapping; acquire pairs with the kernel's release of the consumer index.
+        // SAFETY: `consumer` points at an aligned u32 inside `_map` (alive as long as `self`) that the kernel only
+        // accesses atomically. Acquire pairs with the kernel's release: the entries it consumed are free again.
         self.cached = unsafe { (*self.consumer).load(Ordering::Acquire) };
         self.size() - self.local.wrapping_sub(self.cached)
     }
 
     /// Writes one entry at the producer position (the caller checked `free`); visible after `commit_producer`.
     pub fn push(&mut self, v: T) {
-        // SAFETY: the index is masked into the ring; the slot is ours until the producer is published.
-        unsafe { self.entries.add((self.local & self.mask) as usize).write(v) };
+        let slot = (self.local & self.mask) as usize;
+        // SAFETY: `slot <= mask < size`, and `map` checked that `size` aligned entries lie inside `_map`, which
+        // lives as long as `self`.
+        let p = unsafe { self.entries.add(slot) };
+        // SAFETY: `p` is in bounds and aligned (above), and `T` is `Copy` (no destructor to skip for the value
+        // overwritten). Nothing in Rust borrows the entries (only `peek` reads them, by value). Whether the kernel
+        // still reads that slot is the ring protocol's business, which callers keep by pushing only as many
+        // entries as `free` allowed: the kernel does not read past the producer we publish.
+        unsafe { p.write(v) };
         self.local = self.local.wrapping_add(1);
     }
 
     /// Publishes every entry pushed so far; returns whether there were any since the last publication.
     pub fn commit_producer(&mut self) -> bool {
-        // SAFETY: inside our mapping; only we write the producer of this ring.
+        // SAFETY: `producer` points at an aligned u32 inside `_map` (alive as long as `self`, which bounds the
+        // reference's lifetime); the kernel only reads it, atomically, and only this ring writes it.
         let p = unsafe { &*self.producer };
         if p.load(Ordering::Relaxed) == self.local {
             return false;
@@ -178,7 +217,7 @@ impl<T: Copy> Ring<T> {
 
     /// Entries published but not yet taken by the kernel.
     pub fn outstanding(&self) -> u32 {
-        // SAFETY: inside our mapping; acquire pairs with the kernel's release of the consumer index.
+        // SAFETY: as in `free`: an aligned u32 inside the live mapping, accessed atomically by both sides.
         self.local
             .wrapping_sub(unsafe { (*self.consumer).load(Ordering::Acquire) })
     }
@@ -189,7 +228,8 @@ impl<T: Copy> Ring<T> {
     pub fn available(&mut self, max: u32) -> u32 {
         let mut n = self.cached.wrapping_sub(self.local);
         if n == 0 {
-            // SAFETY: inside our mapping; acquire pairs with the kernel's release of the producer index.
+            // SAFETY: `producer` points at an aligned u32 inside `_map` (alive as long as `self`) that the kernel
+            // only accesses atomically. Acquire pairs with the kernel's release: the entries before it are written.
             self.cached = unsafe { (*self.producer).load(Ordering::Acquire) };
             n = self.cached.wrapping_sub(self.local);
         }
@@ -198,18 +238,23 @@ impl<T: Copy> Ring<T> {
 
     /// The `i`-th waiting entry (the caller checked `available`).
     pub fn peek(&self, i: u32) -> T {
-        // SAFETY: masked index; the kernel does not write entries between our consumer and its producer.
-        unsafe {
-            self.entries
-                .add((self.local.wrapping_add(i) & self.mask) as usize)
-                .read()
-        }
+        let slot = (self.local.wrapping_add(i) & self.mask) as usize;
+        // SAFETY: `slot <= mask < size`, and `map` checked that `size` aligned entries lie inside `_map`, which
+        // lives as long as `self`.
+        let p = unsafe { self.entries.add(slot) };
+        // SAFETY: `p` is in bounds and aligned (above). `T` is `u64` or `Desc`, integers for which every bit pattern
+        // is a value (`map` is private and only called with those), and a by-value copy outlives no borrow. The
+        // entry is complete: callers read only below what `available` returned, i.e. before the producer index
+        // the kernel published (with release) after writing them, and it does not touch them again until we
+        // `release` them.
+        unsafe { p.read() }
     }
 
     /// Hands `n` read entries back to the kernel.
     pub fn release(&mut self, n: u32) {
         self.local = self.local.wrapping_add(n);
-        // SAFETY: inside our mapping; only we write the consumer of this ring.
+        // SAFETY: `consumer` points at an aligned u32 inside `_map` (alive as long as `self`); the kernel only reads
+        // it, atomically. Release orders our reads of the entries before the kernel may reuse them.
         unsafe { (*self.consumer).store(self.local, Ordering::Release) };
     }
 }
@@ -256,7 +301,9 @@ pub struct Socket {
 }
 
 fn setsockopt<T>(fd: RawFd, opt: i32, v: &T) -> io::Result<()> {
-    // SAFETY: `v` is a valid value of the option's type, its size passed along.
+    // SAFETY: setsockopt(2) reads `optlen` bytes at `optval`: `v` is a live, initialised `T` of exactly that size.
+    // The kernel copies the value and keeps no pointer to it; what it means (for XDP_UMEM_REG, the UMEM's address)
+    // is the caller's concern, see `Socket::new`.
     let r = unsafe {
         libc::setsockopt(
             fd,
@@ -289,7 +336,7 @@ fn step<T>(step: &'static str, r: io::Result<T>) -> Result<T, StepError> {
 impl Socket {
     /// Creates the socket, registers a fresh UMEM and maps its four rings.
     pub fn new(g: Geometry) -> Result<Socket, StepError> {
-        // SAFETY: plain socket creation.
+        // SAFETY: socket(2) takes three integers and touches no memory of ours.
         let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(StepError {
@@ -297,7 +344,7 @@ impl Socket {
                 source: io::Error::last_os_error(),
             });
         }
-        // SAFETY: a new descriptor nothing else owns.
+        // SAFETY: `fd` was just returned by socket(2) (checked non-negative): open, and owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let raw = fd.as_raw_fd();
         let frames = 2 * g.ring_size as usize;
@@ -305,6 +352,9 @@ impl Socket {
             "UMEM memory",
             Mmap::anonymous(frames * g.frame_size as usize),
         )?;
+        // The kernel pins the UMEM's pages and writes received frames into them until the socket is closed.
+        // `Socket` drops `fd` before `umem`, and even after our munmap the pinned pages stay the kernel's until
+        // it lets them go, so no memory is reused while the kernel may still write it.
         let reg = libc::xdp_umem_reg {
             addr: umem.as_ptr() as u64,
             len: umem.len() as u64,
@@ -322,10 +372,11 @@ impl Socket {
         ] {
             step("ring size", setsockopt(raw, opt, &g.ring_size))?;
         }
-        // SAFETY: all-zero is a valid xdp_mmap_offsets.
+        // SAFETY: `xdp_mmap_offsets` is a repr(C) struct of integers: all zeroes is a valid value.
         let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
         let mut len = size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        // SAFETY: `off` is writable and `len` is its size.
+        // SAFETY: getsockopt(2) writes at most `*optlen` bytes at `optval` and the length back into `optlen`: `off`
+        // is a live, exclusively borrowed value of `len` bytes, `len` a live socklen_t.
         let r = unsafe {
             libc::getsockopt(
                 raw,
@@ -382,7 +433,8 @@ impl Socket {
             sxdp_queue_id: queue,
             sxdp_shared_umem_fd: 0,
         };
-        // SAFETY: `sa` is a valid sockaddr_xdp of the size passed.
+        // SAFETY: bind(2) reads `addrlen` bytes at `addr`: `sa` is a live, initialised sockaddr_xdp of exactly that
+        // size, and the kernel keeps no pointer to it.
         let r = unsafe {
             libc::bind(
                 self.fd.as_raw_fd(),
@@ -401,7 +453,8 @@ impl Socket {
     pub fn is_zero_copy(&self) -> bool {
         let mut o = libc::xdp_options { flags: 0 };
         let mut len = size_of::<libc::xdp_options>() as libc::socklen_t;
-        // SAFETY: `o` is writable and `len` is its size.
+        // SAFETY: getsockopt(2) writes at most `*optlen` bytes at `optval`: `o` is a live, exclusively borrowed
+        // xdp_options of `len` bytes, `len` a live socklen_t.
         let r = unsafe {
             libc::getsockopt(
                 self.fd.as_raw_fd(),
@@ -416,10 +469,11 @@ impl Socket {
 
     /// The kernel's counters for this socket.
     pub fn kernel_stats(&self) -> io::Result<KernelStats> {
-        // SAFETY: all-zero is a valid xdp_statistics.
+        // SAFETY: `xdp_statistics` is a repr(C) struct of integers: all zeroes is a valid value.
         let mut s: libc::xdp_statistics = unsafe { std::mem::zeroed() };
         let mut len = size_of::<libc::xdp_statistics>() as libc::socklen_t;
-        // SAFETY: `s` is writable and `len` is its size.
+        // SAFETY: getsockopt(2) writes at most `*optlen` bytes at `optval`: `s` is a live, exclusively borrowed
+        // xdp_statistics of `len` bytes, `len` a live socklen_t. (An older kernel writes fewer: the rest stays 0.)
         let r = unsafe {
             libc::getsockopt(
                 self.fd.as_raw_fd(),
@@ -445,7 +499,9 @@ impl Socket {
     /// Asks the kernel to transmit what the TX ring holds (copy mode always needs this; zero-copy drivers when the
     /// ring says so). A busy or full device is not an error: the frames stay queued for the next kick.
     pub fn kick_tx(&self) -> io::Result<()> {
-        // SAFETY: a zero-length send on our socket.
+        // SAFETY: with a zero length and no address sendto(2) reads no memory (null pointers are allowed with
+        // length 0); on an AF_XDP socket it only makes the kernel take descriptors from the TX ring, frames whose
+        // UMEM bytes the caller no longer writes (see `XskPort::send`).
         let r = unsafe {
             libc::sendto(
                 self.fd.as_raw_fd(),
@@ -468,7 +524,8 @@ impl Socket {
 
     /// Wakes the kernel to refill from the fill ring (needed when it set `XDP_RING_NEED_WAKEUP` there).
     pub fn kick_rx(&self) -> io::Result<()> {
-        // SAFETY: a zero-length, non-blocking receive on our socket.
+        // SAFETY: with a zero length and null address pointers recvfrom(2) writes no memory; on an AF_XDP socket it
+        // only makes the kernel refill from the fill ring, whose frames are no longer ours.
         let r = unsafe {
             libc::recvfrom(
                 self.fd.as_raw_fd(),

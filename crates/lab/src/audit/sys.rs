@@ -1,6 +1,6 @@
-//! The few raw system calls the audit needs (with `audit::xdp` and `copy::WideCopy`, the only `unsafe` in the
-//! crate): effective uid, thread id, entering a network namespace, an `AF_PACKET` raw socket bound to an
-//! interface, signal handling and `kill`.
+//! The few raw system calls the audit needs (with `audit::xdp`, the only `unsafe` in the crate): effective uid,
+//! thread id, entering a network namespace, an `AF_PACKET` raw socket bound to an interface, signal handling and
+//! `kill`.
 //!
 //! Every function is a thin, checked wrapper: arguments are owned Rust values, errors come back as
 //! [`std::io::Error`] from `errno`.
@@ -13,20 +13,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The effective user id of the process.
 pub fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
+    // SAFETY: geteuid(2) takes no argument, touches no memory of ours and always succeeds.
     unsafe { libc::geteuid() }
 }
 
 /// The kernel thread id of the calling thread (what bpftrace's `tid` reports).
 pub fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
+    // SAFETY: gettid(2) takes no argument, touches no memory of ours and always succeeds.
     let tid = unsafe { libc::gettid() };
     u32::try_from(tid).unwrap_or(0)
 }
 
 /// Moves the calling thread (only it) into the network namespace open at `ns`.
 pub fn setns_net(ns: &OwnedFd) -> io::Result<()> {
-    // SAFETY: the fd is valid for the lifetime of the borrow; CLONE_NEWNET only affects this thread.
+    // SAFETY: setns(2) takes two integers and touches no memory of ours; `ns` is borrowed, so its descriptor stays
+    // open during the call. CLONE_NEWNET moves this thread alone.
     let r = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
     if r == 0 {
         Ok(())
@@ -47,21 +48,23 @@ impl PacketSocket {
     pub fn bind(ifname: &str) -> io::Result<PacketSocket> {
         let name =
             CString::new(ifname).map_err(|_| io::Error::other("interface name contains NUL"))?;
-        // SAFETY: `name` is a valid NUL-terminated string.
+        // SAFETY: if_nametoindex(3) reads the NUL-terminated string at its argument: `name` is a live CString, and
+        // the function keeps no pointer to it.
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if ifindex == 0 {
             return Err(io::Error::last_os_error());
         }
         // Protocol 0: the socket receives nothing, it only sends.
-        // SAFETY: plain socket(2) call.
+        // SAFETY: socket(2) takes three integers and touches no memory of ours.
         let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: `raw` is a fresh descriptor we own.
+        // SAFETY: `raw` was just returned by socket(2) (checked non-negative): open, and owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let one: libc::c_int = 1;
-        // SAFETY: the option value points to a live c_int of the size passed.
+        // SAFETY: setsockopt(2) reads `optlen` bytes at `optval`: `one` is a live c_int of exactly that size, and
+        // the kernel keeps no pointer to it.
         let r = unsafe {
             libc::setsockopt(
                 fd.as_raw_fd(),
@@ -74,12 +77,13 @@ impl PacketSocket {
         if r != 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+        // SAFETY: `sockaddr_ll` is a repr(C) struct of integers and a byte array: all zeroes is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
         sll.sll_ifindex =
             i32::try_from(ifindex).map_err(|_| io::Error::other("ifindex out of range"))?;
-        // SAFETY: the address points to a live sockaddr_ll of the size passed.
+        // SAFETY: bind(2) reads `addrlen` bytes at `addr`: `sll` is a live, initialised sockaddr_ll of exactly that
+        // size, and the kernel keeps no pointer to it.
         let r = unsafe {
             libc::bind(
                 fd.as_raw_fd(),
@@ -95,7 +99,8 @@ impl PacketSocket {
 
     /// Sends one complete Ethernet frame.
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
-        // SAFETY: the buffer is valid for `frame.len()` bytes.
+        // SAFETY: send(2) reads `len` bytes at `buf`: `frame` is a live slice of exactly that length, and the
+        // kernel copies it before returning.
         let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
         if r < 0 {
             Err(io::Error::last_os_error())
@@ -117,13 +122,16 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 /// notices it ([`interrupted`]), stops and cleans up.
 pub fn install_interrupt_handler() -> io::Result<()> {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: sigaction is plain old data; all-zero is a valid starting value.
+        // SAFETY: `sigaction` is a repr(C) struct of integers, a bit-array mask and a handler stored as an
+        // integer: all zeroes is a valid value (SIG_DFL, no flags, empty mask).
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
         sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
         sa.sa_flags = libc::SA_RESTART;
-        // SAFETY: `sa.sa_mask` is a valid sigset_t to initialise.
+        // SAFETY: sigemptyset only writes `sa.sa_mask`, a live, exclusively borrowed sigset_t.
         unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-        // SAFETY: the handler only performs an atomic store; the old action is not needed.
+        // SAFETY: sigaction(2) reads the new action from `sa` (live, initialised; without SA_SIGINFO the handler
+        // is called as `fn(c_int)`, `on_signal`'s signature) and writes no old action (null is allowed). The
+        // handler only stores to an atomic, which is async-signal-safe whatever it interrupts.
         let r = unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
         if r != 0 {
             return Err(io::Error::last_os_error());
@@ -140,7 +148,8 @@ pub fn interrupted() -> bool {
 /// Sends SIGTERM to a process this program started.
 pub fn terminate(pid: u32) -> io::Result<()> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::other("pid out of range"))?;
-    // SAFETY: kill(2) on a specific pid of our own child.
+    // SAFETY: kill(2) takes two integers and touches no memory of ours. (`pid` is positive for a child's id, so
+    // it names one process; an unknown one is an error, not undefined behaviour.)
     let r = unsafe { libc::kill(pid, libc::SIGTERM) };
     if r == 0 {
         Ok(())

@@ -75,9 +75,17 @@ struct LinkCreateAttr {
 }
 
 /// `bpf(cmd, attr, sizeof attr)`; a non-negative result is a new file descriptor.
-fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<OwnedFd> {
-    // SAFETY: `attr` points to a live, initialised repr(C) value of the size passed; the kernel reads at most
-    // that many bytes (and treats the rest of `union bpf_attr` as zero).
+///
+/// # Safety
+///
+/// `T` must be a `repr(C)` prefix of `union bpf_attr` without padding, and every pointer stored in `attr` must be
+/// valid, for the duration of the call, for the reads and writes `cmd` makes through it (as many bytes as the
+/// sizes and counts in `attr` say), with nothing else accessing the written ones meanwhile. `cmd` must return a
+/// new descriptor on success.
+unsafe fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<OwnedFd> {
+    // SAFETY: bpf(2) reads (and for some commands writes back) `size` bytes at `attr`: a live, exclusively
+    // borrowed `T` of exactly that size, initialised without padding (the caller's obligation, as is every
+    // pointer inside it). The kernel treats the rest of `union bpf_attr` as zero.
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
@@ -90,7 +98,8 @@ fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     let fd = i32::try_from(r).map_err(|_| io::Error::other("bpf(2) returned an odd descriptor"))?;
-    // SAFETY: the kernel just returned this descriptor to us; nobody else owns it.
+    // SAFETY: `cmd` returns a new descriptor on success (the caller's obligation), checked above: open, and owned
+    // by nothing else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -109,7 +118,8 @@ impl XdpPass {
     pub fn attach(ifname: &str) -> io::Result<XdpPass> {
         let name =
             CString::new(ifname).map_err(|_| io::Error::other("interface name contains NUL"))?;
-        // SAFETY: `name` is a valid NUL-terminated string.
+        // SAFETY: if_nametoindex(3) reads the NUL-terminated string at its argument: `name` is a live CString, and
+        // the function keeps no pointer to it.
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if ifindex == 0 {
             return Err(io::Error::last_os_error());
@@ -130,7 +140,12 @@ impl XdpPass {
             prog_name,
             ..ProgLoadAttr::default()
         };
-        let prog = bpf(BPF_PROG_LOAD, &mut load).map_err(|e| {
+        // SAFETY: `ProgLoadAttr` is repr(C) without padding (72 bytes, checked in `attr_layouts`). The kernel reads
+        // `insn_cnt` 8-byte instructions at `insns` (`prog_bytes`, a live Vec of exactly that many bytes), the
+        // NUL-terminated string at `license` (a 'static C literal), and writes at most `log_size` bytes at
+        // `log_buf` (`log`, a live Vec of that length, not otherwise used until the call returns).
+        // BPF_PROG_LOAD returns a new program descriptor.
+        let prog = unsafe { bpf(BPF_PROG_LOAD, &mut load) }.map_err(|e| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
             io::Error::new(
@@ -146,7 +161,9 @@ impl XdpPass {
             attach_type: BPF_XDP,
             flags: XDP_FLAGS_DRV_MODE,
         };
-        let link = bpf(BPF_LINK_CREATE, &mut create)
+        // SAFETY: `LinkCreateAttr` is repr(C), four u32 without padding, and holds no pointer; BPF_LINK_CREATE
+        // returns a new link descriptor.
+        let link = unsafe { bpf(BPF_LINK_CREATE, &mut create) }
             .map_err(|e| io::Error::new(e.kind(), format!("BPF_LINK_CREATE (native XDP): {e}")))?;
         Ok(XdpPass {
             _link: link,
