@@ -1223,3 +1223,25 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn cpu_lists_and_masks() {
+        assert_eq!(cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(cpu_list("3,1-2,2").unwrap(), vec![1, 2, 3]);
+        assert_eq!(cpu_mask("0,2-3").unwrap(), "d");
+        assert!(cpu_list("2-1").is_err());
+        assert!(cpu_list("x").is_err());
+        assert!(cpu_list("128").is_err());
+    }
+}
