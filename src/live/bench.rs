@@ -134,6 +134,14 @@ pub struct LiveBenchArgs {
     /// machine; 0: as they come).
     #[arg(long, default_value_t = -10, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: i32,
+    /// Niceness of r0's receive (NAPI) threads on the router CPUs. For the kernel router they are the router
+    /// (alone on those CPUs, their niceness changes nothing); for lwt6 they only feed its sockets, and at the
+    /// default (19, against the router's `--nice` -10) they yield the CPU to lwt6's worker instead of taking
+    /// frames from the veth that lwt6's full receive ring then drops (receive livelock: measured on 2026-11-27,
+    /// NAPI at nice 0 took 0.9-1.2 µs per delivered packet, at 19 about 0.35). Give it `--nice`'s value to share
+    /// the CPU evenly.
+    #[arg(long = "napi-nice", default_value_t = 19, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub napi_nice: i32,
     /// Also measure the sender alone, into an XDP program on r0 that drops every frame.
     #[arg(long = "sender-only")]
     pub sender_only: bool,
@@ -702,7 +710,7 @@ impl Bench<'_> {
         };
         let before = napi_threads("r0");
         self.topo.kernel_mode(stmts)?;
-        let r = pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice)
+        let r = pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.napi_nice)
             .and_then(|napi| self.measure(&c.frame, &[], &napi));
         self.topo.lwt6_mode()?;
         let mut v = r?;
@@ -765,7 +773,7 @@ impl Bench<'_> {
         ROUTER.store(child.id(), std::sync::atomic::Ordering::Relaxed);
         let r = self
             .wait_ready(&mut child, &sock)
-            .and_then(|()| pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice))
+            .and_then(|()| pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.napi_nice))
             .and_then(|napi| self.measure(&c.frame, &[child.id()], &napi));
         let fin = stop(child);
         ROUTER.store(0, std::sync::atomic::Ordering::Relaxed);
@@ -844,7 +852,7 @@ impl Bench<'_> {
                 &self.topo,
                 &before_threads,
                 &self.a.router_cpus,
-                self.a.nice,
+                self.a.napi_nice,
             )?;
             let before = rx0()?;
             let hex: String = c.frame.iter().map(|b| format!("{b:02x}")).collect();
@@ -1063,7 +1071,7 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
                      "receiver": format!("{:?}", a.receiver).to_lowercase(), "receiver_threads": receiver_threads,
                      "sender_cpus": a.sender_cpus, "router_cpus": a.router_cpus, "receiver_cpus": a.receiver_cpus,
                      "queues": a.queues, "rounds": a.rounds, "overload_ms": a.overload_ms,
-                     "trial_ms": a.trial_ms, "steps": a.steps, "tries": a.tries, "loss": a.loss, "flows": a.flows, "nice": a.nice},
+                     "trial_ms": a.trial_ms, "steps": a.steps, "tries": a.tries, "loss": a.loss, "flows": a.flows, "nice": a.nice, "napi_nice": a.napi_nice},
         "results": results,
     });
     if let Some(p) = &a.out {
