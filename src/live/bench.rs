@@ -20,6 +20,7 @@
 //! loses nothing the row is *sender-limited*: the router's own limit is higher.
 
 use crate::cli::{Failure, fail};
+use crate::io::livegen::{Verdict, VerdictProgram};
 use crate::wire::ethernet::mac_text;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
@@ -46,6 +47,16 @@ pub enum Sender {
     Xdp,
     /// `lwt6 gen --via packet`: AF_PACKET `sendmmsg` (on veth: spread over the peer's queues by flow hash).
     Packet,
+}
+
+/// The receiver of `lwt6 bench live`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Receiver {
+    /// An XDP program on d0 drops every frame (counted by d0's `rx_packets`) in d0's NAPI threads, pinned to
+    /// `--receiver-cpus` at real-time priority.
+    Xdp,
+    /// d0's stack drops every frame (IPv6 off), with Receive Packet Steering to `--receiver-cpus`.
+    Stack,
 }
 
 /// lwt6's back end in `lwt6 bench live`.
@@ -83,14 +94,31 @@ pub struct LiveBenchArgs {
     /// CPUs the router runs on (`lwt6 run`, and r0's receive threads), comma separated.
     #[arg(long = "router-cpus", default_value = "1")]
     pub router_cpus: String,
+    /// CPUs the receiver's work runs on (d0's NAPI threads, real-time priority), comma separated: never the
+    /// router's, so that the router CPU does the router's work only.
+    #[arg(long = "receiver-cpus", default_value = "0")]
+    pub receiver_cpus: String,
+    /// How the receiver takes frames: `xdp` counts and drops them in an XDP program on d0, in d0's own NAPI
+    /// threads (on `--receiver-cpus`); `stack` hands them to d0's stack (IPv6 off: dropped at once), on the
+    /// router's CPU when the router's transmit runs there (the set-up of the measurements before 2026-11-27).
+    #[arg(long, value_enum, default_value_t = Receiver::Xdp)]
+    pub receiver: Receiver,
+    /// Rounds: every case's routers are measured once per round, interleaved (kernel, lwt6, kernel, ...), and the
+    /// table gives each figure's median over the rounds.
+    #[arg(long, default_value_t = 3, value_parser = crate::cli::within::<u32>(1, 20))]
+    pub rounds: u32,
+    /// Length of the trial at overload (the sender unpaced), in ms: the delivered rate and the router CPU's time
+    /// per delivered packet are measured over it.
+    #[arg(long = "overload-ms", default_value_t = 2500, value_parser = crate::cli::within::<u64>(100, 60_000))]
+    pub overload_ms: u64,
     /// Receive and transmit queues of each veth.
     #[arg(long, default_value_t = 2, value_parser = crate::cli::within::<u32>(1, 16))]
     pub queues: u32,
     /// Length of one trial (ms).
     #[arg(long = "trial-ms", default_value_t = 1000, value_parser = crate::cli::within::<u64>(100, 60_000))]
     pub trial_ms: u64,
-    /// Bisection steps below the sender's maximum.
-    #[arg(long, default_value_t = 7, value_parser = crate::cli::within::<u32>(1, 20))]
+    /// Bisection steps of the zero-loss search below the rate delivered at overload (0: no zero-loss search).
+    #[arg(long, default_value_t = 7, value_parser = crate::cli::within::<u32>(0, 20))]
     pub steps: u32,
     /// Largest loss counted as none.
     #[arg(long, default_value_t = 0.001)]
@@ -106,6 +134,14 @@ pub struct LiveBenchArgs {
     /// machine; 0: as they come).
     #[arg(long, default_value_t = -10, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: i32,
+    /// Niceness of r0's receive (NAPI) threads on the router CPUs. For the kernel router they are the router
+    /// (alone on those CPUs, their niceness changes nothing); for lwt6 they only feed its sockets, and at the
+    /// default (19, against the router's `--nice` -10) they yield the CPU to lwt6's worker instead of taking
+    /// frames from the veth that lwt6's full receive ring then drops (receive livelock: measured on 2026-11-27,
+    /// NAPI at nice 0 took 0.9-1.2 µs per delivered packet, at 19 about 0.35). Give it `--nice`'s value to share
+    /// the CPU evenly.
+    #[arg(long = "napi-nice", default_value_t = 19, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub napi_nice: i32,
     /// Also measure the sender alone, into an XDP program on r0 that drops every frame.
     #[arg(long = "sender-only")]
     pub sender_only: bool,
@@ -313,7 +349,8 @@ impl Drop for Topo {
 }
 
 impl Topo {
-    fn new(queues: u32, sender_mask: &str) -> Result<Topo, Failure> {
+    /// The namespaces and veths; Receive Packet Steering on d0 to `rps_mask` (the receiver's CPUs).
+    fn new(queues: u32, rps_mask: &str) -> Result<Topo, Failure> {
         let p = format!("l6bl-{}-", std::process::id());
         let t = Topo {
             s: format!("{p}s"),
@@ -358,10 +395,10 @@ impl Topo {
             ])?;
         }
         // No kernel chatter (router solicitations, DAD) from the hosts; the receiver's stack drops every frame at
-        // once, on the sender's CPUs.
+        // once, on the receiver's CPUs (with `--receiver xdp` its XDP program drops them before the stack).
         t.sysctl(&t.s, "net.ipv6.conf.s0.disable_ipv6=1")?;
         t.sysctl(&t.d, "net.ipv6.conf.d0.disable_ipv6=1")?;
-        t.write(&t.d, "/sys/class/net/d0/queues/rx-*/rps_cpus", sender_mask)?;
+        t.write(&t.d, "/sys/class/net/d0/queues/rx-*/rps_cpus", rps_mask)?;
         sh(&["ip", "-n", &t.s, "link", "set", "s0", "up"])?;
         sh(&["ip", "-n", &t.d, "link", "set", "d0", "up"])?;
         t.lwt6_mode()?;
@@ -488,15 +525,37 @@ fn cpu_ns(pids: &[u32]) -> u64 {
 /// Makes r0's NAPI threaded and pins its receive threads that did not exist in `before` to the router CPUs
 /// with the bench's niceness; returns their ids.
 fn pin_napi(t: &Topo, before: &BTreeSet<u32>, cpus: &str, nice: i32) -> Result<Vec<u32>, Failure> {
-    t.write(&t.r, "/sys/class/net/r0/threaded", "1")?;
+    pin_threads(
+        t,
+        &t.r,
+        "r0",
+        before,
+        cpus,
+        &["renice", "-n", &nice.to_string(), "-p"],
+    )
+}
+
+/// Makes `dev`'s NAPI (in namespace `ns`) threaded and pins its threads that did not exist in `before` to `cpus`,
+/// each also given to the command `how` (followed by its id); returns their ids.
+fn pin_threads(
+    t: &Topo,
+    ns: &str,
+    dev: &str,
+    before: &BTreeSet<u32>,
+    cpus: &str,
+    how: &[&str],
+) -> Result<Vec<u32>, Failure> {
+    t.write(ns, &format!("/sys/class/net/{dev}/threaded"), "1")?;
     let mut pinned = Vec::new();
     for _ in 0..50 {
-        let new: Vec<u32> = napi_threads("r0").difference(before).copied().collect();
+        let new: Vec<u32> = napi_threads(dev).difference(before).copied().collect();
         if !new.is_empty() {
             for pid in &new {
                 let p = pid.to_string();
                 sh(&["taskset", "-pc", cpus, &p])?;
-                sh(&["renice", "-n", &nice.to_string(), "-p", &p])?;
+                let mut argv = how.to_vec();
+                argv.push(&p);
+                sh(&argv)?;
             }
             pinned = new;
             break;
@@ -504,6 +563,24 @@ fn pin_napi(t: &Topo, before: &BTreeSet<u32>, cpus: &str, nice: i32) -> Result<V
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(pinned)
+}
+
+/// The receiver of `--receiver xdp`: an XDP program on d0 dropping every frame (d0's `rx_packets` still counts
+/// each), d0's NAPI threaded and its threads pinned to `cpus` at real-time priority (`SCHED_FIFO` 50), so that
+/// the receiver's work never runs on, or waits for, the router's CPU.
+fn receiver_sink(t: &Topo, cpus: &str) -> Result<(VerdictProgram, Vec<u32>), Failure> {
+    let before = napi_threads("d0");
+    let sink = in_netns(&t.d, || {
+        VerdictProgram::attach("d0", Verdict::Drop)
+            .map_err(|e| fail(format!("XDP sink on d0: {e}")))
+    })?;
+    let threads = pin_threads(t, &t.d, "d0", &before, cpus, &["chrt", "-f", "-p", "50"])?;
+    if threads.is_empty() {
+        return Err(fail(
+            "d0's NAPI threads did not appear (/sys/class/net/d0/threaded)",
+        ));
+    }
+    Ok((sink, threads))
 }
 
 /// One trial's outcome.
@@ -527,16 +604,18 @@ impl Trial {
 struct Bench<'a> {
     a: &'a LiveBenchArgs,
     bin: PathBuf,
+    /// The receiver's XDP program (`--receiver xdp`), attached while the bench runs, and d0's NAPI threads.
+    receiver: Option<(VerdictProgram, Vec<u32>)>,
     topo: Topo,
 }
 
 impl Bench<'_> {
-    fn trial(&self, frame_hex: &str, rate: u64) -> Result<Trial, Failure> {
+    fn trial(&self, frame_hex: &str, rate: u64, ms: u64) -> Result<Trial, Failure> {
         let before = self.topo.rx_packets()?;
         let a = self.a;
         let (rate_s, ms, flows, nice) = (
             rate.to_string(),
-            a.trial_ms.to_string(),
+            ms.to_string(),
             a.flows.to_string(),
             a.nice.to_string(),
         );
@@ -575,22 +654,31 @@ impl Bench<'_> {
         })
     }
 
-    /// The zero-loss rate, the sender's unpaced rate, whether that was the limit, what was delivered at it, and
-    /// the router's CPU time per delivered packet at it: `lwt6 run`'s threads (`router`) and r0's NAPI threads.
-    fn zero_loss(&self, frame: &[u8], router: &[u32], napi: &[u32]) -> Result<Value, Failure> {
+    /// One router measured on one case: first at overload (the sender unpaced for `--overload-ms`): the rate
+    /// delivered, and the router's CPU time per delivered packet by two independent methods — the router CPUs'
+    /// busy time from `/proc/stat` (everything that ran there), and the CPU time of the router's own threads
+    /// (`lwt6 run`'s, `router`, and r0's NAPI threads, `napi`) from `schedstat`; then, unless `--steps 0`, the
+    /// zero-loss rate by bisection below the sender's unpaced rate.
+    fn measure(&self, frame: &[u8], router: &[u32], napi: &[u32]) -> Result<Value, Failure> {
         let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
-        let (r0, n0) = (cpu_ns(router), cpu_ns(napi));
-        let max = self.trial(&hex, 0)?;
-        let (r1, n1) = (cpu_ns(router), cpu_ns(napi));
+        let cpus = cpu_list(&self.a.router_cpus)?;
+        let (b0, r0, n0) = (busy_ns(&cpus), cpu_ns(router), cpu_ns(napi));
+        let max = self.trial(&hex, 0, self.a.overload_ms)?;
+        let (b1, r1, n1) = (busy_ns(&cpus), cpu_ns(router), cpu_ns(napi));
         let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / max.got.max(1) as f64;
-        let cpu = json!({"process_ns_per_packet": per(r0, r1), "napi_ns_per_packet": per(n0, n1),
-                         "napi_threads": napi.len()});
+        let cpu = json!({"router_cpu_ns_per_packet": per(b0, b1), "process_ns_per_packet": per(r0, r1),
+                         "napi_ns_per_packet": per(n0, n1), "napi_threads": napi.len()});
         let delivered = max.got as f64 * max.rate / max.sent.max(1) as f64;
+        let mut v = json!({"sender_max": max.rate, "sent_at_max": max.sent, "delivered_at_max": delivered,
+                           "loss_at_max": max.loss(), "cpu_at_max": cpu, "trials": 1});
         if max.loss() <= self.a.loss {
-            return Ok(
-                json!({"zero_loss": max.rate, "sender_max": max.rate, "sender_limited": true,
-                             "delivered_at_max": delivered, "trials": 1, "cpu_at_max": cpu}),
-            );
+            v["zero_loss"] = json!(max.rate);
+            v["sender_limited"] = json!(true);
+            return Ok(v);
+        }
+        v["sender_limited"] = json!(false);
+        if self.a.steps == 0 {
+            return Ok(v);
         }
         let (mut lo, mut hi) = (0.0f64, max.rate);
         let mut trials = 1;
@@ -598,7 +686,7 @@ impl Bench<'_> {
             let mid = (lo + hi) / 2.0;
             let mut ok = None;
             for _ in 0..self.a.tries {
-                let t = self.trial(&hex, mid as u64)?;
+                let t = self.trial(&hex, mid as u64, self.a.trial_ms)?;
                 trials += 1;
                 if t.loss() <= self.a.loss {
                     ok = Some(t);
@@ -610,10 +698,9 @@ impl Bench<'_> {
                 None => hi = mid,
             }
         }
-        Ok(
-            json!({"zero_loss": lo, "sender_max": max.rate, "sender_limited": false,
-                  "delivered_at_max": delivered, "trials": trials, "cpu_at_max": cpu}),
-        )
+        v["zero_loss"] = json!(lo);
+        v["trials"] = json!(trials);
+        Ok(v)
     }
 
     fn kernel(&self, c: &Case) -> Result<Value, Failure> {
@@ -623,8 +710,8 @@ impl Bench<'_> {
         };
         let before = napi_threads("r0");
         self.topo.kernel_mode(stmts)?;
-        let r = pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice)
-            .and_then(|napi| self.zero_loss(&c.frame, &[], &napi));
+        let r = pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.napi_nice)
+            .and_then(|napi| self.measure(&c.frame, &[], &napi));
         self.topo.lwt6_mode()?;
         let mut v = r?;
         v["case"] = json!(c.name);
@@ -686,8 +773,8 @@ impl Bench<'_> {
         ROUTER.store(child.id(), std::sync::atomic::Ordering::Relaxed);
         let r = self
             .wait_ready(&mut child, &sock)
-            .and_then(|()| pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.nice))
-            .and_then(|napi| self.zero_loss(&c.frame, &[child.id()], &napi));
+            .and_then(|()| pin_napi(&self.topo, &before, &self.a.router_cpus, self.a.napi_nice))
+            .and_then(|napi| self.measure(&c.frame, &[child.id()], &napi));
         let fin = stop(child);
         ROUTER.store(0, std::sync::atomic::Ordering::Relaxed);
         let _ = std::fs::remove_file(&conf);
@@ -746,7 +833,7 @@ impl Bench<'_> {
         let before_threads = napi_threads("r0");
         let ns = self.topo.r.clone();
         let sink = in_netns(&ns, || {
-            crate::io::livegen::VerdictProgram::attach("r0", crate::io::livegen::Verdict::Drop)
+            VerdictProgram::attach("r0", Verdict::Drop)
                 .map_err(|e| fail(format!("XDP sink on r0: {e}")))
         })?;
         let rx0 = || -> Result<u64, Failure> {
@@ -765,11 +852,11 @@ impl Bench<'_> {
                 &self.topo,
                 &before_threads,
                 &self.a.router_cpus,
-                self.a.nice,
+                self.a.napi_nice,
             )?;
             let before = rx0()?;
             let hex: String = c.frame.iter().map(|b| format!("{b:02x}")).collect();
-            let t = self.trial(&hex, 0)?;
+            let t = self.trial(&hex, 0, self.a.overload_ms)?;
             let got = rx0()? - before;
             Ok(
                 json!({"case": c.name, "router": "sink", "sender_max": t.rate, "sent": t.sent, "sink_rx": got}),
@@ -814,9 +901,9 @@ fn stop(child: Child) -> Result<Value, Failure> {
     serde_json::from_slice(&o.stdout).map_err(|e| fail(format!("lwt6 run -j: {e}")))
 }
 
-/// A CPU list (`0,2-3`) as an `rps_cpus` hex mask.
-fn cpu_mask(list: &str) -> Result<String, Failure> {
-    let mut m: u128 = 0;
+/// A CPU list (`0,2-3`) as CPU numbers.
+fn cpu_list(list: &str) -> Result<Vec<u32>, Failure> {
+    let mut out = BTreeSet::new();
     for part in list.split(',') {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         let (a, b): (u32, u32) = (
@@ -830,11 +917,41 @@ fn cpu_mask(list: &str) -> Result<String, Failure> {
         if a > b || b >= 128 {
             return Err(fail(format!("'{part}': not a CPU list (0 to 127)")));
         }
-        for c in a..=b {
-            m |= 1 << c;
+        out.extend(a..=b);
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// A CPU list (`0,2-3`) as an `rps_cpus` hex mask.
+fn cpu_mask(list: &str) -> Result<String, Failure> {
+    let m = cpu_list(list)?.iter().fold(0u128, |m, c| m | 1 << c);
+    Ok(format!("{m:x}"))
+}
+
+/// Time (ns) the CPUs `cpus` have been busy since boot, from `/proc/stat`: user, nice, system, irq and softirq
+/// time (not idle, I/O wait or steal), in USER_HZ ticks (100 per second: the fixed unit of `/proc/stat`).
+fn busy_ns(cpus: &[u32]) -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let mut ticks = 0u64;
+    for line in stat.lines() {
+        let mut f = line.split_whitespace();
+        let Some(cpu) = f
+            .next()
+            .and_then(|n| n.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
+        // user nice system idle iowait irq softirq steal ...
+        for i in [0, 1, 2, 5, 6] {
+            ticks += v.get(i).copied().unwrap_or(0);
         }
     }
-    Ok(format!("{m:x}"))
+    ticks * 10_000_000
 }
 
 fn load() -> String {
@@ -868,8 +985,16 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
         Some(p) => p.clone(),
         None => std::env::current_exe().map_err(|e| fail(format!("this binary: {e}")))?,
     };
-    let mask = cpu_mask(&a.sender_cpus)?;
-    cpu_mask(&a.router_cpus)?;
+    let mask = cpu_mask(&a.receiver_cpus)?;
+    let router_cpus = cpu_list(&a.router_cpus)?;
+    if cpu_list(&a.receiver_cpus)?
+        .iter()
+        .any(|c| router_cpus.contains(c))
+    {
+        return Err(fail(
+            "--receiver-cpus and --router-cpus overlap: the receiver's work would be counted as the router's",
+        ));
+    }
     // SIGINT / SIGTERM end the process without running destructors: a thread removes the namespaces first. (The
     // signals are blocked in this thread before any other starts; children get an empty mask from `Command`.)
     let signals = crate::io::sys::SignalFd::new(&[libc::SIGINT, libc::SIGTERM])
@@ -901,10 +1026,16 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
             }
         }
     });
+    let topo = Topo::new(a.queues, &mask)?;
+    let receiver = match a.receiver {
+        Receiver::Xdp => Some(receiver_sink(&topo, &a.receiver_cpus)?),
+        Receiver::Stack => None,
+    };
     let b = Bench {
         a: &a,
         bin,
-        topo: Topo::new(a.queues, &mask)?,
+        receiver,
+        topo,
     };
     let mut results = Vec::new();
     let started = load();
@@ -913,27 +1044,34 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
             eprintln!("lwt6 bench live: {v}");
         }
     };
-    for c in all.iter().filter(|c| a.cases.iter().any(|n| n == c.name)) {
-        if a.sender_only {
-            let v = b.sender_only(c)?;
-            say(&v);
-            results.push(v);
-        }
-        let v = b.kernel(c)?;
-        say(&v);
-        results.push(v);
-        for &w in &a.workers {
-            let v = b.lwt6(c, w)?;
-            say(&v);
-            results.push(v);
+    // Rounds interleave the routers (kernel, lwt6 ..., kernel, lwt6 ...), so that a slow spell of the machine
+    // falls on all of them and the medians compare like with like.
+    for round in 1..=a.rounds {
+        for c in all.iter().filter(|c| a.cases.iter().any(|n| n == c.name)) {
+            let mut vs = Vec::new();
+            if a.sender_only && round == 1 {
+                vs.push(b.sender_only(c)?);
+            }
+            vs.push(b.kernel(c)?);
+            for &w in &a.workers {
+                vs.push(b.lwt6(c, w)?);
+            }
+            for mut v in vs {
+                v["round"] = json!(round);
+                say(&v);
+                results.push(v);
+            }
         }
     }
+    let receiver_threads = b.receiver.as_ref().map_or(0, |r| r.1.len());
     drop(b);
     let doc = json!({
         "machine": {"load_before": started, "load_after": load(), "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
         "settings": {"io": format!("{:?}", a.io).to_lowercase(), "sender": format!("{:?}", a.sender).to_lowercase(),
-                     "sender_cpus": a.sender_cpus, "router_cpus": a.router_cpus, "queues": a.queues,
-                     "trial_ms": a.trial_ms, "steps": a.steps, "tries": a.tries, "loss": a.loss, "flows": a.flows, "nice": a.nice},
+                     "receiver": format!("{:?}", a.receiver).to_lowercase(), "receiver_threads": receiver_threads,
+                     "sender_cpus": a.sender_cpus, "router_cpus": a.router_cpus, "receiver_cpus": a.receiver_cpus,
+                     "queues": a.queues, "rounds": a.rounds, "overload_ms": a.overload_ms,
+                     "trial_ms": a.trial_ms, "steps": a.steps, "tries": a.tries, "loss": a.loss, "flows": a.flows, "nice": a.nice, "napi_nice": a.napi_nice},
         "results": results,
     });
     if let Some(p) = &a.out {
@@ -949,37 +1087,84 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The results as a Markdown table: one row per case, the kernel and each worker count, kpps.
+/// The median of `xs` (the mean of the middle two for an even count); `None` when empty.
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    Some(if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    })
+}
+
+/// One router's figures on one case, medians over the rounds.
+#[derive(Default)]
+struct Summary {
+    unavailable: Option<String>,
+    delivered: Option<f64>,
+    cpu_us: Option<f64>,
+    threads_us: Option<f64>,
+    zero_loss: Option<f64>,
+    sender_limited: bool,
+    reallocs: Option<f64>,
+}
+
+fn summary(rows: &[&Value]) -> Summary {
+    if let Some(why) = rows.iter().find_map(|v| v["unavailable"].as_str()) {
+        return Summary {
+            unavailable: Some(why.to_string()),
+            ..Summary::default()
+        };
+    }
+    let f = |g: &dyn Fn(&Value) -> Option<f64>| median(rows.iter().filter_map(|v| g(v)).collect());
+    Summary {
+        unavailable: None,
+        delivered: f(&|v| v["delivered_at_max"].as_f64()),
+        cpu_us: f(&|v| {
+            v["cpu_at_max"]["router_cpu_ns_per_packet"]
+                .as_f64()
+                .map(|n| n / 1e3)
+        }),
+        threads_us: f(&|v| {
+            let c = &v["cpu_at_max"];
+            Some((c["napi_ns_per_packet"].as_f64()? + c["process_ns_per_packet"].as_f64()?) / 1e3)
+        }),
+        zero_loss: f(&|v| v["zero_loss"].as_f64()),
+        sender_limited: rows
+            .iter()
+            .any(|v| v["sender_limited"].as_bool() == Some(true)),
+        reallocs: f(&|v| v["reallocs_per_packet"].as_f64()),
+    }
+}
+
+/// The results as a Markdown table: one row per case; for the kernel and each worker count the medians over the
+/// rounds of the rate delivered at overload, the router CPU's time per delivered packet (`/proc/stat`; in
+/// brackets the router's threads', `schedstat`), and the zero-loss rate; then lwt6 against the kernel.
 fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
     let rows = doc["results"].as_array().cloned().unwrap_or_default();
-    let cell = |v: &Value| -> String {
-        if let Some(why) = v["unavailable"].as_str() {
+    let cell = |s: &Summary| -> String {
+        if let Some(why) = &s.unavailable {
             return format!("n/a ({why})");
         }
-        let zl = v["zero_loss"].as_f64().unwrap_or(0.0) / 1e3;
-        let mut s = if v["sender_limited"].as_bool() == Some(true) {
-            format!("≥ {zl:.0} kpps (sender-limited)")
-        } else {
-            format!(
-                "{zl:.0} kpps ({:.0} at overload)",
-                v["delivered_at_max"].as_f64().unwrap_or(0.0) / 1e3
-            )
+        let mut out = match (s.delivered, s.cpu_us) {
+            (Some(d), Some(c)) => format!("{:.0} kpps, {c:.2} µs", d / 1e3),
+            _ => String::from("?"),
         };
-        let c = &v["cpu_at_max"];
-        if let (Some(n), Some(p)) = (
-            c["napi_ns_per_packet"].as_f64(),
-            c["process_ns_per_packet"].as_f64(),
-        ) {
-            s += &if p > 0.0 {
-                format!("; CPU at overload {n:.0} ns NAPI + {p:.0} ns lwt6 per packet")
-            } else {
-                format!("; CPU at overload {n:.0} ns NAPI per packet")
-            };
+        if let Some(t) = s.threads_us {
+            out += &format!(" ({t:.2})");
         }
-        if let Some(r) = v["reallocs_per_packet"].as_f64() {
-            s += &format!(", {r} reallocs/pkt");
+        if let Some(z) = s.zero_loss {
+            let bound = if s.sender_limited { "≥ " } else { "" };
+            out += &format!("; zero-loss {bound}{:.0} kpps", z / 1e3);
         }
-        s
+        if let Some(r) = s.reallocs {
+            out += &format!("; {r} reallocs/pkt");
+        }
+        out
     };
     let mut head = String::from("| case |");
     let mut sep = String::from("|---|");
@@ -994,50 +1179,77 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
         sep += "---|";
     }
     let mut out = format!(
-        "load {} → {}; sender {:?} on CPUs {}, router on CPUs {}\n\n{head} lwt6 / kernel |\n{sep}---|\n",
+        "load {} → {}; sender {:?} on CPUs {}, router on CPUs {}, receiver {:?} on CPUs {}; medians of {} round{}\n\
+         each cell: delivered at overload, router-CPU time per delivered packet (router threads'); zero-loss rate\n\n\
+         {head} lwt6 / kernel: delivered, CPU per packet |\n{sep}---|\n",
         doc["machine"]["load_before"].as_str().unwrap_or(""),
         doc["machine"]["load_after"].as_str().unwrap_or(""),
         a.sender,
         a.sender_cpus,
-        a.router_cpus
+        a.router_cpus,
+        a.receiver,
+        a.receiver_cpus,
+        a.rounds,
+        if a.rounds == 1 { "" } else { "s" }
     );
     for c in all.iter().filter(|c| a.cases.iter().any(|n| n == c.name)) {
-        let of = |router: &str, w: Option<usize>| {
-            rows.iter().find(|v| {
-                v["case"] == c.name
-                    && v["router"] == router
-                    && w.is_none_or(|w| v["workers"] == json!(w))
-            })
+        let of = |router: &str, w: Option<usize>| -> Vec<&Value> {
+            rows.iter()
+                .filter(|v| {
+                    v["case"] == c.name
+                        && v["router"] == router
+                        && w.is_none_or(|w| v["workers"] == json!(w))
+                })
+                .collect()
         };
         let mut line = format!("| {} |", c.title);
-        if a.sender_only
-            && let Some(v) = of("sink", None)
-        {
-            line += &format!(
-                " {:.0} kpps |",
-                v["sender_max"].as_f64().unwrap_or(0.0) / 1e3
+        if a.sender_only {
+            let m = median(
+                of("sink", None)
+                    .iter()
+                    .filter_map(|v| v["sender_max"].as_f64())
+                    .collect(),
             );
+            line += &format!(" {:.0} kpps |", m.unwrap_or(0.0) / 1e3);
         }
-        let k = of("kernel", None);
-        line += &format!(" {} |", k.map(cell).unwrap_or_default());
+        let k = summary(&of("kernel", None));
+        line += &format!(" {} |", cell(&k));
         let mut ratios = Vec::new();
         for &w in &a.workers {
-            let v = of("lwt6", Some(w));
-            line += &format!(" {} |", v.map(cell).unwrap_or_default());
-            if let (Some(k), Some(v)) = (k, v)
-                && let (Some(kz), Some(lz)) = (k["zero_loss"].as_f64(), v["zero_loss"].as_f64())
-                && kz > 0.0
+            let l = summary(&of("lwt6", Some(w)));
+            line += &format!(" {} |", cell(&l));
+            if let (Some(kd), Some(ld), Some(kc), Some(lc)) =
+                (k.delivered, l.delivered, k.cpu_us, l.cpu_us)
+                && kd > 0.0
+                && kc > 0.0
             {
-                let bound = if k["sender_limited"].as_bool() == Some(true) {
-                    "≤ "
-                } else {
-                    ""
-                };
-                ratios.push(format!("{bound}{:.2}x ({w}w)", lz / kz));
+                ratios.push(format!("{:.2}x, {:.2}x ({w}w)", ld / kd, lc / kc));
             }
         }
-        line += &format!(" {} |\n", ratios.join(", "));
+        line += &format!(" {} |\n", ratios.join("; "));
         out += &line;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn cpu_lists_and_masks() {
+        assert_eq!(cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(cpu_list("3,1-2,2").unwrap(), vec![1, 2, 3]);
+        assert_eq!(cpu_mask("0,2-3").unwrap(), "d");
+        assert!(cpu_list("2-1").is_err());
+        assert!(cpu_list("x").is_err());
+        assert!(cpu_list("128").is_err());
+    }
 }

@@ -704,3 +704,24 @@ def test_kernel_routes_followed_live(live, workdir):
         assert "kernel route" in r.stderr, r.stderr
     finally:
         live.lwt6_mode()
+
+
+def test_bench_live_measures_the_router_cpu(workdir):
+    """`lwt6 bench live`, one short interleaved round: the receiver's XDP sink has NAPI threads of its own (off the
+    router's CPU), every router delivered frames at overload, and the router CPU's time per packet is measured."""
+    require_root()
+    out = subprocess.run([lwt6_bin(), "bench", "live", "--cases", "plain", "--workers", "1", "--rounds", "2",
+                          "--steps", "0", "--overload-ms", "300", "-j"],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["settings"]["receiver"] == "xdp"
+    assert doc["settings"]["receiver_threads"] >= 1
+    rows = doc["results"]
+    assert sorted((r["router"], r["round"]) for r in rows) == [("kernel", 1), ("kernel", 2), ("lwt6", 1), ("lwt6", 2)]
+    for r in rows:
+        assert r["delivered_at_max"] > 0, r
+        assert r["cpu_at_max"]["router_cpu_ns_per_packet"] > 0, r
+    overlap = subprocess.run([lwt6_bin(), "bench", "live", "--receiver-cpus", "1", "--router-cpus", "1"],
+                             capture_output=True, text=True, timeout=60)
+    assert overlap.returncode != 0 and "overlap" in overlap.stderr
