@@ -60,7 +60,7 @@ pub enum Command {
     /// or `trace add N [FILTER]|stop|clear` (packet tracing).
     Ctl(crate::live::CtlArgs),
     /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
-    Gen(crate::live::generator::GenArgs),
+    Gen(generator::GenArgs),
 }
 
 /// `lwt6 pcap`.
@@ -159,6 +159,8 @@ pub struct CheckArgs {
 
 pub mod audit;
 pub mod bench;
+pub mod bench_live;
+pub mod generator;
 pub mod headroom;
 pub mod install;
 pub mod ioam_export;
@@ -211,7 +213,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Man(a) => install::man(&a),
         Command::Run(a) => crate::live::run(a),
         Command::Ctl(a) => crate::live::ctl(a),
-        Command::Gen(a) => crate::live::generator::run(a),
+        Command::Gen(a) => generator::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());

@@ -3,10 +3,8 @@
 //! configuration file (published only when it is valid), SIGINT / SIGTERM stop the workers, which drain their
 //! ports, and the final counters are printed. See docs/live.md.
 
-pub mod bench;
 pub mod control;
 pub mod engine;
-pub mod generator;
 pub mod kroutes;
 pub mod links;
 pub mod metrics;
