@@ -12,7 +12,7 @@ use crate::spec::MAIN_TABLE;
 use crate::tunnel::Tunnel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Prints a line to stdout; a closed pipe (`lwt6 ... | head`) ends the program quietly instead of panicking.
@@ -231,47 +231,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
 /// Reads and parses a configuration file. An `sr hmac set` line without `secret` reads the secret from stdin
 /// when stdin is not a terminal.
 pub fn load_config(path: &Path) -> Result<Config, Failure> {
-    let at = |e: std::io::Error| fail(format!("{}: {e}", path.display()));
-    // The file is read line by line, twice (is a stdin secret needed? then the lines themselves), never whole:
-    // a table of a million routes is not held as text beside the configuration it becomes.
-    let for_each_line =
-        |f: &mut dyn FnMut(usize, &str) -> Result<(), Failure>| -> Result<(), Failure> {
-            let file = std::fs::File::open(path).map_err(at)?;
-            for (i, raw) in std::io::BufReader::new(file).split(b'\n').enumerate() {
-                let raw = raw.map_err(at)?;
-                let line = std::str::from_utf8(&raw).map_err(|e| {
-                    fail(format!(
-                        "{}: line {}: not UTF-8 (invalid byte at column {})",
-                        path.display(),
-                        i + 1,
-                        e.valid_up_to() + 1
-                    ))
-                })?;
-                f(i + 1, line)?;
-            }
-            Ok(())
-        };
-    let mut needs_stdin = false;
-    for_each_line(&mut |_, l| {
-        let l = l.split('#').next().unwrap_or("");
-        needs_stdin |= l.contains("hmac set") && !l.split_whitespace().any(|t| t == "secret");
-        Ok(())
-    })?;
-    let mut secret = None;
-    if needs_stdin && !std::io::stdin().is_terminal() {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| fail(format!("reading the HMAC secret from stdin: {e}")))?;
-        secret = Some(s.lines().next().unwrap_or("").to_string());
-    }
-    let mut b = config::Builder::new();
-    if let Some(s) = &secret {
-        b = b.with_stdin_secret(s);
-    }
-    let located = |e: config::ConfigError| fail(format!("{}: {e}", path.display()));
-    for_each_line(&mut |n, l| b.line(n, l).map_err(located))?;
-    b.finish().map_err(located)
+    config::load_file(path, config::StdinSecret::Read).map_err(|e| fail(e.to_string()))
 }
 
 fn build_router(path: &Path) -> Result<Router, Failure> {

@@ -221,25 +221,6 @@ fn close_xsk(p: &mut XskPort) -> u64 {
     }
 }
 
-/// A reload cannot read an HMAC secret from standard input (it was read, and consumed, at the start): a file that
-/// wants one (`sr hmac set KEYID ALGO` without `secret`) is not reloaded.
-fn refuse_stdin_secret(path: &std::path::Path) -> Result<(), Failure> {
-    use std::io::BufRead;
-    let at = |e: std::io::Error| fail(format!("{}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(at)?;
-    for (i, l) in std::io::BufReader::new(file).lines().enumerate() {
-        let l = l.map_err(at)?;
-        let l = l.split('#').next().unwrap_or("");
-        if l.contains("hmac set") && !l.split_whitespace().any(|t| t == "secret") {
-            return Err(fail(format!(
-                "line {}: the HMAC secret comes from standard input, which a reload cannot read again: restart the router",
-                i + 1
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// `lwt6 run`.
 pub fn run(a: RunArgs) -> Result<(), Failure> {
     if !sys::is_root() {
@@ -401,8 +382,8 @@ fn serve(
         }
         while let Some(sig) = signals.next() {
             if sig == libc::SIGHUP {
-                let r = refuse_stdin_secret(&a.config)
-                    .and_then(|()| load_config(&a.config))
+                let r = crate::config::load_file(&a.config, crate::config::StdinSecret::Refuse)
+                    .map_err(|e| fail(e.to_string()))
                     .and_then(|mut c| {
                         links::resolve(&mut c, &a.config)?;
                         control.replace(c).map_err(fail)
