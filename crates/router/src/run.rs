@@ -212,9 +212,9 @@ fn close_xsk(p: &mut XskPort) -> u64 {
 
 /// Runs the router `a` describes until SIGINT or SIGTERM: checks that it runs as root, loads the configuration
 /// and checks its interfaces against the system, opens the ports, the control socket (removed again on every
-/// exit) and the metrics listener, then serves. Signals SIGINT, SIGTERM and SIGHUP are blocked in the calling
-/// thread, and in the threads it starts, for the run's duration. Returns the final counters, to be looked at
-/// with [`RunReport::check`]; an error when the router could not start.
+/// exit) and the metrics listener, then serves. SIGINT, SIGTERM and SIGHUP are blocked in the calling thread
+/// (and so in the threads it starts) and read from a descriptor; they stay blocked when `run` returns. Returns the
+/// final counters, to be looked at with [`RunReport::check`]; an error when the router could not start.
 pub fn run(a: &RunOptions) -> Result<RunReport, Error> {
     if !sys::is_root() {
         return Err(fail(
