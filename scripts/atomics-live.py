@@ -110,9 +110,9 @@ def count_atomics(cg, cache):
     object's own (file) virtual address, which is what objdump prints."""
     cost, func, calls = parse_callgrind(cg)
     # A worker's round starts with one snapshot load (engine::run is inlined into its thread's closure); the main
-    # thread's loads (lwt6::live::serve, the control socket) are not rounds.
+    # thread's loads (lwt6_router::run::serve, the control socket) are not rounds.
     rounds = sum(n for (f, c), n in calls.items()
-                 if f and c and c.endswith("SnapshotHandle::load") and "live::serve" not in f
+                 if f and c and c.endswith("SnapshotHandle::load") and "run::serve" not in f
                  and "control" not in f)
     total, sites = 0, {}
     for (ob, addr), ir in cost.items():

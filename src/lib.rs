@@ -9,7 +9,8 @@
 //!   [`trace`] (the per-packet tracer).
 //! - [`config`] (`lwt6-config`): iproute2 syntax into [`spec`] types.
 //! - [`io`] (`lwt6-io`): pcap / pcapng files, AF_PACKET ports, interface queries.
-//! - [`live`]: `lwt6 run`, the live router (workers, control socket, metrics).
+//! - [`live`] (`lwt6-router`): the live router behind `lwt6 run` and `lwt6 ctl` (workers, control socket, kernel
+//!   routes, metrics).
 //! - `lwt6-lab`: [`analysis`], [`audit`], [`bench`](mod@bench), [`decode`].
 #![deny(unsafe_code)]
 
@@ -19,7 +20,7 @@ pub use lwt6_dataplane::{
 };
 pub use lwt6_io as io;
 pub use lwt6_lab::{analysis, audit, bench, decode};
+pub use lwt6_router as live;
 pub use lwt6_wire as wire;
 
 pub mod cli;
-pub mod live;

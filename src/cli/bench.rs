@@ -35,7 +35,7 @@ pub enum BenchWhat {
     Trace(FloorArgs),
     /// The live router against the kernel router in network namespaces: zero-loss rates for plain IPv6, seg6
     /// encap, IOAM and End.DX6, 1 and 2 workers (root; docs/live.md).
-    Live(crate::live::bench::LiveBenchArgs),
+    Live(super::bench_live::LiveBenchArgs),
 }
 
 /// `lwt6 bench soak`.
@@ -357,7 +357,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         BenchWhat::Soak(a) => soak(a),
         BenchWhat::Ioam(a) => ioam(a),
         BenchWhat::Trace(a) => trace(a),
-        BenchWhat::Live(a) => crate::live::bench::run(a),
+        BenchWhat::Live(a) => super::bench_live::run(a),
     }
 }
 

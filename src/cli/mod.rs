@@ -2,17 +2,14 @@
 
 use crate::config::{self, Config};
 use crate::decode;
-use crate::fib::{Origin, RouteEntry};
 use crate::io::linktype;
 use crate::io::pcap::{self, OutFrame};
-use crate::node::seg6local::{LocalCounters, table_name};
+use crate::node::seg6local::LocalCounters;
 use crate::router::Router;
 use crate::snapshot::Snapshot;
-use crate::spec::MAIN_TABLE;
-use crate::tunnel::Tunnel;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Prints a line to stdout; a closed pipe (`lwt6 ... | head`) ends the program quietly instead of panicking.
@@ -55,12 +52,12 @@ pub enum Command {
     /// Print the manual page (roff), or write one page per subcommand into a directory.
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
-    Run(crate::live::RunArgs),
+    Run(live::RunArgs),
     /// Send one request to a running router's control socket: a configuration line, `show routes|stats|neigh|trace`,
     /// or `trace add N [FILTER]|stop|clear` (packet tracing).
-    Ctl(crate::live::CtlArgs),
+    Ctl(live::CtlArgs),
     /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
-    Gen(crate::live::generator::GenArgs),
+    Gen(generator::GenArgs),
 }
 
 /// `lwt6 pcap`.
@@ -159,11 +156,15 @@ pub struct CheckArgs {
 
 pub mod audit;
 pub mod bench;
+pub mod bench_live;
+pub mod generator;
 pub mod headroom;
 pub mod install;
 pub mod ioam_export;
-pub mod route_json;
-pub mod trace;
+pub mod live;
+
+use lwt6_router::show::{counted_routes, route_line, routes_text};
+pub use lwt6_router::show::{route_json, trace};
 
 /// A command failure: message for stderr and exit status.
 #[derive(Debug)]
@@ -209,9 +210,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bench(a) => bench::run(a),
         Command::Completions(a) => install::completions(&a),
         Command::Man(a) => install::man(&a),
-        Command::Run(a) => crate::live::run(a),
-        Command::Ctl(a) => crate::live::ctl(a),
-        Command::Gen(a) => crate::live::generator::run(a),
+        Command::Run(a) => live::run(a),
+        Command::Ctl(a) => live::ctl(a),
+        Command::Gen(a) => generator::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());
@@ -229,47 +230,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
 /// Reads and parses a configuration file. An `sr hmac set` line without `secret` reads the secret from stdin
 /// when stdin is not a terminal.
 pub fn load_config(path: &Path) -> Result<Config, Failure> {
-    let at = |e: std::io::Error| fail(format!("{}: {e}", path.display()));
-    // The file is read line by line, twice (is a stdin secret needed? then the lines themselves), never whole:
-    // a table of a million routes is not held as text beside the configuration it becomes.
-    let for_each_line =
-        |f: &mut dyn FnMut(usize, &str) -> Result<(), Failure>| -> Result<(), Failure> {
-            let file = std::fs::File::open(path).map_err(at)?;
-            for (i, raw) in std::io::BufReader::new(file).split(b'\n').enumerate() {
-                let raw = raw.map_err(at)?;
-                let line = std::str::from_utf8(&raw).map_err(|e| {
-                    fail(format!(
-                        "{}: line {}: not UTF-8 (invalid byte at column {})",
-                        path.display(),
-                        i + 1,
-                        e.valid_up_to() + 1
-                    ))
-                })?;
-                f(i + 1, line)?;
-            }
-            Ok(())
-        };
-    let mut needs_stdin = false;
-    for_each_line(&mut |_, l| {
-        let l = l.split('#').next().unwrap_or("");
-        needs_stdin |= l.contains("hmac set") && !l.split_whitespace().any(|t| t == "secret");
-        Ok(())
-    })?;
-    let mut secret = None;
-    if needs_stdin && !std::io::stdin().is_terminal() {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| fail(format!("reading the HMAC secret from stdin: {e}")))?;
-        secret = Some(s.lines().next().unwrap_or("").to_string());
-    }
-    let mut b = config::Builder::new();
-    if let Some(s) = &secret {
-        b = b.with_stdin_secret(s);
-    }
-    let located = |e: config::ConfigError| fail(format!("{}: {e}", path.display()));
-    for_each_line(&mut |n, l| b.line(n, l).map_err(located))?;
-    b.finish().map_err(located)
+    config::load_file(path, config::StdinSecret::Read).map_err(|e| fail(e.to_string()))
 }
 
 fn build_router(path: &Path) -> Result<Router, Failure> {
@@ -586,101 +547,6 @@ fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Fail
         std::process::exit(0)
     }
     Ok(())
-}
-
-/// The routing table as `lwt6 show routes` prints it (`ip route show table all` lines, or a JSON array as `ip -j`
-/// prints it), newline-terminated; with `ip -s` counters for seg6local `count` routes when `counters` are given.
-pub fn routes_text(router: &Snapshot, as_json: bool, counters: Option<&[LocalCounters]>) -> String {
-    if as_json {
-        let v: Vec<_> = all_routes(router)
-            .map(|(t, r)| route_json::route(router, t, r, counters))
-            .collect();
-        return format!("[{}]\n", v.join(","));
-    }
-    let mut text = String::new();
-    for (t, r) in all_routes(router) {
-        text += &route_line(router, t, r, counters);
-        text.push('\n');
-    }
-    text
-}
-
-/// The seg6local routes with `count`, with their tables.
-fn counted_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
-    all_routes(router).filter(|(_, r)| {
-        r.tunnel
-            .is_some_and(|t| matches!(&router.tunnels[t], Tunnel::Local(l) if l.spec.count))
-    })
-}
-
-/// Every route of every table, IPv6 first in each, tables in id order, each family in the kernel's dump order
-/// ([`route_json::kernel_order`]), as `ip route show table all` lists them.
-fn all_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
-    router.tables().into_iter().flat_map(|(t, f)| {
-        let mut v6: Vec<_> = f.routes_v6().collect();
-        let mut v4: Vec<_> = f.routes_v4().collect();
-        v6.sort_by_key(|r| route_json::kernel_order(r));
-        v4.sort_by_key(|r| route_json::kernel_order(r));
-        v6.into_iter().chain(v4).map(move |r| (t, r))
-    })
-}
-
-/// One route as `ip route show table all` prints it (with `ip -s` counters for seg6local `count` routes when
-/// `counters` are given), then lwt6's effective MTU as a comment for tunnel routes.
-fn route_line(
-    router: &Snapshot,
-    table: u32,
-    r: &RouteEntry,
-    counters: Option<&[LocalCounters]>,
-) -> String {
-    {
-        let mut line = route_json::dst_text(r);
-        if let Some(t) = r.tunnel {
-            let text = match &router.tunnels[t] {
-                Tunnel::Local(l) => l.iproute2_stats(
-                    counters
-                        .map(|c| c.get(t).copied().unwrap_or_default())
-                        .as_ref(),
-                ),
-                other => other.iproute2(),
-            };
-            line += &format!("  {text}");
-        }
-        if let Some(v) = r.via {
-            line += &format!(" via {v}");
-        }
-        if let Some(d) = r.dev {
-            line += &format!(" dev {}", router.links[d].name);
-        }
-        if table != MAIN_TABLE {
-            line += &format!(" table {}", table_name(table));
-        }
-        if r.origin == Origin::Connected {
-            line += " proto kernel";
-        }
-        if let Some(sc) = route_json::scope(r) {
-            line += &format!(" scope {sc}");
-        }
-        if let Some(a) = route_json::prefsrc(router, r) {
-            line += &format!(" src {a}");
-        }
-        if r.prefix.addr().is_ipv6() || r.metric != 0 {
-            line += &format!(" metric {}", r.metric);
-        }
-        if let Some(m) = r.mtu {
-            line += &format!(" mtu {m}");
-        }
-        if r.prefix.addr().is_ipv6() {
-            line += " pref medium";
-        }
-        let (linux, ours) = router.route_mtu(r);
-        if r.tunnel
-            .is_some_and(|t| !matches!(router.tunnels[t], Tunnel::Local(_)))
-        {
-            line += &format!("  # effective mtu {ours} (linux reports {linux})");
-        }
-        line
-    }
 }
 
 /// Frames read and processed together by `lwt6 pcap` (one snapshot load per batch; memory for this many frames).

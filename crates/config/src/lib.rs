@@ -6,6 +6,8 @@
 //! applies several as one step to a long-lived builder (undone together, without a copy of the routes) and
 //! reports the routes they changed ([`RouteDelta`]). Routes are indexed by (table, prefix, metric): adding,
 //! replacing or deleting one is a lookup, not a pass over the table.
+//! [`load_file`] loads a file line by line (never held whole as text), with the HMAC secret a line may want
+//! from standard input read or refused ([`StdinSecret`]).
 //!
 //! # Syntax
 //!
@@ -39,7 +41,9 @@
 
 #![deny(unsafe_code)]
 
+mod load;
 mod parse;
 
+pub use load::{LoadError, StdinSecret, load_file};
 pub use lwt6_dataplane::spec::*;
 pub use parse::{Builder, RouteDelta, Transaction, parse, parse_with_stdin, trace_filter};

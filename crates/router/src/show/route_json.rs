@@ -3,12 +3,12 @@
 //! serde_json's `Map` sorts its keys (the workspace does not enable `preserve_order`), so the objects are built
 //! here as ordered key/value lists and written out as JSON text.
 
-use crate::fib::{Origin, RouteEntry};
-use crate::node::seg6local::{LocalCounters, Seg6Local, table_name};
-use crate::snapshot::Snapshot;
-use crate::spec::{IoamMode, MAIN_TABLE, Seg6LocalAction, Seg6Mode, flavor};
-use crate::tunnel::seg6::Seg6Tunnel;
-use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
+use lwt6_dataplane::fib::{Origin, RouteEntry};
+use lwt6_dataplane::node::seg6local::{LocalCounters, Seg6Local, table_name};
+use lwt6_dataplane::snapshot::Snapshot;
+use lwt6_dataplane::spec::{IoamMode, MAIN_TABLE, Seg6LocalAction, Seg6Mode, flavor};
+use lwt6_dataplane::tunnel::seg6::Seg6Tunnel;
+use lwt6_dataplane::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use serde::Serialize;
 use std::net::IpAddr;
 

@@ -1,8 +1,8 @@
 //! `--metrics ADDR`: the counters in the Prometheus text exposition format (version 0.0.4), served over HTTP by
 //! one small thread. Per worker (`lwt6_worker_*`, label `worker`) and for the whole router (`lwt6_*`).
 
-use super::engine::WorkerReport;
-use crate::stats::DropReason;
+use crate::engine::WorkerReport;
+use lwt6_dataplane::stats::DropReason;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;

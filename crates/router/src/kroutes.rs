@@ -5,12 +5,12 @@
 //! mirrored routes are replaced by the dump. The mirrored routes are kept apart from the configuration file's,
 //! and put back into every snapshot rebuilt from it (SIGHUP, a control line). See docs/live.md.
 
-use super::control::Control;
-use crate::cli::{Failure, fail};
-use crate::snapshot::Change;
-use crate::spec::Route;
+use crate::control::Control;
+use crate::{Error, fail};
 use ipnet::IpNet;
-use lwt6_netlink::{Error, RouteChange, RouteMonitor};
+use lwt6_dataplane::snapshot::Change;
+use lwt6_dataplane::spec::Route;
+use lwt6_netlink::{Error as NetlinkError, RouteChange, RouteMonitor};
 use std::collections::BTreeMap;
 
 /// The routes mirrored from the kernel, by (prefix, metric, table).
@@ -83,7 +83,7 @@ fn apply(control: &mut Control, ch: &RouteChange) {
 }
 
 /// Replaces the mirrored routes by a fresh dump of the kernel's table.
-fn resync(control: &mut Control) -> Result<(), Error> {
+fn resync(control: &mut Control) -> Result<(), NetlinkError> {
     let dump = lwt6_netlink::dump()?;
     let old = std::mem::take(&mut control.kernel_routes.routes);
     for (prefix, metric, table) in old.into_keys() {
@@ -101,7 +101,7 @@ fn resync(control: &mut Control) -> Result<(), Error> {
 }
 
 /// Subscribes to the kernel's route changes and applies its table: the monitor to follow.
-pub fn start(control: &mut Control) -> Result<RouteMonitor, Failure> {
+pub fn start(control: &mut Control) -> Result<RouteMonitor, Error> {
     let m = RouteMonitor::new().map_err(|e| fail(format!("--kernel-routes: {e}")))?;
     resync(control).map_err(|e| fail(format!("--kernel-routes: {e}")))?;
     eprintln!(
@@ -124,7 +124,7 @@ pub fn follow(m: &mut RouteMonitor, control: &mut Control) {
                 apply(control, ch);
             }
         }
-        Err(Error::Overrun) => {
+        Err(NetlinkError::Overrun) => {
             eprintln!(
                 "lwt6: --kernel-routes: notifications lost (overrun): dumping the table again"
             );

@@ -8,10 +8,10 @@
 //! Result: requests that add, delete, replace routes and fail half-way give the configuration and the table a
 //! router started from the equivalent file has.
 
-use lwt6::cli::routes_text;
-use lwt6::config::parse;
-use lwt6::live::control::Control;
-use lwt6::snapshot::{Snapshot, SnapshotHandle};
+use lwt6_config::parse;
+use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
+use lwt6_router::control::Control;
+use lwt6_router::show::routes_text;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -256,7 +256,7 @@ fn route_requests_leave_what_the_equivalent_file_gives() {
         v
     };
     assert_eq!(shapes(&c), shapes(&fresh));
-    let strip = |cfg: &lwt6::spec::Config| {
+    let strip = |cfg: &lwt6_dataplane::spec::Config| {
         let mut cfg = cfg.clone();
         cfg.routes.clear();
         cfg

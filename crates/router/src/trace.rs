@@ -4,7 +4,7 @@
 //! traced to the board. The workers share one [`Budget`], so N frames are traced in all, whichever worker receives
 //! them, and `show trace` lists them in the order they were claimed (their sequence numbers).
 
-use crate::trace::{Budget, FrameTrace, MAX_FRAMES, TraceFilter, Tracer};
+use lwt6_dataplane::trace::{Budget, FrameTrace, MAX_FRAMES, TraceFilter, Tracer};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -90,7 +90,7 @@ impl TraceBoard {
     }
 
     /// The trace as it stands: its summary and its frames in sequence order.
-    pub fn snapshot(&self) -> (crate::cli::trace::Summary, Vec<FrameTrace>) {
+    pub fn snapshot(&self) -> (crate::show::trace::Summary, Vec<FrameTrace>) {
         let Ok(s) = self.state.lock() else {
             return (off(), Vec::new());
         };
@@ -102,14 +102,14 @@ impl TraceBoard {
         let status = if s.stopped {
             "stopped"
         } else if budget.remaining() > 0
-            || (crate::cli::trace::recorded(&frames) as u64) < s.requested
+            || (crate::show::trace::recorded(&frames) as u64) < s.requested
         {
             // Frames claimed but not yet handed over count as waiting: their round is not over.
             "armed"
         } else {
             "done"
         };
-        let sum = crate::cli::trace::Summary {
+        let sum = crate::show::trace::Summary {
             status,
             requested: s.requested,
             filter: filter.text.clone(),
@@ -118,8 +118,8 @@ impl TraceBoard {
     }
 }
 
-fn off() -> crate::cli::trace::Summary {
-    crate::cli::trace::Summary {
+fn off() -> crate::show::trace::Summary {
+    crate::show::trace::Summary {
         status: "off",
         requested: 0,
         filter: String::new(),

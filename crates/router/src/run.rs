@@ -1,27 +1,16 @@
-//! `lwt6 run`: the live router. Attaches to the interfaces the configuration names, runs one thread per worker
-//! ([`engine`]), and serves the control socket ([`control`]) and signals on the main thread: SIGHUP re-reads the
-//! configuration file (published only when it is valid), SIGINT / SIGTERM stop the workers, which drain their
-//! ports, and the final counters are printed. See docs/live.md.
+//! The run loop: attaches to the interfaces the configuration names, runs one thread per worker
+//! ([`crate::engine`]), and serves the control socket ([`crate::control`]) and signals on the calling thread:
+//! SIGHUP re-reads the configuration file (published only when it is valid), SIGINT / SIGTERM stop the workers,
+//! which drain their ports, and the final counters are returned. See docs/live.md.
 
-pub mod bench;
-pub mod control;
-pub mod engine;
-pub mod generator;
-pub mod kroutes;
-pub mod links;
-pub mod metrics;
-pub mod trace;
-
-use crate::cli::{Failure, fail, load_config};
-use crate::io::afpacket::{AfPacket, AfPacketOptions, Fanout};
-use crate::io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
-use crate::io::netdev::NetDev;
-use crate::io::sys::{self, SignalFd};
-use crate::snapshot::{Snapshot, SnapshotHandle};
-use clap::{Args, ValueEnum};
-use control::Control;
-use engine::{WorkerCtx, WorkerReport};
-use std::io::Write;
+use crate::control::{self, Control};
+use crate::engine::{self, WorkerCtx, WorkerReport};
+use crate::{Error, fail, kroutes, links, metrics, trace};
+use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
+use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
+use lwt6_io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
+use lwt6_io::netdev::NetDev;
+use lwt6_io::sys::{self, SignalFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,108 +22,106 @@ const NEIGH_TICK_MS: i32 = 50;
 pub const DEFAULT_CONTROL: &str = "/run/lwt6/lwt6.sock";
 
 /// The packet I/O back end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Io {
-    /// AF_XDP when the system and this build support it, AF_PACKET otherwise (the reason is said once).
+    /// AF_XDP when the system and this build support it, AF_PACKET otherwise (the reason is said once, on
+    /// standard error).
     Auto,
-    /// AF_XDP sockets fed by lwt6's own XDP program.
+    /// AF_XDP sockets fed by lwt6's own XDP program; an error when they cannot be opened.
     Xdp,
     /// AF_PACKET sockets (recvmmsg / sendmmsg batches).
     Packet,
 }
 
-/// How several workers share an interface's frames (AF_PACKET fanout).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FanoutArg {
+/// How several workers share an interface's frames with AF_PACKET (fanout). AF_XDP always serves a receive queue
+/// by one worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fanout {
     /// By flow hash: a flow stays with one worker, never reordered.
     Hash,
     /// By receive queue: one worker per rx queue (multi-queue veth or NIC).
     Queue,
 }
 
-/// `lwt6 run`.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Router configuration (iproute2 syntax; docs/config.md). Its `link add` lines name the interfaces to
-    /// attach to.
-    #[arg(short = 'c', long = "config")]
+/// What to run: the `lwt6 run` options.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The configuration file (iproute2 syntax; docs/config.md). Its `link add` lines name the interfaces to
+    /// attach to; SIGHUP reads it again.
     pub config: PathBuf,
-    /// Packet I/O back end.
-    #[arg(long = "io", value_enum, default_value_t = Io::Auto)]
+    /// The packet I/O back end.
     pub io: Io,
-    /// Worker threads (each with its own socket on every interface).
-    #[arg(long = "workers", default_value_t = 1, value_parser = crate::cli::within::<usize>(1, 64))]
+    /// Worker threads (at least 1; each with its own socket on every interface).
     pub workers: usize,
-    /// How several workers share an interface.
-    #[arg(long = "fanout", value_enum, default_value_t = FanoutArg::Hash)]
-    pub fanout: FanoutArg,
-    /// Control socket (`lwt6 ctl`).
-    #[arg(long = "control", default_value = DEFAULT_CONTROL)]
+    /// How several workers share an interface (AF_PACKET).
+    pub fanout: Fanout,
+    /// Where the control socket is made.
     pub control: PathBuf,
-    /// Serve Prometheus metrics over HTTP on ADDR (e.g. 127.0.0.1:9106).
-    #[arg(long = "metrics", value_name = "ADDR")]
+    /// Serve Prometheus metrics over HTTP on this address.
     pub metrics: Option<std::net::SocketAddr>,
-    /// Final counters as JSON.
-    #[arg(short = 'j', long = "json")]
-    pub json: bool,
-    /// Follow the kernel's main routing table (rtnetlink): its routes are added to the configuration's and
-    /// changes made with `ip route` take effect at once.
-    #[arg(long = "kernel-routes")]
+    /// Follow the kernel's main routing table (rtnetlink).
     pub kernel_routes: bool,
 }
 
-/// `lwt6 ctl`.
-#[derive(Debug, Args)]
-pub struct CtlArgs {
-    /// The router's control socket.
-    #[arg(long = "control", default_value = DEFAULT_CONTROL)]
-    pub control: PathBuf,
-    /// Configuration lines from FILE (`-`: standard input), applied in order as one atomic step: all of them, or
-    /// none when one fails (the error names the line). Routes only added, removed or replaced change the table in
-    /// place.
-    #[arg(long = "batch", value_name = "FILE", conflicts_with = "line")]
-    pub batch: Option<PathBuf>,
-    /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
-    /// `show routes|stats|neigh|trace [-j]`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`,
-    /// `trace stop`, `trace clear` (docs/live.md, *Packet tracing*); the words are joined by spaces.
-    #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
-    pub line: Vec<String>,
+/// The final counters of a run, and how the run ended.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Every worker's counters added up.
+    pub total: WorkerReport,
+    /// Each worker's counters, in worker order.
+    pub workers: Vec<WorkerReport>,
+    /// The attached interfaces, in the order of the per-interface counters.
+    pub links: Vec<String>,
+    /// The I/O back end used: `af_xdp` or `af_packet`.
+    pub io: &'static str,
+    /// Whether a worker thread panicked (its counters are those it last published).
+    pub worker_panicked: bool,
 }
 
-/// `lwt6 ctl`: one request, its output on stdout.
-pub fn ctl(a: CtlArgs) -> Result<(), Failure> {
-    let request = match &a.batch {
-        Some(path) => {
-            let text = if path.as_os_str() == "-" {
-                let mut t = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                    .map(|_| t)
-                    .map_err(|e| fail(format!("--batch -: {e}")))?
-            } else {
-                std::fs::read_to_string(path)
-                    .map_err(|e| fail(format!("--batch {}: {e}", path.display())))?
-            };
-            let mut r = String::from("batch\n");
-            r += &text;
-            if !r.ends_with('\n') {
-                r.push('\n');
-            }
-            r
+impl RunReport {
+    /// The counters as text, one a line (what `lwt6 run` prints at the end).
+    pub fn text(&self) -> String {
+        control::report_text(&self.total, &self.links)
+    }
+
+    /// The counters as JSON (`lwt6 run -j`): the total, the I/O back end, and each worker's under `workers`.
+    pub fn json(&self) -> serde_json::Value {
+        let mut v = control::report_json(&self.total, &self.links);
+        v["io"] = serde_json::json!(self.io);
+        v["workers"] = serde_json::json!(
+            self.workers
+                .iter()
+                .map(|r| control::report_json(r, &self.links))
+                .collect::<Vec<_>>()
+        );
+        v
+    }
+
+    /// Whether the run ended well: an error when a worker panicked or the counters do not balance (every frame
+    /// received is sent, dropped for a named reason, consumed or pending), both internal errors.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.worker_panicked {
+            return Err(fail("internal error: a worker thread panicked"));
         }
-        None => a.line.join(" "),
-    };
-    let body = control::client(&a.control, &request)?;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(body.as_bytes());
-    Ok(())
+        let st = &self.total.stats;
+        if !st.balanced() {
+            return Err(fail(format!(
+                "internal error: counters do not balance (rx {} != tx {} + dropped {})",
+                st.rx,
+                st.tx,
+                st.dropped()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Opens one AF_PACKET port per (worker, interface).
 fn open_af_packet(
     devs: &[NetDev],
     workers: usize,
-    fanout: FanoutArg,
-) -> Result<Vec<Vec<AfPacket>>, Failure> {
+    fanout: Fanout,
+) -> Result<Vec<Vec<AfPacket>>, Error> {
     let pid = std::process::id() as u16;
     let mut all = Vec::new();
     for w in 0..workers {
@@ -145,8 +132,8 @@ fn open_af_packet(
                     // Fanout group ids are per namespace: one per interface, distinct from other routers'.
                     let id = pid ^ (d.ifindex as u16).wrapping_mul(0x9e37);
                     let mode = match fanout {
-                        FanoutArg::Hash => Fanout::Hash,
-                        FanoutArg::Queue => Fanout::Queue,
+                        Fanout::Hash => afpacket::Fanout::Hash,
+                        Fanout::Queue => afpacket::Fanout::Queue,
                     };
                     (id, mode)
                 }),
@@ -214,7 +201,7 @@ enum Ports {
 fn close_xsk(p: &mut XskPort) -> u64 {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
     loop {
-        let _ = crate::io::port::Port::flush(p);
+        let _ = lwt6_io::port::Port::flush(p);
         let left = p.tx_pending();
         if left == 0 || std::time::Instant::now() >= deadline {
             return left as u64;
@@ -223,33 +210,18 @@ fn close_xsk(p: &mut XskPort) -> u64 {
     }
 }
 
-/// A reload cannot read an HMAC secret from standard input (it was read, and consumed, at the start): a file that
-/// wants one (`sr hmac set KEYID ALGO` without `secret`) is not reloaded.
-fn refuse_stdin_secret(path: &std::path::Path) -> Result<(), Failure> {
-    use std::io::BufRead;
-    let at = |e: std::io::Error| fail(format!("{}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(at)?;
-    for (i, l) in std::io::BufReader::new(file).lines().enumerate() {
-        let l = l.map_err(at)?;
-        let l = l.split('#').next().unwrap_or("");
-        if l.contains("hmac set") && !l.split_whitespace().any(|t| t == "secret") {
-            return Err(fail(format!(
-                "line {}: the HMAC secret comes from standard input, which a reload cannot read again: restart the router",
-                i + 1
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `lwt6 run`.
-pub fn run(a: RunArgs) -> Result<(), Failure> {
+/// Runs the router `a` describes until SIGINT or SIGTERM: checks that it runs as root, loads the configuration
+/// and checks its interfaces against the system, opens the ports, the control socket (removed again on every
+/// exit) and the metrics listener, then serves. SIGINT, SIGTERM and SIGHUP are blocked in the calling thread
+/// (and so in the threads it starts) and read from a descriptor; they stay blocked when `run` returns. Returns the
+/// final counters, to be looked at with [`RunReport::check`]; an error when the router could not start.
+pub fn run(a: &RunOptions) -> Result<RunReport, Error> {
     if !sys::is_root() {
         return Err(fail(
             "lwt6 run must run as root (raw packet sockets need CAP_NET_RAW and CAP_NET_ADMIN)",
         ));
     }
-    let mut cfg = load_config(&a.config)?;
+    let mut cfg = lwt6_config::load_file(&a.config, lwt6_config::StdinSecret::Read)?;
     let devs = links::resolve(&mut cfg, &a.config)?;
     let snap = Snapshot::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
     let xdp = match a.io {
@@ -287,20 +259,20 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
     let handle = Arc::new(SnapshotHandle::new(snap));
     let listener = control::listen(&a.control)?;
     // From here on the socket file exists: every exit path removes it.
-    let result = serve(&a, cfg, &devs, handle, listener, ports, io);
+    let result = serve(a, cfg, &devs, handle, listener, ports, io);
     let _ = std::fs::remove_file(&a.control);
     result
 }
 
 fn serve(
-    a: &RunArgs,
-    cfg: crate::spec::Config,
+    a: &RunOptions,
+    cfg: lwt6_dataplane::spec::Config,
     devs: &[NetDev],
     handle: Arc<SnapshotHandle>,
     listener: std::os::unix::net::UnixListener,
     ports: Ports,
     io: &'static str,
-) -> Result<(), Failure> {
+) -> Result<RunReport, Error> {
     // Signals are blocked before any thread starts (threads inherit the mask) and read from a descriptor here.
     let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
         .map_err(|e| fail(format!("signalfd: {e}")))?;
@@ -321,7 +293,7 @@ fn serve(
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
-    let gate = Arc::new(crate::node::neigh::SolicitGate::default());
+    let gate = Arc::new(lwt6_dataplane::node::neigh::SolicitGate::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
@@ -403,8 +375,8 @@ fn serve(
         }
         while let Some(sig) = signals.next() {
             if sig == libc::SIGHUP {
-                let r = refuse_stdin_secret(&a.config)
-                    .and_then(|()| load_config(&a.config))
+                let r = lwt6_config::load_file(&a.config, lwt6_config::StdinSecret::Refuse)
+                    .map_err(Error::from)
                     .and_then(|mut c| {
                         links::resolve(&mut c, &a.config)?;
                         control.replace(c).map_err(fail)
@@ -414,7 +386,7 @@ fn serve(
                     Err(e) => eprintln!(
                         "lwt6: SIGHUP: {} not reloaded, the running configuration stays: {}",
                         a.config.display(),
-                        e.message
+                        e
                     ),
                 }
             } else {
@@ -434,30 +406,12 @@ fn serve(
     for t in threads {
         panicked |= t.join().is_err();
     }
-    let (total, each) = control::gather(&reports);
-    let mut o = std::io::stdout().lock();
-    if a.json {
-        let mut v = control::report_json(&total, &names);
-        v["io"] = serde_json::json!(io);
-        v["workers"] = serde_json::json!(
-            each.iter()
-                .map(|r| control::report_json(r, &names))
-                .collect::<Vec<_>>()
-        );
-        let _ = writeln!(o, "{v}");
-    } else {
-        let _ = write!(o, "{}", control::report_text(&total, &names));
-    }
-    if panicked {
-        return Err(fail("internal error: a worker thread panicked"));
-    }
-    if !total.stats.balanced() {
-        return Err(fail(format!(
-            "internal error: counters do not balance (rx {} != tx {} + dropped {})",
-            total.stats.rx,
-            total.stats.tx,
-            total.stats.dropped()
-        )));
-    }
-    Ok(())
+    let (total, workers) = control::gather(&reports);
+    Ok(RunReport {
+        total,
+        workers,
+        links: names,
+        io,
+        worker_panicked: panicked,
+    })
 }

@@ -1,5 +1,5 @@
-//! The control socket of a live router: a Unix stream socket taking one request line per connection, and
-//! `lwt6 ctl`, its client.
+//! The control socket of a live router: a Unix stream socket taking one request line per connection (its client,
+//! `lwt6 ctl`, is [`crate::ctl`]).
 //!
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
 //! or `show routes|stats|neigh [-j]`, or a batch: a first line `batch`, then configuration lines up to the end of
@@ -12,17 +12,17 @@
 //! table). The workers take either at their next batch. A line with an error changes nothing (nor does any line
 //! of its batch: the transaction is undone) and the reply names the token (and, in a batch, the line).
 
-use super::engine::{Outbox, WorkerReport};
-use crate::cli::{Failure, fail};
-use crate::config::Builder;
-use crate::node::neigh::{NeighEvent, NeighTable, State};
-use crate::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
-use crate::spec::{Config, shown_token};
-use crate::wire::ethernet::mac_text;
+use crate::engine::{Outbox, WorkerReport};
+use crate::{Error, fail};
+use lwt6_config::Builder;
+use lwt6_dataplane::node::neigh::{NeighEvent, NeighTable, State};
+use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
+use lwt6_dataplane::spec::{Config, shown_token};
+use lwt6_wire::ethernet::mac_text;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,10 +50,10 @@ pub struct Control {
     pub neigh: NeighTable,
     /// Where the table's probes go out (a worker sends them).
     pub outbox: Arc<Outbox>,
-    /// Routes mirrored from the kernel (`--kernel-routes`, [`super::kroutes`]), kept across rebuilds.
-    pub kernel_routes: super::kroutes::KernelRoutes,
+    /// Routes mirrored from the kernel (`--kernel-routes`, [`crate::kroutes`]), kept across rebuilds.
+    pub kernel_routes: crate::kroutes::KernelRoutes,
     /// The packet trace the workers follow (`trace add|stop|clear`, `show trace`).
-    pub trace: Arc<super::trace::TraceBoard>,
+    pub trace: Arc<crate::trace::TraceBoard>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -244,10 +244,10 @@ impl Control {
                 if json {
                     (
                         true,
-                        format!("{}\n", crate::cli::trace::json(&sum, &frames)),
+                        format!("{}\n", crate::show::trace::json(&sum, &frames)),
                     )
                 } else {
-                    (true, crate::cli::trace::text(&sum, &frames))
+                    (true, crate::show::trace::text(&sum, &frames))
                 }
             }
             "routes" => {
@@ -256,7 +256,7 @@ impl Control {
                 let snap = self.handle.load();
                 (
                     true,
-                    crate::cli::routes_text(&snap, json, Some(&total.stats.seg6local)),
+                    crate::show::routes_text(&snap, json, Some(&total.stats.seg6local)),
                 )
             }
             "stats" => {
@@ -341,20 +341,20 @@ impl Control {
         match args {
             ["add", n, filter @ ..] => {
                 let n = match n.parse::<u64>() {
-                    Ok(n) if (1..=crate::trace::MAX_FRAMES).contains(&n) => n,
+                    Ok(n) if (1..=lwt6_dataplane::trace::MAX_FRAMES).contains(&n) => n,
                     _ => {
                         return (
                             false,
                             format!(
                                 "'{}': the number of frames to trace (1..={})",
                                 shown_token(n),
-                                crate::trace::MAX_FRAMES
+                                lwt6_dataplane::trace::MAX_FRAMES
                             ),
                         );
                     }
                 };
                 let snap = self.handle.load();
-                match crate::config::trace_filter(&filter.join(" "), |d| snap.dev_id(d)) {
+                match lwt6_config::trace_filter(&filter.join(" "), |d| snap.dev_id(d)) {
                     Ok(f) => {
                         self.trace.arm(f, n);
                         (true, String::new())
@@ -387,7 +387,7 @@ impl Control {
     /// changes when one fails. Errors name the token and, for several lines, the line (1-based).
     fn apply(&mut self, lines: &[&str]) -> Result<(), String> {
         let several = lines.len() > 1;
-        let located = |e: crate::spec::ConfigError| {
+        let located = |e: lwt6_dataplane::spec::ConfigError| {
             let at = if several && e.line > 0 {
                 format!("line {}: ", e.line)
             } else {
@@ -482,7 +482,7 @@ impl Control {
     pub fn apply_in_place(
         &mut self,
         changes: &[Change],
-    ) -> Result<(), (usize, crate::spec::ConfigError)> {
+    ) -> Result<(), (usize, lwt6_dataplane::spec::ConfigError)> {
         let writer = self
             .writer
             .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
@@ -578,7 +578,7 @@ impl Control {
 
 /// Opens the control socket at `path` (its directory created). Refuses when another router answers on it;
 /// removes a stale socket file left by one that died.
-pub fn listen(path: &Path) -> Result<UnixListener, Failure> {
+pub fn listen(path: &Path) -> Result<UnixListener, Error> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| fail(format!("control socket directory {}: {e}", dir.display())))?;
@@ -604,46 +604,12 @@ pub fn listen(path: &Path) -> Result<UnixListener, Failure> {
     Ok(l)
 }
 
-/// `lwt6 ctl`: sends one request (a line, or a batch: `batch` and its lines), returns the reply's output; fails
-/// with the router's error message.
-pub fn client(path: &PathBuf, line: &str) -> Result<String, Failure> {
-    let mut s = UnixStream::connect(path).map_err(|e| {
-        fail(format!(
-            "control socket {}: {e} (is `lwt6 run` running? see --control)",
-            path.display()
-        ))
-    })?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
-    let request = if line.ends_with('\n') {
-        line.to_string()
-    } else {
-        format!("{line}\n")
-    };
-    s.write_all(request.as_bytes())
-        .and_then(|_| s.shutdown(std::net::Shutdown::Write))
-        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
-    let mut reply = String::new();
-    s.read_to_string(&mut reply)
-        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
-    match reply.split_once('\n') {
-        Some(("ok", body)) => Ok(body.to_string()),
-        Some((head, _)) if head.starts_with("error: ") => {
-            Err(fail(head["error: ".len()..].to_string()))
-        }
-        _ => Err(fail(format!(
-            "control socket {}: unexpected reply {:?}",
-            path.display(),
-            reply.chars().take(80).collect::<String>()
-        ))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn control() -> Control {
-        let cfg = crate::config::parse(
+        let cfg = lwt6_config::parse(
             "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
              addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n",
         )
@@ -658,7 +624,7 @@ mod tests {
     }
 
     fn routes(c: &Control) -> String {
-        crate::cli::routes_text(&c.handle.load(), false, None)
+        crate::show::routes_text(&c.handle.load(), false, None)
     }
 
     #[test]
@@ -698,7 +664,7 @@ mod tests {
     fn route_removals_and_batches_change_the_table_in_place() {
         let mut c = control();
         let rebuilt =
-            |c: &Control| crate::cli::routes_text(&Snapshot::build(c.cfg()).unwrap(), false, None);
+            |c: &Control| crate::show::routes_text(&Snapshot::build(c.cfg()).unwrap(), false, None);
         let (ok, msg) = c.handle_batch(&[
             "-6 route add fd00:55::/64 via fd00:2::2 dev r1",
             "-6 route add fd00:56::/64 encap seg6 mode encap segs fc00::1 dev r1",

@@ -2,10 +2,10 @@
 //! (MAC and MTU taken from it when a line omits them, a contradiction is an error naming the line and token),
 //! and the kernel settings under which the kernel would do lwt6's work a second time.
 
-use crate::cli::{Failure, fail};
-use crate::io::netdev::{self, NetDev};
-use crate::spec::Config;
-use crate::wire::ethernet::mac_text;
+use crate::{Error, fail};
+use lwt6_dataplane::spec::Config;
+use lwt6_io::netdev::{self, NetDev};
+use lwt6_wire::ethernet::mac_text;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
@@ -40,7 +40,7 @@ fn value_of<'a>(line: &'a str, kw: &str) -> Option<&'a str> {
 /// Looks every configured link up in the system and completes the configuration with what the system has:
 /// a link without `address` takes the interface's MAC, one without `mtu` its MTU. A link the system does not have,
 /// or one whose given MAC or MTU differs from the system's, is an error naming the line and token.
-pub fn resolve(cfg: &mut Config, path: &Path) -> Result<Vec<NetDev>, Failure> {
+pub fn resolve(cfg: &mut Config, path: &Path) -> Result<Vec<NetDev>, Error> {
     let at = |line: usize, msg: String| fail(format!("{}: line {line}: {msg}", path.display()));
     let texts = lines_of(path, &cfg.links.iter().map(|l| l.line).collect::<Vec<_>>());
     let mut devs = Vec::new();

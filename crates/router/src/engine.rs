@@ -3,13 +3,13 @@
 //! processed as it is handed over), send what was staged, flush. No lock and no atomic per packet: the counters
 //! are the worker's own and are copied to the control thread every few milliseconds.
 
-use crate::io::port::Port;
-use crate::io::sys;
-use crate::node::icmp_limit::IcmpLimiter;
-use crate::node::neigh::NeighEvent;
-use crate::snapshot::SnapshotHandle;
-use crate::stats::Stats;
-use crate::worker::Worker;
+use lwt6_dataplane::node::icmp_limit::IcmpLimiter;
+use lwt6_dataplane::node::neigh::NeighEvent;
+use lwt6_dataplane::snapshot::SnapshotHandle;
+use lwt6_dataplane::stats::Stats;
+use lwt6_dataplane::worker::Worker;
+use lwt6_io::port::Port;
+use lwt6_io::sys;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -156,14 +156,14 @@ pub struct WorkerCtx<P> {
     /// Frames the control thread wants sent (its neighbour probes); the worker that holds `Some` sends them.
     pub outbox: Option<Arc<Outbox>>,
     /// Shared by all the workers: one multicast solicitation per next hop and retransmission between them.
-    pub solicit_gate: Arc<crate::node::neigh::SolicitGate>,
+    pub solicit_gate: Arc<lwt6_dataplane::node::neigh::SolicitGate>,
     /// Called for each port once it is drained at stop: how many frames it still holds that the kernel never
     /// took (AF_PACKET: after waiting a while for it to take them).
     pub close: fn(&mut P) -> u64,
     /// This worker's number (0, 1, ...).
     pub index: usize,
     /// The packet trace the control thread arms (`lwt6 ctl trace add`), looked at once per round.
-    pub trace: Arc<super::trace::TraceBoard>,
+    pub trace: Arc<crate::trace::TraceBoard>,
 }
 
 impl<P> std::fmt::Debug for WorkerCtx<P> {

@@ -1,10 +1,10 @@
 //! Traced frames for people and for scripts (`lwt6 pcap --trace N`, `lwt6 ctl show trace [-j]`): one block of
 //! text per frame, or one JSON document (docs/live.md, *Packet tracing*, has the schema). The dataplane records
-//! the steps ([`crate::trace`]); the headers of the frame received and of every frame sent are decoded here
-//! ([`crate::decode`]).
+//! the steps ([`lwt6_dataplane::trace`]); the headers of the frame received and of every frame sent are decoded here
+//! ([`lwt6_lab::decode`]).
 
-use crate::decode;
-use crate::trace::{FrameTrace, Outcome, Step};
+use lwt6_dataplane::trace::{FrameTrace, Outcome, Step};
+use lwt6_lab::decode;
 use serde_json::{Value, json};
 
 /// What a trace document says about the trace as a whole.

@@ -1,0 +1,53 @@
+//! The client side of the control socket (`lwt6 ctl`): a request is one line, or a batch (a first line `batch`,
+//! then configuration lines); the reply's first line is `ok` or `error: MESSAGE`, and what follows is the output
+//! ([`crate::control`] has the server side).
+
+use crate::{Error, fail};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// The request applying `lines` (configuration lines, one a line) in order as one atomic step.
+pub fn batch(lines: &str) -> String {
+    let mut r = String::from("batch\n");
+    r += lines;
+    if !r.ends_with('\n') {
+        r.push('\n');
+    }
+    r
+}
+
+/// Sends one request (a line, or a [`batch`]) to the router whose control socket is `path` and returns the
+/// reply's output; fails with the router's error message, or with what went wrong with the socket.
+pub fn request(path: &Path, line: &str) -> Result<String, Error> {
+    let mut s = UnixStream::connect(path).map_err(|e| {
+        fail(format!(
+            "control socket {}: {e} (is `lwt6 run` running? see --control)",
+            path.display()
+        ))
+    })?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let request = if line.ends_with('\n') {
+        line.to_string()
+    } else {
+        format!("{line}\n")
+    };
+    s.write_all(request.as_bytes())
+        .and_then(|_| s.shutdown(std::net::Shutdown::Write))
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply)
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    match reply.split_once('\n') {
+        Some(("ok", body)) => Ok(body.to_string()),
+        Some((head, _)) if head.starts_with("error: ") => {
+            Err(fail(head["error: ".len()..].to_string()))
+        }
+        _ => Err(fail(format!(
+            "control socket {}: unexpected reply {:?}",
+            path.display(),
+            reply.chars().take(80).collect::<String>()
+        ))),
+    }
+}
