@@ -42,4 +42,5 @@
 mod parse;
 
 pub use lwt6_dataplane::spec::*;
+pub use parse::lines;
 pub use parse::{Builder, RouteDelta, Transaction, parse, parse_with_stdin, trace_filter};
