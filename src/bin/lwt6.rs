@@ -33,7 +33,17 @@ fn main() -> ExitCode {
                 Err(w) if w.kind() == std::io::ErrorKind::BrokenPipe => {
                     ExitCode::from(stdio::EXIT_PIPE)
                 }
-                Err(_) => ExitCode::from(code.max(1)),
+                Err(w) => {
+                    let on = if e.use_stderr() {
+                        "standard error"
+                    } else {
+                        "standard output"
+                    };
+                    stdio::warn(&format!(
+                        "{on}: {w}: lost the text above (help, version or usage)"
+                    ));
+                    ExitCode::from(code.max(1))
+                }
             };
         }
     };

@@ -21,6 +21,11 @@ pub trait Sink: Send {
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
     }
+    /// Failures counted by the sink itself, by kind (a client that retries counts each failed attempt); None
+    /// when the exporter should count each failed batch instead.
+    fn failures(&self) -> Option<Vec<(String, u64)>> {
+        None
+    }
 }
 
 /// A sink's failure to write (part of) a batch.
@@ -55,8 +60,8 @@ pub struct ExportReport {
     pub lost: u64,
     /// The sink's last error, if any.
     pub last_error: Option<String>,
-    /// The sink's failures by kind ([`SinkError::kind`]) and how many times each happened, in order of first
-    /// occurrence.
+    /// The sink's failures by kind ([`SinkError::kind`]) and how many times each happened (failed batches, or
+    /// failed attempts for a sink that counts them: [`Sink::failures`]), in order of first occurrence.
     pub failures: Vec<(String, u64)>,
 }
 
@@ -126,7 +131,7 @@ impl Exporter {
                 if let Err(e) = sink.finish() {
                     failed(e, &mut last_error);
                 }
-                (last_error, failures)
+                (last_error, sink.failures().unwrap_or(failures))
             })
             .expect("spawn the exporter thread");
         Exporter {

@@ -598,6 +598,25 @@ impl Conn {
         }
     }
 
+    /// After a failed read or write: the GOAWAY or RST_STREAM the collector sent before closing, if it is still
+    /// to be read (a short wait, a bounded number of frames).
+    fn closing_reason(&mut self) -> Option<CallError> {
+        let stream = self.next_stream.checked_sub(2)?;
+        self.sock
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .ok()?;
+        for _ in 0..64 {
+            match self.read_frame(stream) {
+                Err(e) if e.kind.starts_with("GOAWAY") || e.kind.starts_with("RST_STREAM") => {
+                    return Some(e);
+                }
+                Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+        None
+    }
+
     /// One `Report` call carrying `msgs` (serialized `IOAMTrace`s).
     fn report(&mut self, msgs: &[Vec<u8>]) -> Result<(), CallError> {
         let stream = self.next_stream;
@@ -728,6 +747,8 @@ pub struct Client {
     /// Since when every call failed.
     down_since: Option<Instant>,
     last: Option<CallError>,
+    /// Failed attempts by kind.
+    failures: Vec<(String, u64)>,
 }
 
 impl Client {
@@ -746,15 +767,35 @@ impl Client {
             retry_at: None,
             down_since: None,
             last: None,
+            failures: Vec::new(),
         }
     }
 
     fn attempt(&mut self, msgs: &[Vec<u8>]) -> Result<(), CallError> {
+        let r = self.call(msgs);
+        if let Err(e) = &r {
+            match self.failures.iter_mut().find(|(k, _)| *k == e.kind) {
+                Some((_, n)) => *n += 1,
+                None => self.failures.push((e.kind.clone(), 1)),
+            }
+        }
+        r
+    }
+
+    fn call(&mut self, msgs: &[Vec<u8>]) -> Result<(), CallError> {
         if self.conn.is_none() {
             self.conn = Some(Conn::open(&self.addr, &self.limits)?);
         }
         let c = self.conn.as_mut().expect("connected above");
-        let r = c.report(msgs);
+        let mut r = c.report(msgs);
+        // A collector that closes the connection usually said why first (GOAWAY, RST_STREAM): a write that fails
+        // on the closed socket is not the reason.
+        if let Err(e) = &r
+            && (e.kind == "closed" || e.kind == "io")
+            && let Some(why) = c.closing_reason()
+        {
+            r = Err(why);
+        }
         // A failed call leaves the connection in an unknown state; a GOAWAY or a spent stream id space ends it.
         if r.is_err() || c.going_away || c.next_stream > 0x7fff_fff0 {
             self.conn = None;
@@ -769,6 +810,17 @@ impl Sink for Client {
         if msgs.is_empty() {
             return Ok(());
         }
+        self.send(&msgs)
+    }
+
+    fn failures(&self) -> Option<Vec<(String, u64)>> {
+        Some(self.failures.clone())
+    }
+}
+
+impl Client {
+    /// Sends one batch's messages: the attempts and waits of [`Client`].
+    fn send(&mut self, msgs: &[Vec<u8>]) -> Result<(), SinkError> {
         for _ in 0..self.limits.attempts.max(1) {
             if let Some(t) = self.retry_at {
                 let now = Instant::now();
@@ -790,7 +842,7 @@ impl Sink for Client {
                     std::thread::sleep(t - now);
                 }
             }
-            match self.attempt(&msgs) {
+            match self.attempt(msgs) {
                 Ok(()) => {
                     self.backoff = self.limits.backoff;
                     self.retry_at = None;
