@@ -299,3 +299,72 @@ impl<W: std::io::Write + Send> Sink for JsonLines<W> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ExportEvent;
+    use std::sync::Mutex;
+
+    fn record(i: u64) -> IoamRecord {
+        IoamRecord {
+            ts_ns: i,
+            event: ExportEvent::Transit,
+            in_dev: 0,
+            out_dev: Some(1),
+            flow: None,
+            option: vec![0, 1, 2, 3],
+            node: Vec::new(),
+        }
+    }
+
+    /// A file of `room` bytes: writes beyond it are short, then fail with ENOSPC (write(2)).
+    struct Disk {
+        data: Arc<Mutex<Vec<u8>>>,
+        room: usize,
+    }
+
+    impl std::io::Write for Disk {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let mut d = self.data.lock().unwrap();
+            let free = self.room.saturating_sub(d.len());
+            if free == 0 {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            let n = free.min(b.len());
+            d.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_leaves_whole_records_and_counts_them() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let names = vec!["r0".to_string(), "r1".to_string()];
+        let one = crate::json::line(&record(0), &names).len() + 1;
+        let back = Arc::clone(&data);
+        let cut: Cut = Box::new(move |len| {
+            back.lock().unwrap().truncate(len as usize);
+            Ok(())
+        });
+        let disk = Disk {
+            data: Arc::clone(&data),
+            // Room for 2.5 records.
+            room: one * 5 / 2,
+        };
+        let e = Exporter::spawn(Box::new(JsonLines::new(disk, names).with_cut(0, cut)), 4);
+        e.submit_wait((0..2).map(record).collect());
+        e.submit_wait((2..4).map(record).collect());
+        e.submit_wait((4..6).map(record).collect());
+        let r = e.finish();
+        let file = data.lock().unwrap().clone();
+        assert!(file.ends_with(b"\n"));
+        assert_eq!(file.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert_eq!(file.len(), 2 * one, "the cut third record was taken back");
+        assert_eq!((r.written, r.lost), (2, 4));
+        assert!(r.last_error.unwrap().contains("os error 28"));
+    }
+}

@@ -922,4 +922,80 @@ mod tests {
             want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
         );
     }
+    /// Small limits for tests: short waits.
+    fn quick() -> Limits {
+        Limits {
+            connect_timeout: Duration::from_millis(500),
+            io_timeout: Duration::from_millis(200),
+            call_timeout: Duration::from_secs(2),
+            attempts: 3,
+            backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(200),
+            give_up_after: Duration::from_millis(600),
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn a_silent_collector_is_a_timeout() {
+        // Accepts the connection, reads nothing, sends nothing.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let keep = std::thread::spawn(move || {
+            let held: Vec<_> = l.incoming().take(3).collect();
+            std::thread::sleep(Duration::from_secs(3));
+            drop(held);
+        });
+        let mut c = Client::with_limits(&addr, quick());
+        let e = c.send(&[vec![1, 2, 3]]).unwrap_err();
+        assert_eq!(e.kind, "timeout", "{e:?}");
+        assert!(e.message.contains("timed out"), "{e:?}");
+        assert_eq!(c.failures, vec![("timeout".to_string(), 3)]);
+        drop(keep);
+    }
+
+    #[test]
+    fn backoff_doubles_then_batches_stop_waiting() {
+        let addr = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().to_string()
+        };
+        let mut c = Client::with_limits(&addr, quick());
+        let t0 = Instant::now();
+        let e = c.send(&[vec![1]]).unwrap_err();
+        // 3 attempts, waits of 20 and 40 ms between them.
+        assert!(
+            t0.elapsed() >= Duration::from_millis(60),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(e.kind, "refused");
+        assert_eq!(
+            c.backoff,
+            Duration::from_millis(160),
+            "doubled after each failure"
+        );
+        // Still within give_up_after: the next batch waits and tries again.
+        let _ = c.send(&[vec![1]]);
+        let n = c.failures[0].1;
+        assert!(n >= 4, "{:?}", c.failures);
+        // Past give_up_after: a batch inside the wait is lost at once, without an attempt.
+        std::thread::sleep(Duration::from_millis(650));
+        c.retry_at = Some(Instant::now() + Duration::from_secs(60));
+        let t1 = Instant::now();
+        let e = c.send(&[vec![1]]).unwrap_err();
+        assert!(t1.elapsed() < Duration::from_millis(50));
+        assert!(e.message.contains("failing for"), "{e:?}");
+        assert_eq!(c.failures[0].1, n, "no attempt made");
+    }
+
+    #[test]
+    fn error_codes_have_their_names() {
+        // RFC 9113 §7.
+        assert_eq!(error_code_name(0), "NO_ERROR");
+        assert_eq!(error_code_name(0x7), "REFUSED_STREAM");
+        assert_eq!(error_code_name(0xb), "ENHANCE_YOUR_CALM");
+        assert_eq!(error_code_name(0xd), "HTTP_1_1_REQUIRED");
+        assert_eq!(error_code_name(0x42), "error 0x42");
+    }
 }
