@@ -27,9 +27,15 @@ macro_rules! out {
     };
 }
 
+/// The exit statuses, as `lwt6 --help` lists them.
+pub const EXIT_STATUS: &str = "Exit status: 0 success; 1 failure, including a write that failed (a full disk, \
+/dev/full, an I/O error: the message names what was lost); 2 usage error; 3 lwt6 pcap: every IOAM trace to export \
+was lost (outputs written); 141 standard output was closed under lwt6 (a pipe's reader left: quiet, as a command \
+killed by SIGPIPE).";
+
 /// IPv6 lightweight tunnels (SRv6, IOAM, RPL) in userspace, byte for byte as Linux builds them.
 #[derive(Debug, Parser)]
-#[command(name = "lwt6", version, about, long_about = None)]
+#[command(name = "lwt6", version, about, long_about = None, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -75,9 +81,11 @@ pub struct PcapArgs {
     /// Interface the input frames are received on.
     #[arg(long = "in-dev")]
     pub in_dev: String,
-    /// Input capture (pcap or pcapng, Ethernet).
+    /// Input capture (pcap or pcapng, Ethernet); `-` is stdin.
     pub input: PathBuf,
-    /// Output pcapng: one interface block per egress device.
+    /// Output pcapng: one interface block per egress device; `-` is stdout. A file is replaced only once the whole
+    /// capture is processed (keeping its mode and owner; a link's target is replaced), a FIFO or character device
+    /// is written through.
     #[arg(required_unless_present = "out_dir")]
     pub output: Option<PathBuf>,
     /// Also (or instead) write one pcap per egress device into DIR, named DEV.pcap.
@@ -96,7 +104,8 @@ pub struct PcapArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
     /// Export the IOAM traces the router removes at its domains' boundaries (docs/ioam.md): `json:FILE`,
-    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`).
+    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`). Traces that
+    /// cannot be written are counted lost; when every trace is lost, the exit status is 3.
     #[arg(long = "ioam-export", value_name = "TARGET")]
     pub ioam_export: Option<ioam_export::Target>,
     /// Also export every IOAM trace this router fills in transit.
@@ -145,7 +154,7 @@ pub enum ShowWhat {
 /// `lwt6 decode`.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// Capture to decode.
+    /// Capture to decode (`-`: stdin).
     pub input: PathBuf,
     /// JSON output (an array, one object per frame).
     #[arg(short = 'j', long = "json")]
