@@ -511,3 +511,32 @@ fn cr_only_and_crlf_configurations_number_their_lines() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("1 links"), "{}", text(&o.stdout));
 }
+
+#[test]
+fn an_interrupted_pcap_leaves_no_temporary_file() {
+    let d = tmp("sigint");
+    let big = d.join("big.pcap");
+    // 180,000 frames: the run is still going when the signal comes.
+    std::fs::write(&big, repeated(&example("seg6/input.pcap"), 20_000)).unwrap();
+    let out = d.join("out.pcapng");
+    let child = lwt6()
+        .args(seg6_pcap(&big))
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The temporary output exists once the outputs are checked, before the first frame is read.
+    let t0 = std::time::Instant::now();
+    while leftovers(&d).is_empty() && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The handler is installed just after (before the first frame): a moment for it.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("interrupted"));
+    assert!(!out.exists());
+    assert!(leftovers(&d).is_empty(), "{:?}", leftovers(&d));
+}

@@ -463,11 +463,22 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         a: &a,
         names: &names,
     };
+    // SIGINT, SIGTERM, SIGHUP from here on end the run between two batches, through the same path as an error:
+    // the temporary output files are removed (a signal's default action would leave them). Not while reading a
+    // capture from stdin, where a read may wait for input without end.
+    let watch_signals =
+        a.input.as_os_str() != "-" && crate::audit::sys::install_interrupt_handler().is_ok();
     let mut batch: Vec<pcap::CapturedFrame> = Vec::with_capacity(STREAM_BATCH);
     let mut frame_no = 0usize;
     let mut last_ts = 0;
     loop {
         batch.clear();
+        if watch_signals && crate::audit::sys::interrupted() {
+            return Err(Failure {
+                message: "pcap: interrupted; no output written".into(),
+                code: 130,
+            });
+        }
         for f in reader.by_ref().take(STREAM_BATCH) {
             let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
             frame_no += 1;
