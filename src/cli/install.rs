@@ -72,6 +72,11 @@ pub fn man(a: &ManArgs) -> Result<(), Failure> {
             .version(env!("CARGO_PKG_VERSION"));
         pages.push((name, page));
     }
+    // Every page's path is checked before the first is written.
+    for (name, _) in &pages {
+        crate::io::output::check(&dir.join(format!("{name}.1")))
+            .map_err(|e| fail(e.to_string()))?;
+    }
     for (name, page) in pages {
         let path = dir.join(format!("{name}.1"));
         crate::io::output::write_file(&path, &render(&page)?).map_err(|e| fail(e.to_string()))?;
