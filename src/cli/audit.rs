@@ -49,7 +49,7 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
         keep: args.keep,
         settle_ms: args.settle_ms,
     };
-    let mut log = |m: &str| eprintln!("lwt6 audit: {m}");
+    let mut log = |m: &str| super::stdio::warn(&format!("audit: {m}"));
     let report = match audit::run(&opts, &mut log) {
         Ok(r) => r,
         Err(AuditError::Interrupted) => {
@@ -99,10 +99,7 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
             )
         })
     };
-    if written.is_err() {
-        // Closed pipe: nothing more to say.
-        std::process::exit(if report.all_agree() { 0 } else { 1 });
-    }
+    written.map_err(|e| super::stdio::lost(e, "the audit report"))?;
     if report.all_agree() {
         Ok(())
     } else {

@@ -4,7 +4,6 @@
 use super::Failure;
 use crate::bench::{self, Family, Options, Seg6ModeKey, Strategy, Sweep};
 use clap::{Args, Subcommand};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `lwt6 bench`.
@@ -325,8 +324,8 @@ fn soak(a: SoakArgs) -> Result<(), Failure> {
             .enumerate()
             .map(|(i, f)| (i as u64 * 1000, f.as_slice()))
             .collect();
-        return std::fs::write(path, crate::io::pcap::pcap_bytes(&stamped))
-            .map_err(|e| super::fail(format!("{}: {e}", path.display())));
+        return crate::io::output::write_file(path, &crate::io::pcap::pcap_bytes(&stamped))
+            .map_err(|e| super::fail(e.to_string()));
     }
     let report = bench::soak::run(bench::soak::SoakOptions {
         packets: a.packets,
@@ -367,8 +366,7 @@ fn trace(a: FloorArgs) -> Result<(), Failure> {
         .ok_or_else(|| super::fail(format!("bench: unknown --family '{}'", a.family)))?;
     let r =
         bench::trace::run(fam, a.size, &opts).map_err(|e| super::fail(format!("bench: {e}")))?;
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{}", r.table());
+    out!("{}", r.table());
     Ok(())
 }
 
@@ -391,13 +389,16 @@ fn write_files(
 ) -> Result<(), Failure> {
     std::fs::create_dir_all(out_dir)
         .map_err(|e| super::fail(format!("{}: {e}", out_dir.display())))?;
-    let mut o = std::io::stdout().lock();
+    // Every path is checked before the first file is written.
+    for (name, _) in &files {
+        crate::io::output::check(&out_dir.join(name)).map_err(|e| super::fail(e.to_string()))?;
+    }
     for (name, text) in files {
         let p = out_dir.join(name);
-        crate::io::pcap::write_atomic(&p, text.as_bytes())
-            .map_err(|e| super::fail(format!("{}: {e}", p.display())))?;
+        crate::io::output::write_file(&p, text.as_bytes())
+            .map_err(|e| super::fail(e.to_string()))?;
         if say {
-            let _ = writeln!(o, "{}", p.display());
+            out!("{}", p.display());
         }
     }
     Ok(())
@@ -435,16 +436,14 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
             })
             .collect::<Result<_, _>>()?
     };
-    let mut err = std::io::stderr().lock();
     let points = ioam::run(&which, &opts, &mut |p| {
-        let _ = writeln!(
-            err,
-            "{:<13} {:>10}  {:>7.3} Mpps  {:>6.1} ns/packet",
+        super::stdio::warn(&format!(
+            "bench ioam: {:<13} {:>10}  {:>7.3} Mpps  {:>6.1} ns/packet",
             p.experiment,
             p.label,
             p.rate.median,
             p.ns_per_packet()
-        );
+        ));
     })
     .map_err(|e| super::fail(format!("bench ioam: {e}")))?;
     let footer = format!(
@@ -455,7 +454,7 @@ fn ioam(a: IoamArgs) -> Result<(), Failure> {
     let mut files = ioam::plots(&points, &footer);
     files.insert(0, ("ioam.csv".into(), csv.clone()));
     write_files(&a.out_dir, files, false)?;
-    let _ = write!(std::io::stdout().lock(), "{csv}");
+    super::stdio::write_stdout(csv.as_bytes(), "the CSV")?;
     Ok(())
 }
 
@@ -464,8 +463,7 @@ fn floor(a: FloorArgs) -> Result<(), Failure> {
     let fam = Family::from_name(&a.family)
         .ok_or_else(|| super::fail(format!("bench: unknown --family '{}'", a.family)))?;
     let r = bench::floor(fam, a.size, &opts).map_err(|e| super::fail(format!("bench: {e}")))?;
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{}", floor_table(&r));
+    out!("{}", floor_table(&r));
     Ok(())
 }
 
@@ -560,6 +558,12 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         jobs: a.jobs.max(1),
         progress: !a.no_progress,
     };
+    // The output directory and its files are checked before the sweep runs.
+    std::fs::create_dir_all(&a.out_dir)
+        .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
+    for name in ["sweep.csv", "summary.md"] {
+        crate::io::output::check(&a.out_dir.join(name)).map_err(|e| super::fail(e.to_string()))?;
+    }
     let t0 = std::time::Instant::now();
     let points = match &a.from_csv {
         Some(p) => {
@@ -570,11 +574,9 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         None => bench::sweep(&req).map_err(|e| super::fail(format!("bench: {e}")))?,
     };
     let elapsed = t0.elapsed().as_secs_f64();
-    std::fs::create_dir_all(&a.out_dir)
-        .map_err(|e| super::fail(format!("{}: {e}", a.out_dir.display())))?;
     let write = |name: &str, text: &str| {
-        let p = a.out_dir.join(name);
-        std::fs::write(&p, text).map_err(|e| super::fail(format!("{}: {e}", p.display())))
+        crate::io::output::write_file(&a.out_dir.join(name), text.as_bytes())
+            .map_err(|e| super::fail(e.to_string()))
     };
     let cmd = command_line();
     if a.from_csv.is_none() {
@@ -625,10 +627,8 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
     }
     md.push_str(&bench::summary(&points, &opts));
     write("summary.md", &md)?;
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{md}");
-    let _ = writeln!(
-        o,
+    out!("{md}");
+    out!(
         "wrote {}/sweep.csv, summary.md, {}",
         a.out_dir.display(),
         plots.join(", ")

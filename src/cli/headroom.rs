@@ -8,7 +8,6 @@ use crate::analysis::headroom::{
 };
 use crate::analysis::nic;
 use clap::Args;
-use std::io::Write;
 
 const AFTER_HELP: &str = "\
 Sizes: --segments for seg6 and rpl (SIDs / addresses), --trace-size for ioam6 (pre-allocated trace bytes,
@@ -318,7 +317,7 @@ pub fn run(a: HeadroomArgs) -> Result<(), Failure> {
             }
         }
         if a.explain {
-            explain(&rows);
+            explain(&rows)?;
         }
         return Ok(());
     }
@@ -370,18 +369,19 @@ pub fn run(a: HeadroomArgs) -> Result<(), Failure> {
         }
     }
     if a.explain {
-        explain(&rows);
+        explain(&rows)?;
     }
     Ok(())
 }
 
-fn explain(rows: &[Row]) {
+fn explain(rows: &[Row]) -> Result<(), Failure> {
     for r in rows {
         out!("");
         for line in &r.prediction.steps {
             out!("{line}");
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use super::{Cli, Failure, fail};
 use clap::{Args, CommandFactory, ValueEnum};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// `lwt6 completions`.
@@ -50,14 +49,14 @@ pub fn completions(a: &CompletionsArgs) -> Result<(), Failure> {
     let mut cmd = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "lwt6", &mut script);
-    write_stdout(&script)
+    super::stdio::write_stdout(&script, "the completion script")
 }
 
 /// Prints `lwt6.1`, or writes every page into `a.out_dir`.
 pub fn man(a: &ManArgs) -> Result<(), Failure> {
     let cmd = Cli::command();
     let Some(dir) = &a.out_dir else {
-        return write_stdout(&render(&cmd)?);
+        return super::stdio::write_stdout(&render(&cmd)?, "the manual page");
     };
     let at = |e: std::io::Error| fail(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(at)?;
@@ -73,9 +72,14 @@ pub fn man(a: &ManArgs) -> Result<(), Failure> {
             .version(env!("CARGO_PKG_VERSION"));
         pages.push((name, page));
     }
+    // Every page's path is checked before the first is written.
+    for (name, _) in &pages {
+        crate::io::output::check(&dir.join(format!("{name}.1")))
+            .map_err(|e| fail(e.to_string()))?;
+    }
     for (name, page) in pages {
         let path = dir.join(format!("{name}.1"));
-        std::fs::write(&path, render(&page)?).map_err(at)?;
+        crate::io::output::write_file(&path, &render(&page)?).map_err(|e| fail(e.to_string()))?;
         written.push(path);
     }
     for p in written {
@@ -90,13 +94,4 @@ fn render(cmd: &clap::Command) -> Result<Vec<u8>, Failure> {
         .render(&mut page)
         .map_err(|e| fail(format!("man page: {e}")))?;
     Ok(page)
-}
-
-fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`lwt6 man | head`) ends the output quietly.
-    if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
-        std::process::exit(0)
-    }
-    Ok(())
 }

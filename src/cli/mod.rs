@@ -3,6 +3,7 @@
 use crate::config::{self, Config};
 use crate::decode;
 use crate::io::linktype;
+use crate::io::output::Output;
 use crate::io::pcap::{self, OutFrame};
 use crate::node::seg6local::LocalCounters;
 use crate::router::Router;
@@ -12,18 +13,26 @@ use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Prints a line to stdout; a closed pipe (`lwt6 ... | head`) ends the program quietly instead of panicking.
+/// Prints a line to stdout, returning the failure ([`stdio::lost`]) from the enclosing function when the write
+/// fails: a closed pipe (`lwt6 ... | head`) ends the command quietly, any other error with a message.
 macro_rules! out {
     ($($t:tt)*) => {
-        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
-            std::process::exit(0)
+        {
+            use std::io::Write as _;
+            writeln!(std::io::stdout().lock(), $($t)*).map_err(|e| $crate::cli::stdio::lost(e, "the output"))?
         }
     };
 }
 
+/// The exit statuses, as `lwt6 --help` lists them.
+pub const EXIT_STATUS: &str = "Exit status: 0 success; 1 failure, including a write that failed (a full disk, \
+/dev/full, an I/O error: the message names what was lost); 2 usage error; 3 lwt6 pcap: every IOAM trace to export \
+was lost (outputs written); 141 standard output was closed under lwt6 (a pipe's reader left: quiet, as a command \
+killed by SIGPIPE).";
+
 /// IPv6 lightweight tunnels (SRv6, IOAM, RPL) in userspace, byte for byte as Linux builds them.
 #[derive(Debug, Parser)]
-#[command(name = "lwt6", version, about, long_about = None)]
+#[command(name = "lwt6", version, about, long_about = None, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -69,9 +78,11 @@ pub struct PcapArgs {
     /// Interface the input frames are received on.
     #[arg(long = "in-dev")]
     pub in_dev: String,
-    /// Input capture (pcap or pcapng, Ethernet).
+    /// Input capture (pcap or pcapng, Ethernet); `-` is stdin.
     pub input: PathBuf,
-    /// Output pcapng: one interface block per egress device.
+    /// Output pcapng: one interface block per egress device; `-` is stdout. A file is replaced only once the whole
+    /// capture is processed (keeping its mode and owner; a link's target is replaced), a FIFO or character device
+    /// is written through.
     #[arg(required_unless_present = "out_dir")]
     pub output: Option<PathBuf>,
     /// Also (or instead) write one pcap per egress device into DIR, named DEV.pcap.
@@ -90,7 +101,8 @@ pub struct PcapArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
     /// Export the IOAM traces the router removes at its domains' boundaries (docs/ioam.md): `json:FILE`,
-    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`).
+    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`). Traces that
+    /// cannot be written are counted lost; when every trace is lost, the exit status is 3.
     #[arg(long = "ioam-export", value_name = "TARGET")]
     pub ioam_export: Option<ioam_export::Target>,
     /// Also export every IOAM trace this router fills in transit.
@@ -139,7 +151,7 @@ pub enum ShowWhat {
 /// `lwt6 decode`.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// Capture to decode.
+    /// Capture to decode (`-`: stdin).
     pub input: PathBuf,
     /// JSON output (an array, one object per frame).
     #[arg(short = 'j', long = "json")]
@@ -162,6 +174,7 @@ pub mod headroom;
 pub mod install;
 pub mod ioam_export;
 pub mod live;
+pub mod stdio;
 
 use lwt6_router::show::{counted_routes, route_line, routes_text};
 pub use lwt6_router::show::{route_json, trace};
@@ -239,9 +252,11 @@ fn build_router(path: &Path) -> Result<Router, Failure> {
 }
 
 /// Where `lwt6 pcap` writes the frames the router sends, as they come: the pcapng, one pcap per device, `-v` lines.
+/// Every output is an [`Output`](crate::io::output::Output): nothing replaces the paths until the whole capture
+/// has been processed without error, and an output dropped uncommitted leaves nothing behind.
 struct PcapSink<'a> {
-    ng: Option<pcap::PcapngWriter<pcap::AtomicFile>>,
-    per_dev: Vec<Option<pcap::PcapWriter<pcap::AtomicFile>>>,
+    ng: Option<pcap::PcapngWriter<Output>>,
+    per_dev: Vec<Option<pcap::PcapWriter<Output>>>,
     sent_by_dev: Vec<u64>,
     sent_total: usize,
     /// The first write error; later frames are counted but not written.
@@ -265,19 +280,21 @@ impl PcapSink<'_> {
                 data: bytes,
             })
         {
-            let out = a.output.as_deref().unwrap_or(Path::new(""));
-            self.err = Some(fail(format!("{}: writing: {e}", out.display())));
+            self.err = Some(fail(w.get_ref().error(e).to_string()));
             return;
         }
         if let Some(dir) = &a.out_dir {
             let path = dir.join(format!("{}.pcap", self.names[dev]));
             if self.per_dev[dev].is_none() {
-                match pcap::AtomicFile::create(&path).and_then(|f| {
-                    pcap::PcapWriter::new(f).map_err(|e| pcap::PcapError::Io(e.to_string()))
-                }) {
+                match Output::create(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|f| {
+                        pcap::PcapWriter::new(f)
+                            .map_err(|e| format!("{}: writing: {e}", path.display()))
+                    }) {
                     Ok(w) => self.per_dev[dev] = Some(w),
                     Err(e) => {
-                        self.err = Some(fail(format!("{}: {e}", path.display())));
+                        self.err = Some(fail(e));
                         return;
                     }
                 }
@@ -285,23 +302,47 @@ impl PcapSink<'_> {
             if let Some(w) = self.per_dev[dev].as_mut()
                 && let Err(e) = w.write(ts, bytes)
             {
-                self.err = Some(fail(format!("{}: writing: {e}", path.display())));
+                self.err = Some(fail(w.get_ref().error(e).to_string()));
                 return;
             }
         }
         if a.verbose && !a.json {
-            out!(
+            let line = writeln!(
+                std::io::stdout().lock(),
                 "out {:>4} {:<6} {:>5}B  {}",
                 self.sent_total,
                 self.names[dev],
                 bytes.len(),
                 decode::summary(&decode::frame(bytes))
             );
+            if let Err(e) = line {
+                self.err = Some(stdio::lost(
+                    e,
+                    &format!("the -v line of output frame {}", self.sent_total),
+                ));
+            }
         }
     }
 }
 
 fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
+    // Standard output holds one thing: the pcapng (`-`), JSON IOAM traces (`json:-`) or the text and JSON reports.
+    let mut on_stdout: Vec<&str> = Vec::new();
+    if a.output.as_deref() == Some(Path::new("-")) {
+        on_stdout.push("the output capture (-)");
+    }
+    if matches!(a.ioam_export, Some(ioam_export::Target::Json(None))) {
+        on_stdout.push("--ioam-export json:-");
+    }
+    if a.verbose || a.stats || a.trace.is_some() {
+        on_stdout.push("-v, --stats and --trace");
+    }
+    if on_stdout.len() > 1 {
+        return Err(fail(format!(
+            "{} all write to standard output: give a file to all but one",
+            on_stdout.join(" and ")
+        )));
+    }
     let mut router = build_router(&a.config)?;
     let snap = router.snapshot();
     let in_dev = snap.dev_id(&a.in_dev).ok_or_else(|| {
@@ -316,9 +357,29 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     if let Some(h) = a.rx_headroom {
         router.worker.rx_headroom = h;
     }
+    let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
+    // The outputs are checked (and the pcapng's temporary file created) before any frame is read: a directory,
+    // a missing or read-only directory, a socket fail here, not after the whole capture.
+    let ng = match &a.output {
+        Some(out) => {
+            let f = Output::create(out).map_err(|e| fail(e.to_string()))?;
+            Some(
+                pcap::PcapngWriter::new(f, &names)
+                    .map_err(|e| fail(format!("{}: writing: {e}", out.display())))?,
+            )
+        }
+        None => None,
+    };
+    if let Some(dir) = &a.out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        for n in &names {
+            crate::io::output::check(&dir.join(format!("{n}.pcap")))
+                .map_err(|e| fail(format!("--out-dir: {e}")))?;
+        }
+    }
     // Streaming: frames are read, processed and written a batch at a time, so memory stays flat in the
     // capture's length. Output files are temporary until the whole capture has been read without error.
-    let mut reader = pcap::CaptureReader::open(&a.input)
+    let mut reader = pcap::CaptureReader::open_input(&a.input)
         .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     let exporter = a
         .ioam_export
@@ -353,21 +414,6 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();
-    let ng = match &a.output {
-        Some(out) => {
-            let f = pcap::AtomicFile::create(out)
-                .map_err(|e| fail(format!("{}: {e}", out.display())))?;
-            Some(
-                pcap::PcapngWriter::new(f, &names)
-                    .map_err(|e| fail(format!("{}: {e}", out.display())))?,
-            )
-        }
-        None => None,
-    };
-    if let Some(dir) = &a.out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-    }
     let mut sink = PcapSink {
         ng,
         per_dev: names.iter().map(|_| None).collect(),
@@ -377,11 +423,22 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         a: &a,
         names: &names,
     };
+    // SIGINT, SIGTERM, SIGHUP from here on end the run between two batches, through the same path as an error:
+    // the temporary output files are removed (a signal's default action would leave them). Not while reading a
+    // capture from stdin, where a read may wait for input without end.
+    let watch_signals =
+        a.input.as_os_str() != "-" && crate::audit::sys::install_interrupt_handler().is_ok();
     let mut batch: Vec<pcap::CapturedFrame> = Vec::with_capacity(STREAM_BATCH);
     let mut frame_no = 0usize;
     let mut last_ts = 0;
     loop {
         batch.clear();
+        if watch_signals && crate::audit::sys::interrupted() {
+            return Err(Failure {
+                message: "pcap: interrupted; no output written".into(),
+                code: 130,
+            });
+        }
         for f in reader.by_ref().take(STREAM_BATCH) {
             let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
             frame_no += 1;
@@ -415,21 +472,35 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             return Err(e);
         }
     }
+    let mut export_failed = None;
     if let Some(r) = exporter.map(|e| e.finish()) {
         // What the exporter lost had been counted as exported by the worker.
         let io = &mut router.worker.stats.ioam;
         io.exported -= r.lost.min(io.exported);
         io.export_lost += r.lost;
         if let Some(err) = &r.last_error {
-            eprintln!("lwt6: ioam export: {err} ({} traces lost)", r.lost);
+            stdio::warn(&format!(
+                "ioam export: {err} ({} of {} traces lost{})",
+                r.lost,
+                r.lost + r.written,
+                r.failures_text()
+            ));
+        }
+        if r.lost > 0 && r.written == 0 {
+            export_failed = Some(Failure {
+                message: format!(
+                    "ioam export: every trace was lost ({}); exit status {}",
+                    r.lost,
+                    ioam_export::EXIT_ALL_LOST
+                ),
+                code: ioam_export::EXIT_ALL_LOST,
+            });
         }
     }
     // The whole capture was read: make the output files visible.
     let sent_by_dev = std::mem::take(&mut sink.sent_by_dev);
-    if let (Some(w), Some(out)) = (sink.ng.take(), &a.output) {
-        w.into_inner()
-            .commit()
-            .map_err(|e| fail(format!("{}: {e}", out.display())))?;
+    if let Some(w) = sink.ng.take() {
+        w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
     }
     for w in std::mem::take(&mut sink.per_dev).into_iter().flatten() {
         w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
@@ -534,7 +605,10 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             st.pending
         )));
     }
-    Ok(())
+    match export_failed {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
 }
 
 fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Failure> {
@@ -543,10 +617,7 @@ fn cmd_show_routes(config: &Path, as_json: bool, stats: bool) -> Result<(), Fail
     // Before any traffic every counter is zero.
     let zeros = vec![LocalCounters::default(); router.tunnels.len()];
     let text = routes_text(&router, as_json, stats.then_some(zeros.as_slice()));
-    if std::io::stdout().lock().write_all(text.as_bytes()).is_err() {
-        std::process::exit(0)
-    }
-    Ok(())
+    stdio::write_stdout(text.as_bytes(), "the routes")
 }
 
 /// Frames read and processed together by `lwt6 pcap` (one snapshot load per batch; memory for this many frames).
@@ -570,43 +641,47 @@ fn as_ethernet(
 
 fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
     // Streaming: one frame in memory at a time. A damaged capture fails where the damage is, after the frames
-    // before it have been shown.
-    let frames = pcap::CaptureReader::open(&a.input)
+    // before it have been shown. `-` reads the capture from stdin.
+    let frames = pcap::CaptureReader::open_input(&a.input)
         .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut put = |s: &str| {
-        if w.write_all(s.as_bytes()).is_err() {
-            std::process::exit(0)
-        }
+    // A failed write names the frame being written; frames still buffered before it are lost with it.
+    let mut put = |s: &str, frame: usize| {
+        w.write_all(s.as_bytes()).map_err(|e| {
+            stdio::lost(
+                e,
+                &format!("the decoded frames (from frame {frame} or the buffered ones before it)"),
+            )
+        })
     };
     if a.json {
         // One JSON array, written frame by frame: the output is never built whole in memory.
-        put("[");
+        put("[", 1)?;
     }
+    let mut n = 0;
     for (i, f) in frames.enumerate() {
         let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+        n = i + 1;
         // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
-        let f = as_ethernet(f, [0; 6], &a.input, i + 1)?;
+        let f = as_ethernet(f, [0; 6], &a.input, n)?;
         if a.json {
             if i > 0 {
-                put(",");
+                put(",", n)?;
             }
-            let v = json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)});
-            put(&v.to_string());
+            let v = json!({"frame": n, "len": f.data.len(), "layers": decode::frame(&f.data)});
+            put(&v.to_string(), n)?;
         } else {
-            put(&format!(
-                "{:>4} {:>5}B  {}\n",
-                i + 1,
+            let line = format!(
+                "{n:>4} {:>5}B  {}\n",
                 f.data.len(),
                 decode::summary(&decode::frame(&f.data))
-            ));
+            );
+            put(&line, n)?;
         }
     }
     if a.json {
-        put("]\n");
+        put("]\n", n)?;
     }
-    if w.flush().is_err() {
-        std::process::exit(0)
-    }
-    Ok(())
+    w.flush()
+        .map_err(|e| stdio::lost(e, &format!("the decoded frames (up to frame {n})")))
 }

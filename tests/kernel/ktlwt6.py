@@ -54,16 +54,17 @@ class Lwt6:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80]
         return self.dir / f"{self.n:04d}-{safe}{suffix}"
 
-    def pcap(self, conf_text, frames, in_dev="r0", label="run", extra=()):
-        """Run `lwt6 pcap -c CONF --in-dev DEV IN OUT --stats -j [EXTRA...]` on frames; return Lwt6Result."""
+    def pcap(self, conf_text, frames, in_dev="r0", label="run", extra=(), status=0):
+        """Run `lwt6 pcap -c CONF --in-dev DEV IN OUT --stats -j [EXTRA...]` on frames; return Lwt6Result.
+        `status` is the exit status expected (3: every IOAM trace to export was lost, docs/ioam.md)."""
         conf = self._tmp(label, ".conf")
         conf.write_text(conf_text)
         inp, out = self._tmp(label, ".in.pcap"), self._tmp(label, ".out.pcapng")
         write_pcap(inp, frames)
         argv = [self.bin, "pcap", "-c", str(conf), "--in-dev", in_dev, str(inp), str(out), "--stats", "-j", *extra]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            raise Lwt6Error(f"lwt6 failed (rc={r.returncode}): {' '.join(argv)}\nstderr:\n{r.stderr}\n"
+        if r.returncode != status:
+            raise Lwt6Error(f"lwt6 failed (rc={r.returncode}, expected {status}): {' '.join(argv)}\nstderr:\n{r.stderr}\n"
                             f"config:\n{conf_text}")
         try:
             stats = json.loads(r.stdout) if r.stdout.strip() else {}

@@ -46,4 +46,5 @@ mod parse;
 
 pub use load::{LoadError, StdinSecret, load_file};
 pub use lwt6_dataplane::spec::*;
+pub use parse::lines;
 pub use parse::{Builder, RouteDelta, Transaction, parse, parse_with_stdin, trace_filter};

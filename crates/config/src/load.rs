@@ -3,7 +3,7 @@
 //! line without `secret` taken from standard input, or refused.
 
 use crate::{Builder, Config, ConfigError};
-use std::io::{BufRead, IsTerminal, Read};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 /// Where the secret of an `sr hmac set KEYID ALGO` line without `secret` comes from.
@@ -90,7 +90,8 @@ fn for_each_line(
         error,
     };
     let file = std::fs::File::open(path).map_err(at)?;
-    for (i, raw) in std::io::BufReader::new(file).split(b'\n').enumerate() {
+    // Lines end with LF, CR LF or a CR alone: numbered as an editor shows them.
+    for (i, raw) in crate::lines::Reader::new(std::io::BufReader::new(file)).enumerate() {
         let raw = raw.map_err(at)?;
         let line = std::str::from_utf8(&raw).map_err(|e| LoadError::NotUtf8 {
             path: path.to_path_buf(),

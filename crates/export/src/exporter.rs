@@ -2,8 +2,9 @@
 //!
 //! [`Exporter::submit`] never waits: when the channel is full (the sink is slower than the traffic) the batch is
 //! counted as lost. [`Exporter::submit_wait`] waits for room, for offline use where time does not matter (`lwt6
-//! pcap`). A batch the sink fails to write (an unreachable collector) is counted as lost too; forwarding never
-//! notices.
+//! pcap`). What the sink fails to write (an unreachable collector, a full disk) is counted as lost too, record by
+//! record: the records a sink reports written whole count as written, the rest of the batch as lost; forwarding
+//! never notices. Each failure is counted under its kind ([`ExportReport::failures`]).
 
 use crate::IoamRecord;
 use std::sync::Arc;
@@ -13,11 +14,40 @@ use std::thread::JoinHandle;
 
 /// Where records go.
 pub trait Sink: Send {
-    /// Writes a batch. On error the whole batch counts as lost.
-    fn write(&mut self, batch: &[IoamRecord]) -> Result<(), String>;
+    /// Writes a batch. On error, [`SinkError::written`] says how many of its first records were written whole;
+    /// the others count as lost.
+    fn write(&mut self, batch: &[IoamRecord]) -> Result<(), SinkError>;
     /// Called once after the last batch.
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
+    }
+    /// Failures counted by the sink itself, by kind (a client that retries counts each failed attempt); None
+    /// when the exporter should count each failed batch instead.
+    fn failures(&self) -> Option<Vec<(String, u64)>> {
+        None
+    }
+}
+
+/// A sink's failure to write (part of) a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkError {
+    /// Records of the batch written whole before the failure (the first ones).
+    pub written: usize,
+    /// A short name for the kind of failure, under which it is counted (`refused`, `timeout`,
+    /// `GOAWAY ENHANCE_YOUR_CALM`, `write: No space left on device`, ...).
+    pub kind: String,
+    /// The whole message.
+    pub message: String,
+}
+
+impl SinkError {
+    /// A failure that wrote nothing of the batch.
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> SinkError {
+        SinkError {
+            written: 0,
+            kind: kind.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -30,6 +60,24 @@ pub struct ExportReport {
     pub lost: u64,
     /// The sink's last error, if any.
     pub last_error: Option<String>,
+    /// The sink's failures by kind ([`SinkError::kind`]) and how many times each happened (failed batches, or
+    /// failed attempts for a sink that counts them: [`Sink::failures`]), in order of first occurrence.
+    pub failures: Vec<(String, u64)>,
+}
+
+impl ExportReport {
+    /// The failures as `"; failures: refused 3, timeout 1"`, or nothing.
+    pub fn failures_text(&self) -> String {
+        if self.failures.is_empty() {
+            return String::new();
+        }
+        let v: Vec<String> = self
+            .failures
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        format!("; failures: {}", v.join(", "))
+    }
 }
 
 #[derive(Default)]
@@ -38,11 +86,14 @@ struct Shared {
     lost: AtomicU64,
 }
 
+/// What the exporter thread hands back when it ends.
+type Ended = (Option<String>, Vec<(String, u64)>);
+
 /// A running exporter.
 pub struct Exporter {
     tx: Option<SyncSender<Vec<IoamRecord>>>,
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<Option<String>>>,
+    thread: Option<JoinHandle<Ended>>,
 }
 
 impl Exporter {
@@ -55,19 +106,32 @@ impl Exporter {
             .name("lwt6-ioam-export".into())
             .spawn(move || {
                 let mut last_error = None;
+                let mut failures: Vec<(String, u64)> = Vec::new();
+                let mut failed = |e: SinkError, last_error: &mut Option<String>| {
+                    match failures.iter_mut().find(|(k, _)| *k == e.kind) {
+                        Some((_, n)) => *n += 1,
+                        None => failures.push((e.kind, 1)),
+                    }
+                    *last_error = Some(e.message);
+                };
                 for batch in rx {
                     match sink.write(&batch) {
-                        Ok(()) => s.written.fetch_add(batch.len() as u64, Ordering::Relaxed),
+                        Ok(()) => {
+                            s.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                        }
                         Err(e) => {
-                            last_error = Some(e);
-                            s.lost.fetch_add(batch.len() as u64, Ordering::Relaxed)
+                            let whole = e.written.min(batch.len());
+                            s.written.fetch_add(whole as u64, Ordering::Relaxed);
+                            s.lost
+                                .fetch_add((batch.len() - whole) as u64, Ordering::Relaxed);
+                            failed(e, &mut last_error);
                         }
                     };
                 }
                 if let Err(e) = sink.finish() {
-                    last_error = Some(e);
+                    failed(e, &mut last_error);
                 }
-                last_error
+                (last_error, sink.failures().unwrap_or(failures))
             })
             .expect("spawn the exporter thread");
         Exporter {
@@ -114,14 +178,16 @@ impl Exporter {
     /// Closes the channel, waits for the thread to write what it holds, and reports.
     pub fn finish(mut self) -> ExportReport {
         self.tx = None;
-        let last_error = self
-            .thread
-            .take()
-            .and_then(|t| t.join().unwrap_or(Some("exporter thread panicked".into())));
+        let (last_error, failures) = match self.thread.take().map(|t| t.join()) {
+            Some(Ok(ended)) => ended,
+            Some(Err(_)) => (Some("exporter thread panicked".into()), Vec::new()),
+            None => (None, Vec::new()),
+        };
         ExportReport {
             written: self.shared.written.load(Ordering::Relaxed),
             lost: self.shared.lost.load(Ordering::Relaxed),
             last_error,
+            failures,
         }
     }
 }
@@ -135,32 +201,170 @@ impl Drop for Exporter {
     }
 }
 
-/// JSON lines to any writer (a file, stdout).
+/// Takes a stream back to a length (a regular file's `set_len` and `seek`): how a cut record is removed.
+pub type Cut = Box<dyn FnMut(u64) -> std::io::Result<()> + Send>;
+
+/// JSON lines to any writer (a file, stdout), a batch at a time, never leaving a cut line where it can be taken
+/// back: when a write fails part-way (a full disk), the records written whole count as written, the one cut is
+/// removed with the [`Cut`] given ([`with_cut`](Self::with_cut): a regular file), and the rest of the batch
+/// counts as lost. Without a cut (a pipe, a terminal, a device) a partly written line cannot be taken back; the
+/// error says so. The writer should be unbuffered: each batch is written and flushed as one piece.
 pub struct JsonLines<W: std::io::Write + Send> {
     out: W,
     dev_names: Vec<String>,
+    /// Bytes of whole records written so far (the length the stream is cut back to).
+    len: u64,
+    cut: Option<Cut>,
 }
 
 impl<W: std::io::Write + Send> JsonLines<W> {
     /// A sink writing to `out`, naming devices by `dev_names`.
     pub fn new(out: W, dev_names: Vec<String>) -> Self {
-        JsonLines { out, dev_names }
+        JsonLines {
+            out,
+            dev_names,
+            len: 0,
+            cut: None,
+        }
+    }
+
+    /// Removes cut records with `cut`, the stream being `start` bytes long before the first record.
+    pub fn with_cut(self, start: u64, cut: Cut) -> Self {
+        JsonLines {
+            len: start,
+            cut: Some(cut),
+            ..self
+        }
+    }
+
+    /// The writer.
+    pub fn get_ref(&self) -> &W {
+        &self.out
     }
 }
 
 impl<W: std::io::Write + Send> Sink for JsonLines<W> {
-    fn write(&mut self, batch: &[IoamRecord]) -> Result<(), String> {
-        let mut text = String::new();
+    fn write(&mut self, batch: &[IoamRecord]) -> Result<(), SinkError> {
+        let mut text = Vec::new();
+        let mut ends = Vec::with_capacity(batch.len());
         for r in batch {
-            text += &crate::json::line(r, &self.dev_names);
-            text.push('\n');
+            text.extend_from_slice(crate::json::line(r, &self.dev_names).as_bytes());
+            text.push(b'\n');
+            ends.push(text.len());
         }
-        self.out
-            .write_all(text.as_bytes())
-            .map_err(|e| e.to_string())
+        let mut done = 0;
+        let err = loop {
+            if done == text.len() {
+                match self.out.flush() {
+                    Ok(()) => {
+                        self.len += done as u64;
+                        return Ok(());
+                    }
+                    Err(e) => break e,
+                }
+            }
+            match self.out.write(&text[done..]) {
+                Ok(0) => break std::io::Error::from(std::io::ErrorKind::WriteZero),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break e,
+            }
+        };
+        let whole = ends.iter().take_while(|&&e| e <= done).count();
+        let keep = if whole == 0 { 0 } else { ends[whole - 1] };
+        let mut message = format!("writing: {err}");
+        if done > keep {
+            match self.cut.as_mut() {
+                Some(cut) => match cut(self.len + keep as u64) {
+                    Ok(()) => message += "; the record it cut was removed",
+                    Err(c) => message += &format!("; the record it cut could not be removed: {c}"),
+                },
+                None => message += "; a cut record remains in the stream (it cannot be taken back)",
+            }
+        }
+        self.len += keep as u64;
+        Err(SinkError {
+            written: whole,
+            kind: format!("write: {}", std::io::Error::from(err.kind())),
+            message,
+        })
     }
 
-    fn finish(&mut self) -> Result<(), String> {
-        self.out.flush().map_err(|e| e.to_string())
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.out.flush().map_err(|e| {
+            SinkError::new(
+                format!("write: {}", std::io::Error::from(e.kind())),
+                format!("writing: {e}"),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ExportEvent;
+    use std::sync::Mutex;
+
+    fn record(i: u64) -> IoamRecord {
+        IoamRecord {
+            ts_ns: i,
+            event: ExportEvent::Transit,
+            in_dev: 0,
+            out_dev: Some(1),
+            flow: None,
+            option: vec![0, 1, 2, 3],
+            node: Vec::new(),
+        }
+    }
+
+    /// A file of `room` bytes: writes beyond it are short, then fail with ENOSPC (write(2)).
+    struct Disk {
+        data: Arc<Mutex<Vec<u8>>>,
+        room: usize,
+    }
+
+    impl std::io::Write for Disk {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let mut d = self.data.lock().unwrap();
+            let free = self.room.saturating_sub(d.len());
+            if free == 0 {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            let n = free.min(b.len());
+            d.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_leaves_whole_records_and_counts_them() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let names = vec!["r0".to_string(), "r1".to_string()];
+        let one = crate::json::line(&record(0), &names).len() + 1;
+        let back = Arc::clone(&data);
+        let cut: Cut = Box::new(move |len| {
+            back.lock().unwrap().truncate(len as usize);
+            Ok(())
+        });
+        let disk = Disk {
+            data: Arc::clone(&data),
+            // Room for 2.5 records.
+            room: one * 5 / 2,
+        };
+        let e = Exporter::spawn(Box::new(JsonLines::new(disk, names).with_cut(0, cut)), 4);
+        e.submit_wait((0..2).map(record).collect());
+        e.submit_wait((2..4).map(record).collect());
+        e.submit_wait((4..6).map(record).collect());
+        let r = e.finish();
+        let file = data.lock().unwrap().clone();
+        assert!(file.ends_with(b"\n"));
+        assert_eq!(file.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert_eq!(file.len(), 2 * one, "the cut third record was taken back");
+        assert_eq!((r.written, r.lost), (2, 4));
+        assert!(r.last_error.unwrap().contains("os error 28"));
     }
 }

@@ -10,6 +10,7 @@ pub mod linktype;
 #[cfg(target_os = "linux")]
 pub mod livegen;
 pub mod netdev;
+pub mod output;
 pub mod pcap;
 pub mod port;
 pub mod sys;

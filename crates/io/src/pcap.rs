@@ -32,8 +32,8 @@
 //! Simple Packet Blocks carry no timestamp: their frames get `ts_ns == 0`.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Read, Write};
+use std::path::Path;
 
 /// Link type Ethernet (LINKTYPE_ETHERNET).
 pub const LINKTYPE_ETHERNET: u16 = 1;
@@ -222,6 +222,20 @@ impl CaptureReader<BufReader<File>> {
         let name = format!("reading {}", path.display());
         let f = File::open(path).map_err(|err| PcapError::Io(format!("{name}: {err}")))?;
         CaptureReader::with_name(BufReader::with_capacity(1 << 16, f), name)
+    }
+}
+
+impl CaptureReader<Box<dyn Read>> {
+    /// Opens a capture for reading frame by frame: standard input for `-`, else the file (as [`open`](
+    /// CaptureReader::open)).
+    pub fn open_input(path: &Path) -> Result<Self, PcapError> {
+        if path.as_os_str() == "-" {
+            let src: Box<dyn Read> = Box::new(BufReader::with_capacity(1 << 16, std::io::stdin()));
+            return CaptureReader::with_name(src, "reading standard input".into());
+        }
+        let name = format!("reading {}", path.display());
+        let f = File::open(path).map_err(|err| PcapError::Io(format!("{name}: {err}")))?;
+        CaptureReader::with_name(Box::new(BufReader::with_capacity(1 << 16, f)), name)
     }
 }
 
@@ -874,6 +888,11 @@ impl<W: Write> PcapngWriter<W> {
         self.w.write_all(&self.block)
     }
 
+    /// The underlying writer.
+    pub fn get_ref(&self) -> &W {
+        &self.w
+    }
+
     /// The underlying writer (not flushed).
     pub fn into_inner(self) -> W {
         self.w
@@ -941,6 +960,11 @@ impl<W: Write> PcapWriter<W> {
         self.w.write_all(cap)
     }
 
+    /// The underlying writer.
+    pub fn get_ref(&self) -> &W {
+        &self.w
+    }
+
     /// The underlying writer (not flushed).
     pub fn into_inner(self) -> W {
         self.w
@@ -961,107 +985,13 @@ pub fn pcap_bytes(frames: &[(u64, &[u8])]) -> Vec<u8> {
     w.into_inner()
 }
 
-/// A file written through a temporary file in the same directory and renamed over `path` by
-/// [`commit`](Self::commit): readers of `path` see the old file or the whole new one, never a part. Dropped
-/// without a commit (an error on the way), the temporary file is removed and `path` is untouched.
-///
-/// The temporary file is `<path>.tmp-<pid>`; it is flushed to disk before the rename. Errors are
-/// [`PcapError::Io`] naming the file involved.
-#[derive(Debug)]
-pub struct AtomicFile {
-    path: PathBuf,
-    tmp: PathBuf,
-    w: Option<BufWriter<File>>,
-}
+pub use crate::output::AtomicFile;
 
-impl AtomicFile {
-    /// Creates the temporary file for `path`.
-    pub fn create(path: &Path) -> Result<AtomicFile, PcapError> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| PcapError::Io(format!("writing {}: not a file path", path.display())))?;
-        let mut tmp_name = name.to_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp: PathBuf = path.with_file_name(tmp_name);
-        let f = File::create(&tmp)
-            .map_err(|err| PcapError::Io(format!("writing {}: {err}", tmp.display())))?;
-        Ok(AtomicFile {
-            path: path.to_path_buf(),
-            tmp,
-            w: Some(BufWriter::with_capacity(1 << 16, f)),
-        })
-    }
-
-    /// The error for a failed write to the temporary file.
-    pub fn error(&self, err: std::io::Error) -> PcapError {
-        PcapError::Io(format!("writing {}: {err}", self.tmp.display()))
-    }
-
-    /// Flushes the temporary file to disk and renames it over the target.
-    pub fn commit(mut self) -> Result<(), PcapError> {
-        let w = self.w.take().expect("an uncommitted file has its writer");
-        let done = w
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all());
-        if let Err(err) = done {
-            let _ = std::fs::remove_file(&self.tmp);
-            return Err(PcapError::Io(format!(
-                "writing {}: {err}",
-                self.tmp.display()
-            )));
-        }
-        if let Err(err) = std::fs::rename(&self.tmp, &self.path) {
-            let _ = std::fs::remove_file(&self.tmp);
-            return Err(PcapError::Io(format!(
-                "renaming {} to {}: {err}",
-                self.tmp.display(),
-                self.path.display()
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl Write for AtomicFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.w
-            .as_mut()
-            .expect("writer present until commit")
-            .write(buf)
-    }
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.w
-            .as_mut()
-            .expect("writer present until commit")
-            .write_all(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.w
-            .as_mut()
-            .expect("writer present until commit")
-            .flush()
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if self.w.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
-}
-
-/// Writes `bytes` to `path` atomically (an [`AtomicFile`]: temporary file in the same directory, then rename).
-///
-/// The temporary file is `<path>.tmp-<pid>`; it is flushed to disk before the rename and removed if anything
-/// fails. Errors are [`PcapError::Io`] naming the file involved.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PcapError> {
-    let mut f = AtomicFile::create(path)?;
-    if let Err(err) = f.write_all(bytes) {
-        return Err(f.error(err));
-    }
-    f.commit()
+/// Writes `bytes` to `path` as an [`Output`](crate::output::Output) ([`crate::output::write_file`]): a regular
+/// or new file atomically, a FIFO or character device through, standard output for `-`; nothing is left behind on
+/// an error.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), crate::output::OutputError> {
+    crate::output::write_file(path, bytes)
 }
 
 #[cfg(test)]
@@ -1649,23 +1579,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn atomic_file_dropped_without_commit_leaves_nothing() {
-        let d = scratch_dir("drop");
-        let p = d.join("x.pcap");
-        {
-            let mut f = AtomicFile::create(&p).unwrap();
-            f.write_all(b"partial").unwrap();
-            assert_eq!(leftovers(&d).len(), 1);
-        }
-        assert!(!p.exists());
-        assert!(leftovers(&d).is_empty());
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
     // ---------------------------------------------------------------- files
 
-    fn scratch_dir(name: &str) -> PathBuf {
+    fn scratch_dir(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("lwt6-pcap-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
@@ -1700,22 +1616,19 @@ mod tests {
         // Missing directory: the temp file cannot even be created.
         let p = d.join("missing").join("x.pcap");
         match write_atomic(&p, b"x") {
-            Err(PcapError::Io(m)) => assert!(m.contains("x.pcap"), "{m}"),
+            Err(e) => assert!(e.to_string().contains("x.pcap"), "{e}"),
             r => panic!("{r:?}"),
         }
-        // Target is a non-empty directory: the rename fails after the temp file was written.
+        // Target is a directory: refused before anything is written.
         let target = d.join("dir.pcap");
         std::fs::create_dir(&target).unwrap();
         std::fs::write(target.join("keep"), b"k").unwrap();
         match write_atomic(&target, b"x") {
-            Err(PcapError::Io(m)) => assert!(m.contains("dir.pcap"), "{m}"),
+            Err(e) => assert!(e.to_string().contains("dir.pcap"), "{e}"),
             r => panic!("{r:?}"),
         }
         assert!(leftovers(&d).is_empty());
-        assert!(matches!(
-            write_atomic(Path::new("/"), b"x"),
-            Err(PcapError::Io(_))
-        ));
+        assert!(write_atomic(Path::new("/"), b"x").is_err());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

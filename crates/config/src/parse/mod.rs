@@ -53,7 +53,9 @@ const MAX_IOAM_TRACES: usize = 16;
 const MAX_HBH_LEN: usize = 2048;
 const COMMANDS: &str = "link, addr, neigh, route, ioam, sr, sysctl";
 
-/// Parses a whole configuration file. `sr hmac set KEYID ALGO` without `secret S` is an error here
+pub mod lines;
+
+/// Parses a whole configuration file (lines end with LF, CR LF or CR: [`lines`]). `sr hmac set KEYID ALGO` without `secret S` is an error here
 /// (there is no stdin to read); see [`parse_with_stdin`].
 pub fn parse(text: &str) -> Result<Config> {
     parse_with_stdin(text, None)
@@ -67,7 +69,7 @@ pub fn parse_with_stdin(text: &str, stdin_secret: Option<&str>) -> Result<Config
     if let Some(s) = stdin_secret {
         b = b.with_stdin_secret(s);
     }
-    for (i, raw) in text.split('\n').enumerate() {
+    for (i, raw) in lines::split(text).enumerate() {
         b.line(i + 1, raw)?;
     }
     b.finish()

@@ -1586,7 +1586,7 @@ proptest! {
             Ok(_) => {}
             Err(e) => {
                 // Errors point at a real line.
-                prop_assert!(e.line >= 1 && e.line <= text.split('\n').count());
+                prop_assert!(e.line >= 1 && e.line <= super::lines::split(&text).count());
             }
         }
     }
