@@ -25,7 +25,6 @@ use crate::wire::ethernet::mac_text;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -1075,16 +1074,20 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
         "results": results,
     });
     if let Some(p) = &a.out {
-        std::fs::write(p, serde_json::to_string_pretty(&doc).unwrap_or_default())
-            .map_err(|e| fail(format!("{}: {e}", p.display())))?;
+        crate::io::output::write_file(
+            p,
+            serde_json::to_string_pretty(&doc)
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+        .map_err(|e| fail(e.to_string()))?;
     }
-    let mut o = std::io::stdout().lock();
-    if a.json {
-        let _ = writeln!(o, "{doc}");
+    let text = if a.json {
+        format!("{doc}\n")
     } else {
-        let _ = write!(o, "{}", table(&doc, &a, &all));
-    }
-    Ok(())
+        table(&doc, &a, &all)
+    };
+    super::stdio::write_stdout(text.as_bytes(), "the results")
 }
 
 /// The median of `xs` (the mean of the middle two for an even count); `None` when empty.

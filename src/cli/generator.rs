@@ -123,11 +123,8 @@ pub fn run(a: GenArgs) -> Result<(), Failure> {
         let r = g
             .run(&a.cpus, a.rate, Duration::from_millis(a.duration_ms))
             .map_err(|e| fail(format!("--via xdp: {e}")))?;
-        println!(
-            "{}",
-            json!({"sent": r.sent, "seconds": r.elapsed.as_secs_f64(), "rate": r.rate(), "per_cpu": r.per_cpu})
-        );
-        return Ok(());
+        let v = json!({"sent": r.sent, "seconds": r.elapsed.as_secs_f64(), "rate": r.rate(), "per_cpu": r.per_cpu});
+        return super::stdio::write_stdout(format!("{v}\n").as_bytes(), "what was sent");
     }
     let dev = netdev::lookup(&a.dev).map_err(|e| fail(format!("--dev {}: {e}", a.dev)))?;
     let mut port = AfPacket::open(
@@ -197,9 +194,6 @@ pub fn run(a: GenArgs) -> Result<(), Failure> {
     let unsent = port.close_out(100) as u64;
     sent += before - unsent;
     let secs = start.elapsed().as_secs_f64();
-    println!(
-        "{}",
-        json!({"sent": sent, "seconds": secs, "rate": sent as f64 / secs})
-    );
-    Ok(())
+    let v = json!({"sent": sent, "seconds": secs, "rate": sent as f64 / secs});
+    super::stdio::write_stdout(format!("{v}\n").as_bytes(), "what was sent")
 }

@@ -100,13 +100,16 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
         kernel_routes: a.kernel_routes,
     };
     let report = lwt6_router::run(&opts)?;
-    let mut o = std::io::stdout().lock();
-    if a.json {
-        let _ = writeln!(o, "{}", report.json());
+    let text = if a.json {
+        format!("{}\n", report.json())
     } else {
-        let _ = write!(o, "{}", report.text());
-    }
-    Ok(report.check()?)
+        report.text()
+    };
+    // The counters are printed before the check, so that unbalanced counters or a panicked worker still show
+    // them; a lost report is itself a failure.
+    let printed = super::stdio::write_stdout(text.as_bytes(), "the final counters");
+    report.check()?;
+    printed
 }
 
 /// `lwt6 ctl`: one request, its output on stdout.
