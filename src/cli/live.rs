@@ -3,7 +3,6 @@
 use super::{Failure, fail};
 use clap::{Args, ValueEnum};
 use lwt6_router::{DEFAULT_CONTROL, RunOptions, ctl as control};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// The packet I/O back end.
@@ -130,7 +129,5 @@ pub fn ctl(a: CtlArgs) -> Result<(), Failure> {
         None => a.line.join(" "),
     };
     let body = control::request(&a.control, &request)?;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(body.as_bytes());
-    Ok(())
+    super::stdio::write_stdout(body.as_bytes(), "the router's answer")
 }
