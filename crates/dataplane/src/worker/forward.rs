@@ -112,12 +112,7 @@ fn flow_key_hash(pkt: &[u8], l3: L3) -> u32 {
 
 impl Worker {
     /// The route to `dst`, the new destination of tunnel `tid`, through the per-tunnel cache.
-    fn tunnel_route(
-        &mut self,
-        fib: &Fib,
-        tid: TunnelId,
-        dst: Ipv6Addr,
-    ) -> Option<RouteEntry> {
+    fn tunnel_route(&mut self, fib: &Fib, tid: TunnelId, dst: Ipv6Addr) -> Option<RouteEntry> {
         let generation = self.nh_gen;
         match self.nh_cache.get_mut(tid) {
             Some(c) if c.0 == generation && c.1 == dst => c.2.clone(),

@@ -178,12 +178,7 @@ impl Worker {
 
     /// After a routing header advanced the destination: local again → hop limit check, decrement and process
     /// again; otherwise forward.
-    fn after_local_rh(
-        &mut self,
-        cx: &mut Cx<'_, '_>,
-        buf: &mut PacketBuf,
-        pass: usize,
-    ) -> Verdict {
+    fn after_local_rh(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, pass: usize) -> Verdict {
         let snap = cx.snap;
         let p = ipv6::Packet::new_unchecked(buf.data());
         let dst = p.dst_addr();
@@ -304,12 +299,7 @@ impl Worker {
 
     /// An ICMPv6 echo request to us: the reply goes back along the route to its source.
     #[inline(never)]
-    fn echo6_in(
-        &mut self,
-        cx: &mut Cx<'_, '_>,
-        buf: &mut PacketBuf,
-        at: usize,
-    ) -> Verdict {
+    fn echo6_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, at: usize) -> Verdict {
         let snap = cx.snap;
         debug_assert!(node_echo::is_request6(buf.data(), at));
         let to = ipv6::Packet::new_unchecked(buf.data()).src_addr();

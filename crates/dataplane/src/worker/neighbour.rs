@@ -36,12 +36,7 @@ impl Worker {
     /// Sends a solicitation (ARP request) for `key`'s address out of its device, unless another worker sharing
     /// the [`SolicitGate`] sent the multicast one of this retransmission interval (which then counts for this
     /// worker's retries too).
-    fn solicit(
-        &mut self,
-        cx: &mut Cx<'_, '_>,
-        key: (DevId, IpAddr),
-        unicast: Option<Mac>,
-    ) {
+    fn solicit(&mut self, cx: &mut Cx<'_, '_>, key: (DevId, IpAddr), unicast: Option<Mac>) {
         if unicast.is_none()
             && let Some(g) = &self.solicit_gate
             && !g.claim(key, cx.ts)
