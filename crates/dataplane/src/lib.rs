@@ -3,7 +3,7 @@
 //! - [`spec`]: the typed description of a router (links, addresses, routes with their tunnels, sysctls) that a
 //!   configuration front end (`lwt6-config`) produces and [`snapshot::Snapshot::build`] consumes.
 //! - [`buffer`]: the packet buffer with explicit, counted headroom growth; [`copy`]: the fast path's byte copies.
-//! - [`fib`]: the routing table (longest-prefix match, immutable snapshots, forwarding plans); [`lpm`]: the
+//! - [`fib`]: the routing table (longest-prefix match, immutable snapshots, forwarding plans); [`fib::lpm`]: the
 //!   multibit trie behind its lookups.
 //! - [`tunnel`]: the `seg6`, `ioam6` and `rpl` encapsulations, byte for byte as Linux.
 //! - [`node`]: what a router does with packets addressed to it or passing through (IOAM transit, RPL/SRH).
@@ -24,7 +24,6 @@ pub mod buffer;
 pub mod copy;
 pub mod fib;
 pub mod headroom;
-pub mod lpm;
 pub mod node;
 pub mod plan;
 pub mod router;
