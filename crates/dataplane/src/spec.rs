@@ -112,7 +112,7 @@ pub enum Encap {
 }
 
 /// The SRv6 endpoint behaviours (`SEG6_LOCAL_ACTION_*`, RFC 8986 §4), with their Linux action ids. What each takes
-/// and does is in the behaviour table, `node::seg6local::BEHAVIOURS`.
+/// and does is in the behaviour table, `tunnel::seg6local::BEHAVIOURS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Seg6LocalAction {
     /// End (1).
@@ -495,6 +495,16 @@ impl std::fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A table id as iproute2 names it.
+pub fn table_name(t: u32) -> String {
+    match t {
+        254 => "main".into(),
+        255 => "local".into(),
+        253 => "default".into(),
+        t => t.to_string(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -278,7 +278,7 @@ pub struct Stats {
     /// Frames forwarded by a precomputed plan (the fast path); included in `tx`.
     pub fast_path: u64,
     /// Counters of seg6local routes with `count`, indexed by the route's tunnel id (others stay zero).
-    pub seg6local: Vec<crate::node::seg6local::LocalCounters>,
+    pub seg6local: Vec<LocalCounters>,
     /// IOAM domain counters.
     pub ioam: IoamCounts,
 }
@@ -389,6 +389,18 @@ impl Stats {
             "balanced": self.balanced(),
         })
     }
+}
+
+/// A seg6local route's counters (`count`): packets and bytes processed correctly, and errors (Linux
+/// `seg6_local_counters`). Bytes are the IPv6 packet's length as received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocalCounters {
+    /// Packets the behaviour processed correctly.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Packets the behaviour dropped.
+    pub errors: u64,
 }
 
 #[cfg(test)]

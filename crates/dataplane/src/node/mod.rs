@@ -15,8 +15,10 @@ pub mod neigh;
 pub mod options;
 pub mod rpl;
 pub mod saddr;
-pub mod seg6local;
 pub mod srh;
+
+/// The seg6local behaviour table and byte work, now [`crate::tunnel::seg6local`] (the path the other crates import).
+pub use crate::tunnel::seg6local;
 
 /// What a neighbour-protocol message addressed to this node (an NDP solicitation or advertisement, an ARP packet) led
 /// to.

@@ -2,8 +2,8 @@
 
 use super::{dev_name, hex};
 use crate::fib::{DevId, RouteEntry};
-use crate::node::seg6local::table_name;
 use crate::snapshot::Snapshot;
+use crate::spec::table_name;
 use crate::tunnel::{InputTunnel, Ioam6Tunnel, Tunnel};
 use crate::wire::ethernet::mac_text;
 use crate::wire::hbh;

@@ -6,13 +6,14 @@
 pub mod ioam6;
 pub mod rpl;
 pub mod seg6;
+pub mod seg6local;
 
 pub use ioam6::Ioam6Tunnel;
 pub use rpl::RplTunnel;
 pub use seg6::Seg6Tunnel;
 
-use crate::node::seg6local::{self, Seg6Local};
 use crate::spec::Encap;
+use seg6local::Seg6Local;
 use std::net::Ipv6Addr;
 
 /// A tunnel as installed on a route: applied before forwarding or after it, as Linux does.

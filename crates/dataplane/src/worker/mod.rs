@@ -202,16 +202,6 @@ type RouteHint<'f> = (Ipv6Addr, Option<&'f RouteEntry>);
 /// Why a packet left the normal path.
 pub(crate) type Verdict = Result<(), DropReason>;
 
-/// A seg6local behaviour's handler (a row of [`crate::node::seg6local::BEHAVIOURS`]): the packet in `buf` starts
-/// at its IPv6 header; `pass` counts the decapsulations and local passes so far.
-pub(crate) type LocalHandler = fn(
-    &mut Worker,
-    &mut Cx<'_, '_>,
-    &mut PacketBuf,
-    &crate::node::seg6local::Seg6Local,
-    usize,
-) -> Verdict;
-
 impl Worker {
     /// A worker for `snap`: its rx headroom, a page-aligned receive buffer, empty counters.
     pub fn new(snap: &Snapshot) -> Worker {
