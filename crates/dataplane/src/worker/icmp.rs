@@ -1,7 +1,7 @@
 //! ICMPv6 and ICMPv4 errors about a packet, within the rate limits.
 
+use super::local::echo;
 use super::{Cx, Worker};
-use crate::node::echo as node_echo;
 use crate::trace::Step;
 use crate::wire::ethernet::{self, EthernetRepr};
 use crate::wire::icmpv4::{self, Icmpv4Error};
@@ -100,7 +100,7 @@ impl Worker {
         let ip = icmpv4::IpFields {
             tos: icmpv4::TOS_INTERNETWORK_CONTROL | (p.tos() & 0x1e),
             ident: self.ip_ident,
-            ttl: node_echo::IPV4_TTL,
+            ttl: echo::IPV4_TTL,
         };
         let mut buf = std::mem::take(&mut self.icmp_big);
         buf.resize(icmpv4::error_len(invoking.len()), 0);

@@ -1,11 +1,14 @@
 //! Packets addressed to this node: local routing headers (RPL, SRH) and seg6local SIDs, then delivery — neighbour
 //! discovery, ARP, echo requests — for what is left.
 
+mod arp;
+pub(super) mod echo;
+mod nd;
+
 use super::{Cx, L3, Outcome, Verdict, Worker, is_link_local};
 use crate::buffer::PacketBuf;
 use crate::node::rpl::RplAction;
 use crate::node::srh::SrhAction;
-use crate::node::{arp as node_arp, echo as node_echo, ndp as node_ndp};
 use crate::node::{rpl as node_rpl, srh as node_srh};
 use crate::spec::MAIN_TABLE;
 use crate::stats::DropReason;
@@ -15,6 +18,20 @@ use crate::wire::ethernet::{self, EthernetRepr};
 use crate::wire::icmpv6::{self, IcmpError};
 use crate::wire::{exthdr, ipv4, ipv6, ndp, proto, rpl, srh};
 use std::net::{IpAddr, Ipv4Addr};
+
+/// What a neighbour-protocol message addressed to this node (an NDP solicitation or advertisement, an ARP packet) led
+/// to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A reply to send out of the ingress interface: the first `len` bytes of the output buffer, a whole Ethernet
+    /// frame.
+    Reply {
+        /// Frame length.
+        len: usize,
+    },
+    /// Taken in (what it taught is a neighbour event), nothing to send.
+    Consumed,
+}
 
 /// A routing header processed here, as the trace shows it: Segments Left, the destination and the header's length
 /// after processing (`len`: before).
@@ -224,7 +241,7 @@ impl Worker {
     pub(super) fn arp_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf) -> Verdict {
         let mut reply = std::mem::take(&mut self.reply);
         let events = self.event_sink();
-        let r = node_arp::receive(cx.snap, cx.in_dev, buf.data(), &mut reply, events);
+        let r = arp::receive(cx.snap, cx.in_dev, buf.data(), &mut reply, events);
         self.answer(cx, reply, r)
     }
 
@@ -234,14 +251,14 @@ impl Worker {
         &mut self,
         cx: &mut Cx<'_, '_>,
         reply: Vec<u8>,
-        r: Result<crate::node::Answer, DropReason>,
+        r: Result<Answer, DropReason>,
     ) -> Verdict {
         let r = match r {
-            Ok(crate::node::Answer::Reply { len }) => {
+            Ok(Answer::Reply { len }) => {
                 cx.send(cx.in_dev, &reply[..len]);
                 Ok(())
             }
-            Ok(crate::node::Answer::Consumed) => {
+            Ok(Answer::Consumed) => {
                 self.outcome = Outcome::Consumed;
                 Ok(())
             }
@@ -262,7 +279,7 @@ impl Worker {
         let mut reply = std::mem::take(&mut self.reply);
         let eth_src = self.eth_src;
         let events = self.event_sink();
-        let r = node_ndp::receive(
+        let r = nd::receive(
             cx.snap,
             cx.in_dev,
             eth_src,
@@ -301,7 +318,7 @@ impl Worker {
     #[inline(never)]
     fn echo6_in(&mut self, cx: &mut Cx<'_, '_>, buf: &mut PacketBuf, at: usize) -> Verdict {
         let snap = cx.snap;
-        debug_assert!(node_echo::is_request6(buf.data(), at));
+        debug_assert!(echo::is_request6(buf.data(), at));
         let to = ipv6::Packet::new_unchecked(buf.data()).src_addr();
         let route = snap.fib().lookup_v6(to).ok_or(DropReason::NoRoute)?;
         let dev = route.dev.ok_or(DropReason::NoRoute)?;
@@ -313,7 +330,7 @@ impl Worker {
         let mut reply = std::mem::take(&mut self.reply);
         reply.resize(ethernet::HEADER_LEN, 0);
         let mut ip = std::mem::take(&mut self.icmp_big);
-        let r = node_echo::reply6(buf.data(), at, snap.links[dev].sysctl.hop_limit, &mut ip);
+        let r = echo::reply6(buf.data(), at, snap.links[dev].sysctl.hop_limit, &mut ip);
         if let Ok(len) = r {
             EthernetRepr {
                 dst: mac,
@@ -335,7 +352,7 @@ impl Worker {
         let to = ipv4::Packet::new_unchecked(buf.data()).src_addr();
         let mut ip = std::mem::take(&mut self.icmp_big);
         let ident = self.ip_ident;
-        let r = node_echo::reply4(buf.data(), ident, &mut ip);
+        let r = echo::reply4(buf.data(), ident, &mut ip);
         let len = match r {
             Ok(Some(len)) => len,
             Ok(None) => {

@@ -1,9 +1,10 @@
 //! The neighbour stage: next-hop link-layer addresses, and the packets waiting for one (queued, solicited for,
 //! re-processed once resolved, or dropped with an ICMP error when the neighbour never answers).
 
+use super::pending::{Enqueued, Queued};
 use super::{Cx, MAX_EVENTS, Worker};
 use crate::fib::DevId;
-use crate::node::neigh::{self, Enqueued, NeighEvent, Queued};
+use crate::neigh::{self, NeighEvent};
 use crate::snapshot::Snapshot;
 use crate::stats::DropReason;
 use crate::wire::ethernet::Mac;

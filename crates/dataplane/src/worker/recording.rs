@@ -2,8 +2,8 @@
 //! admitted frames through the general path with their [`FrameTrace`], and resuming the trace of a frame that
 //! waited for its next hop.
 
+use super::pending::Queued;
 use super::{Cx, RouteHint, Worker};
-use crate::node::neigh::Queued;
 use crate::stats::Stats;
 use crate::trace::{FrameTrace, Tracer};
 use std::sync::Arc;
