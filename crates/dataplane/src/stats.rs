@@ -4,6 +4,7 @@
 //!
 //! Counters are plain integers owned by one worker (no atomics on the packet path); a reader merges them.
 
+use crate::spec::TunnelKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -208,27 +209,18 @@ impl std::fmt::Debug for DropCounts {
     }
 }
 
-/// The tunnel kinds counted in [`Stats::encapsulated`], in name order; indexed by [`IOAM6`], [`RPL`], [`SEG6`].
-pub const TUNNEL_KINDS: [&str; 3] = ["ioam6", "rpl", "seg6"];
-/// Index of ioam6 in [`TunnelCounts`].
-pub const IOAM6: usize = 0;
-/// Index of rpl in [`TunnelCounts`].
-pub const RPL: usize = 1;
-/// Index of seg6 in [`TunnelCounts`].
-pub const SEG6: usize = 2;
-
-/// Packets that had a tunnel applied, by kind ([`TUNNEL_KINDS`], in that order).
+/// Packets that had a tunnel applied, by kind (indexed by [`TunnelKind::index`]).
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
-pub struct TunnelCounts(pub [u64; 3]);
+pub struct TunnelCounts(pub [u64; TunnelKind::COUNT]);
 
 impl TunnelCounts {
-    /// The kinds applied at least once, with their counts.
+    /// The kinds applied at least once, with their counts, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        TUNNEL_KINDS
+        TunnelKind::ALL
             .iter()
             .zip(self.0)
             .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| (*k, n))
+            .map(|(k, n)| (k.name(), n))
     }
 }
 
@@ -453,16 +445,16 @@ mod tests {
         };
         a.count_drop(DropReason::NoRoute);
         a.count_drop(DropReason::MtuExceeded);
-        a.encapsulated.0[SEG6] = 3;
+        a.encapsulated.0[TunnelKind::Seg6.index()] = 3;
         let mut b = a.clone();
         b.count_drop(DropReason::NoRoute);
         b.rx += 1;
-        b.encapsulated.0[RPL] = 1;
+        b.encapsulated.0[TunnelKind::Rpl.index()] = 1;
         a.merge(&b);
         assert_eq!((a.rx, a.tx), (11, 6));
         assert_eq!(a.drops.get(&DropReason::NoRoute), Some(&3));
         assert_eq!(a.drops.get(&DropReason::MtuExceeded), Some(&2));
-        assert_eq!(a.encapsulated.0, [0, 1, 6]);
+        assert_eq!(a.encapsulated.0, [0, 1, 6, 0]);
         assert_eq!(
             a.encapsulated.iter().collect::<Vec<_>>(),
             [("rpl", 1), ("seg6", 6)]

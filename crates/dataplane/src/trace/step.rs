@@ -4,7 +4,7 @@ use super::{dev_name, hex};
 use crate::fib::{DevId, RouteEntry};
 use crate::snapshot::Snapshot;
 use crate::spec::table_name;
-use crate::tunnel::{InputTunnel, Ioam6Tunnel, Tunnel};
+use crate::tunnel::{InputTunnel, Ioam6Tunnel, Tunnel, TunnelKind};
 use crate::wire::ethernet::mac_text;
 use crate::wire::hbh;
 use crate::wire::ioam::{self, DecodedNode};
@@ -358,13 +358,9 @@ impl Step {
 
     /// An input tunnel planned.
     pub(crate) fn input_tunnel(t: &InputTunnel, added: usize, new_dst: Option<Ipv6Addr>) -> Step {
-        let (kind, encap) = match t {
-            InputTunnel::Seg6(s) => ("seg6", s.iproute2()),
-            InputTunnel::Rpl(r) => ("rpl", r.iproute2()),
-        };
         Step::Tunnel {
-            kind,
-            encap,
+            kind: t.kind().name(),
+            encap: t.iproute2(),
             added,
             new_dst,
         }
@@ -373,7 +369,7 @@ impl Step {
     /// An ioam6 tunnel planned.
     pub(crate) fn output_tunnel(t: &Ioam6Tunnel, added: usize, new_dst: Option<Ipv6Addr>) -> Step {
         Step::Tunnel {
-            kind: "ioam6",
+            kind: TunnelKind::Ioam6.name(),
             encap: t.iproute2(),
             added,
             new_dst,

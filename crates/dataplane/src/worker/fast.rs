@@ -7,8 +7,7 @@ use crate::fib::{Best, DevId};
 use crate::node::ioam::{FillContext, NO_IF};
 use crate::plan::{FRONT, IoamField, PlanKind, Received, patch_inserting_header};
 use crate::snapshot::Snapshot;
-use crate::stats::{IOAM6, RPL, SEG6};
-use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel};
+use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel, TunnelKind};
 use crate::wire::ethernet::{self};
 use crate::wire::{ipv6, proto};
 use std::net::Ipv6Addr;
@@ -209,11 +208,11 @@ impl Worker {
             PlanKind::Forward => hdr[E + 7] = rx.hop_limit,
             PlanKind::Seg6Encap => {
                 Seg6Tunnel::patch_encap(hdr, &rx, snap.seg6_first_word);
-                self.encap_pending[SEG6] += 1;
+                self.encap_pending[TunnelKind::Seg6.index()] += 1;
             }
             PlanKind::Seg6Inline => {
                 Seg6Tunnel::patch_inline(hdr, after, &rx);
-                self.encap_pending[SEG6] += 1;
+                self.encap_pending[TunnelKind::Seg6.index()] += 1;
             }
             PlanKind::RplFixed => {
                 // The whole routing header is in the template: its next header and the destination's tail.
@@ -221,14 +220,14 @@ impl Worker {
                 let (at, ce) = (usize::from(plan.rpl_tail.0), usize::from(plan.rpl_tail.1));
                 after[0] = rx.ip[6];
                 after[at..at + 16 - ce].copy_from_slice(&dst_octets[ce..]);
-                self.encap_pending[RPL] += 1;
+                self.encap_pending[TunnelKind::Rpl.index()] += 1;
             }
             PlanKind::Rpl => {
                 // `rpl` is the plan's tunnel (checked above: the packet took the general path otherwise).
                 if let Some(p) = rpl {
                     p.patch(hdr, &mut after[..growth], &rx);
                 }
-                self.encap_pending[RPL] += 1;
+                self.encap_pending[TunnelKind::Rpl.index()] += 1;
             }
             PlanKind::IoamInline => ioam_at = Some(Ioam6Tunnel::patch_inline(hdr, after, &rx)),
             PlanKind::IoamEncap => ioam_at = Some(Ioam6Tunnel::patch_encap(hdr, after, &rx, t)),
@@ -267,7 +266,7 @@ impl Worker {
                     IoamField::TsFrac => data[at..at + 4].copy_from_slice(&frac.to_be_bytes()),
                 }
             }
-            self.encap_pending[IOAM6] += 1;
+            self.encap_pending[TunnelKind::Ioam6.index()] += 1;
         } else if let Some(hbh_at) = ioam_at {
             let Some(Tunnel::Output(OutputTunnel::Ioam6(it))) =
                 plan.tunnel.map(|t| &snap.tunnels[t])
@@ -297,7 +296,7 @@ impl Worker {
                     return Ok(());
                 }
             }
-            self.encap_pending[IOAM6] += 1;
+            self.encap_pending[TunnelKind::Ioam6.index()] += 1;
         }
         out(egress, ts, data);
         // Received, sent and fast: added to the three counters once per batch (`flush_counters`).

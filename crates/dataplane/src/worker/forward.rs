@@ -8,10 +8,10 @@ use crate::node::ioam::{FillContext, NO_IF};
 use crate::node::ioam_domain::FlowIds;
 use crate::snapshot::Snapshot;
 use crate::spec::{IoamMode, MAIN_TABLE, Seg6Mode};
-use crate::stats::{DropReason, IOAM6, RPL, SEG6};
+use crate::stats::DropReason;
 use crate::trace::{self, FrameTrace, Step};
 use crate::tunnel::seg6::Outer;
-use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Tunnel};
+use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Tunnel, TunnelKind};
 use crate::wire::ethernet::{self, EthernetRepr, Mac};
 use crate::wire::icmpv4::Icmpv4Error;
 use crate::wire::icmpv6::IcmpError;
@@ -155,25 +155,8 @@ impl Worker {
         let mut route = route;
         let mut l2_frame = false;
         if let Some((tid, Tunnel::Input(tunnel))) = route.tunnel.map(|t| (t, &snap.tunnels[t])) {
-            let (growth, new_dst) = match tunnel {
-                InputTunnel::Seg6(s) => {
-                    if l3 == L3::V4 && s.mode == Seg6Mode::Inline {
-                        return Err(DropReason::TunnelProtoMismatch);
-                    }
-                    l2_frame = s.is_l2();
-                    (
-                        s.overhead() + if l2_frame { ethernet::HEADER_LEN } else { 0 },
-                        s.first_sid,
-                    )
-                }
-                InputTunnel::Rpl(r) => {
-                    if l3 == L3::V4 {
-                        return Err(DropReason::TunnelProtoMismatch);
-                    }
-                    let orig = ipv6::Packet::new_unchecked(buf.data()).dst_addr();
-                    (r.header_len(orig), r.segs[0])
-                }
-            };
+            let (growth, new_dst) = tunnel.growth(buf.data(), l3 == L3::V4)?;
+            l2_frame = tunnel.is_l2();
             input = Some(Stage {
                 tunnel,
                 id: tid,
@@ -460,13 +443,11 @@ impl Worker {
             ethertype,
         }
         .emit(hdr);
-        match input.map(|s| s.tunnel) {
-            Some(InputTunnel::Seg6(_)) => self.encap_pending[SEG6] += 1,
-            Some(InputTunnel::Rpl(_)) => self.encap_pending[RPL] += 1,
-            None => {}
+        if let Some(s) = input {
+            self.encap_pending[s.tunnel.kind().index()] += 1;
         }
         if output.is_some() {
-            self.encap_pending[IOAM6] += 1;
+            self.encap_pending[TunnelKind::Ioam6.index()] += 1;
         }
         cx.send(egress, buf.data());
         Ok(())

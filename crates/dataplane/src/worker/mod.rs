@@ -30,7 +30,7 @@ use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, MAIN_TABLE};
 use crate::stats::{DropReason, Stats};
 use crate::trace::{self, FrameTrace, Step, Tracer};
-use crate::tunnel::Tunnel;
+use crate::tunnel::{Tunnel, TunnelKind};
 use crate::wire::ethernet::{self, Mac};
 use crate::wire::icmpv4::{self, Icmpv4Error};
 use crate::wire::icmpv6::IcmpError;
@@ -105,7 +105,7 @@ pub struct Worker {
     nh_gen: u64,
     /// Tunnel applications by kind (indexed as [`Stats::encapsulated`]), added to it at the end of each batch
     /// rather than per packet.
-    encap_pending: [u64; 3],
+    encap_pending: [u64; TunnelKind::COUNT],
     /// Packets the fast path sent since the last flush: each one received, sent and fast.
     fast_sent: u64,
     /// Set when a seg6local behaviour's IPv6 lookup found no route and answered with an ICMPv6 Destination
@@ -233,7 +233,7 @@ impl Worker {
             births_seen: snap.tunnel_births,
             nh_cache: vec![(0, Ipv6Addr::UNSPECIFIED, None); n],
             nh_gen: 0,
-            encap_pending: [0; 3],
+            encap_pending: [0; TunnelKind::COUNT],
             fast_sent: 0,
             unreachable_sent: false,
             ts_cache: (0, 0, 0),
