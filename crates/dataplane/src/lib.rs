@@ -7,7 +7,8 @@
 //!   multibit trie behind its lookups.
 //! - [`tunnel`]: the `seg6`, `ioam6` and `rpl` encapsulations and the `seg6local` behaviour table, byte for byte
 //!   as Linux.
-//! - [`node`]: what a router does with packets addressed to it or passing through (IOAM transit, RPL/SRH).
+//! - [`hop`]: what a router does, as one hop, with packets addressed to it or passing through (IOAM transit,
+//!   RPL/SRH).
 //! - [`neigh`]: dynamic neighbours: the events workers report and the control thread's table.
 //! - [`snapshot`]: everything configured, immutable once published, with the FIB and its forwarding [`plan`]s.
 //! - [`worker`]: one thread's pipeline, buffers, caches and counters, borrowing a snapshot per batch;
@@ -16,7 +17,7 @@
 //! - [`stats`]: counters, every drop named; [`trace`]: the per-packet tracer (every stage a chosen frame passed, and
 //!   what it decided), which costs nothing while it is off.
 //!
-//! `node` and `tunnel` are leaves: they import neither the worker, nor the snapshot, nor the tracer, and the
+//! `hop` and `tunnel` are leaves: they import neither the worker, nor the snapshot, nor the tracer, and the
 //! crate's modules import each other without a cycle (`tests/layers.rs` checks both).
 //!
 //! This crate knows neither the configuration syntax nor the lab: dependencies point from them to it.
@@ -29,8 +30,8 @@ pub mod buffer;
 pub mod copy;
 pub mod fib;
 pub mod headroom;
+pub mod hop;
 pub mod neigh;
-pub mod node;
 pub mod plan;
 pub mod router;
 pub mod snapshot;
@@ -39,3 +40,12 @@ pub mod stats;
 pub mod trace;
 pub mod tunnel;
 pub mod worker;
+
+/// The old name of [`hop`], with the old homes of [`tunnel::seg6local`] and [`neigh`]: the paths other crates
+/// import from.
+#[doc(hidden)]
+pub mod node {
+    pub use crate::hop::*;
+    pub use crate::neigh;
+    pub use crate::tunnel::seg6local;
+}

@@ -187,7 +187,7 @@ impl DropCounts {
             .filter(|(_, n)| *n > 0)
     }
 
-    /// Total drops.
+    /// Drops of every reason added up.
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
     }
@@ -256,7 +256,7 @@ pub struct Stats {
     pub pending: u64,
     /// Neighbour solicitations and ARP requests this worker sent to resolve next hops (in addition to `tx`).
     pub solicit_tx: u64,
-    /// ICMP errors not sent because of the rate limits (`node::icmp_limit`; the invoking packets are counted in
+    /// ICMP errors not sent because of the rate limits (`hop::icmp_limit`; the invoking packets are counted in
     /// their drop reasons as usual).
     pub icmp_limited: u64,
     /// Frames dropped, by reason.
@@ -319,7 +319,7 @@ impl Stats {
         self.drops.add(reason, 1);
     }
 
-    /// Total drops.
+    /// Frames dropped, whatever the reason (the `dropped` of `rx == tx + consumed + pending + dropped`).
     pub fn dropped(&self) -> u64 {
         self.drops.total()
     }

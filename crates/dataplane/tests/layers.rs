@@ -1,4 +1,4 @@
-//! The crate's layering, read from its sources: `node/` and `tunnel/` are leaves (they never name the worker, the
+//! The crate's layering, read from its sources: `hop/` and `tunnel/` are leaves (they never name the worker, the
 //! snapshot or the tracer, not even in a doc link), and the crate's top-level modules import each other without a
 //! cycle.
 
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const ABOVE_LEAVES: [&str; 3] = ["worker", "snapshot", "trace"];
 
 /// The directories under `src/` that hold leaves.
-const LEAVES: [&str; 2] = ["node", "tunnel"];
+const LEAVES: [&str; 2] = ["hop", "tunnel"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -193,7 +193,7 @@ fn leaves_do_not_import_upward() {
     let bad = leaf_violations(&src());
     assert!(
         bad.is_empty(),
-        "node/ and tunnel/ are leaves:\n{}",
+        "hop/ and tunnel/ are leaves:\n{}",
         bad.join("\n")
     );
 }

@@ -3,7 +3,7 @@
 
 use super::{Link, MIN_RX_HEADROOM, NO_ROUTE, Snapshot, cfg_err};
 use crate::fib::{DevId, Fib, Origin, RouteEntry, RouteId, TunnelId};
-use crate::node::ioam::{IoamNode, Namespace};
+use crate::hop::ioam::{IoamNode, Namespace};
 use crate::plan::{Templates, TemplatesBuilder};
 use crate::spec::{
     Config, ConfigError, Encap, MAIN_TABLE, Route, Seg6Encap, Seg6LocalAction, Seg6Mode,
@@ -116,7 +116,7 @@ impl Snapshot {
             node_id: cfg.sysctl.ioam6_id,
             node_id_wide: cfg.sysctl.ioam6_id_wide,
             namespaces: HashMap::default(),
-            domains: crate::node::ioam_domain::Domains::build(cfg, links.len(), |n| {
+            domains: crate::hop::ioam_domain::Domains::build(cfg, links.len(), |n| {
                 by_name.get(n).copied()
             })?,
         };

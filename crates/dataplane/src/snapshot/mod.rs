@@ -6,8 +6,8 @@
 //! per packet. A change is a new snapshot, published whole; a batch in flight finishes on the one it started with.
 
 use crate::fib::{DevId, FastBuild, Fib, RouteEntry, RouteId, TunnelId};
-use crate::node::ioam::IoamNode;
-use crate::node::saddr;
+use crate::hop::ioam::IoamNode;
+use crate::hop::saddr;
 use crate::plan::{Plan, Templates, TemplatesBuilder};
 use crate::spec::{ConfigError, DevSysctls, MAIN_TABLE, Route};
 use crate::tunnel::seg6::HmacSecret;
@@ -34,11 +34,12 @@ pub const MIN_RX_HEADROOM: usize = 64;
 /// An interface of the router.
 #[derive(Debug, Clone)]
 pub struct Link {
-    /// Name.
+    /// The interface name the configuration and `show` use (`eth0`); traces print it.
     pub name: String,
-    /// MAC address.
+    /// The source of every frame sent out of it, and the address ARP and NDP answer with for its addresses.
     pub mac: Mac,
-    /// MTU.
+    /// The MTU of its routes that set none; it also bounds the frames it receives (with an Ethernet header and one
+    /// VLAN tag).
     pub mtu: u32,
     /// Its `net.ipv6.conf.DEV.*` values.
     pub sysctl: DevSysctls,

@@ -3,7 +3,7 @@
 
 use super::{PlanKey, Snapshot};
 use crate::fib::{DevId, FastBuild, Fib, RouteEntry, RouteId, TunnelId};
-use crate::node::ioam::{IfIds, NO_IF};
+use crate::hop::ioam::{IfIds, NO_IF};
 use crate::plan::{
     IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Sampled, TemplatesBuilder,
 };

@@ -4,7 +4,7 @@
 use super::{RouteHint, Worker, if_ids, max_frame_len};
 use crate::copy::copy_bytes;
 use crate::fib::{Best, DevId};
-use crate::node::ioam::{FillContext, NO_IF};
+use crate::hop::ioam::{FillContext, NO_IF};
 use crate::plan::{FRONT, IoamField, PlanKind, Received, patch_inserting_header};
 use crate::snapshot::Snapshot;
 use crate::tunnel::{InputTunnel, Ioam6Tunnel, OutputTunnel, Seg6Tunnel, Tunnel, TunnelKind};
@@ -169,8 +169,7 @@ impl Worker {
         let t = template.len();
         // The outgoing frame starts where the rx headroom minus what the plan adds would put it (checked above not
         // to underflow), rounded down to a cache line: the template's copy then stores whole aligned lines whatever
-        // the tunnel's size (measured: up to 15 % faster, and no 64-byte period in the rate against size;
-        // docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
+        // the tunnel's size, so the rate has no 64-byte period against size (docs/BENCHMARKS.md). lwt6 can choose, as it copies every received frame into its own buffer after the
         // lookup; a zero-copy receive could not.
         let start = (self.rx_headroom - growth) & !63;
         let (front, body) = if kind.inserts() {

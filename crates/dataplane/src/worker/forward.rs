@@ -4,8 +4,8 @@
 use super::{Cx, L3, Verdict, Worker, if_ids};
 use crate::buffer::PacketBuf;
 use crate::fib::{DevId, Fib, RouteEntry, TunnelId};
-use crate::node::ioam::{FillContext, NO_IF};
-use crate::node::ioam_domain::FlowIds;
+use crate::hop::ioam::{FillContext, NO_IF};
+use crate::hop::ioam_domain::FlowIds;
 use crate::snapshot::Snapshot;
 use crate::spec::{IoamMode, MAIN_TABLE, Seg6Mode};
 use crate::stats::DropReason;
@@ -18,10 +18,10 @@ use crate::wire::icmpv6::IcmpError;
 use crate::wire::{exthdr, ipv4, ipv6, proto};
 use std::net::{IpAddr, Ipv6Addr};
 
-/// What a tunnel stage will do to a packet, decided before anything is written. `T` is the tunnel applied:
+/// A tunnel as forwarding planned it: what it will do to the packet, decided before anything is written. `T` is the tunnel applied:
 /// an [`InputTunnel`] before forwarding, an [`Ioam6Tunnel`] after it.
 #[derive(Debug, Clone, Copy)]
-struct Stage<T> {
+struct PlannedTunnel<T> {
     /// The tunnel, and its index (for the per-tunnel source address cache).
     tunnel: T,
     id: TunnelId,
@@ -37,9 +37,9 @@ struct Stage<T> {
 #[derive(Debug, Clone, Copy)]
 struct Forwarding<'s> {
     /// The input tunnel (seg6, rpl) applied before forwarding.
-    input: Option<Stage<&'s InputTunnel>>,
+    input: Option<PlannedTunnel<&'s InputTunnel>>,
     /// The output tunnel (ioam6) applied after it.
-    output: Option<Stage<&'s Ioam6Tunnel>>,
+    output: Option<PlannedTunnel<&'s Ioam6Tunnel>>,
     /// Whether the whole Ethernet frame is encapsulated (seg6 l2encap modes).
     l2_frame: bool,
     /// The protocol the packet entered with.
@@ -59,8 +59,8 @@ struct Forwarding<'s> {
 fn plan_steps(
     t: &mut FrameTrace,
     snap: &Snapshot,
-    input: Option<Stage<&InputTunnel>>,
-    output: Option<Stage<&Ioam6Tunnel>>,
+    input: Option<PlannedTunnel<&InputTunnel>>,
+    output: Option<PlannedTunnel<&Ioam6Tunnel>>,
 ) {
     let lookup = |t: &mut FrameTrace, dst: Option<Ipv6Addr>| {
         if let Some(d) = dst {
@@ -148,8 +148,8 @@ impl Worker {
         l3: L3,
     ) -> Result<Forwarding<'s>, DropReason> {
         let snap = cx.snap;
-        let mut input: Option<Stage<&InputTunnel>> = None;
-        let mut output: Option<Stage<&Ioam6Tunnel>> = None;
+        let mut input: Option<PlannedTunnel<&InputTunnel>> = None;
+        let mut output: Option<PlannedTunnel<&Ioam6Tunnel>> = None;
         let next0: RouteEntry;
         let next1: RouteEntry;
         let mut route = route;
@@ -157,7 +157,7 @@ impl Worker {
         if let Some((tid, Tunnel::Input(tunnel))) = route.tunnel.map(|t| (t, &snap.tunnels[t])) {
             let (growth, new_dst) = tunnel.growth(buf.data(), l3 == L3::V4)?;
             l2_frame = tunnel.is_l2();
-            input = Some(Stage {
+            input = Some(PlannedTunnel {
                 tunnel,
                 id: tid,
                 growth,
@@ -220,7 +220,7 @@ impl Worker {
                         };
                         match growth {
                             Some(growth) => {
-                                output = Some(Stage {
+                                output = Some(PlannedTunnel {
                                     tunnel: t,
                                     id: tid,
                                     growth,
@@ -233,7 +233,7 @@ impl Worker {
                     }
                     _ => {
                         let growth = ipv6::HEADER_LEN + t.hbh_len;
-                        output = Some(Stage {
+                        output = Some(PlannedTunnel {
                             tunnel: t,
                             id: tid,
                             growth,
@@ -457,7 +457,7 @@ impl Worker {
     fn apply_input_tunnel(
         &self,
         snap: &Snapshot,
-        stage: Stage<&InputTunnel>,
+        stage: PlannedTunnel<&InputTunnel>,
         buf: &mut PacketBuf,
         l3: L3,
         v4_hlim: u8,
@@ -516,7 +516,7 @@ impl Worker {
     fn apply_ioam(
         &self,
         cx: &Cx<'_, '_>,
-        stage: Stage<&Ioam6Tunnel>,
+        stage: PlannedTunnel<&Ioam6Tunnel>,
         buf: &mut PacketBuf,
     ) -> Result<Option<usize>, DropReason> {
         let (snap, t) = (cx.snap, stage.tunnel);
@@ -551,7 +551,7 @@ impl Worker {
     /// What the node inserting IOAM into `buf` (after the hop limit decrement) records about itself.
     fn inserting_node(
         cx: &Cx<'_, '_>,
-        stage: &Stage<&Ioam6Tunnel>,
+        stage: &PlannedTunnel<&Ioam6Tunnel>,
         buf: &PacketBuf,
     ) -> FillContext {
         let snap = cx.snap;

@@ -4,9 +4,9 @@
 use super::{Cx, Verdict, Worker, if_ids};
 use crate::buffer::PacketBuf;
 use crate::fib::{DevId, RouteEntry};
-use crate::node::ioam::{FillContext, NO_IF};
-use crate::node::ioam_domain::{self, ExportEvent, FlowIds, IoamRecord};
-use crate::node::options as node_options;
+use crate::hop::ioam::{FillContext, NO_IF};
+use crate::hop::ioam_domain::{self, ExportEvent, FlowIds, IoamRecord};
+use crate::hop::options as hop_options;
 use crate::spec::IoamForeign;
 use crate::stats::DropReason;
 use crate::trace::{self, Step};
@@ -298,7 +298,7 @@ impl Worker {
         Ok(())
     }
 
-    /// The option checks of an options header `h` ([`node_options::check`]), with the ICMPv6 Parameter Problem
+    /// The option checks of an options header `h` ([`hop_options::check`]), with the ICMPv6 Parameter Problem
     /// (code 2, pointing at the option) an unrecognised option's action asks for.
     pub(super) fn check_options(
         &mut self,
@@ -306,7 +306,7 @@ impl Worker {
         buf: &PacketBuf,
         h: exthdr::ExtHeader,
     ) -> Verdict {
-        let Err(p) = node_options::check(&buf.data()[h.offset..h.offset + h.len]) else {
+        let Err(p) = hop_options::check(&buf.data()[h.offset..h.offset + h.len]) else {
             return Ok(());
         };
         if let Some(at) = p.param_problem

@@ -7,9 +7,9 @@ mod nd;
 
 use super::{Cx, L3, Outcome, Verdict, Worker, is_link_local};
 use crate::buffer::PacketBuf;
-use crate::node::rpl::RplAction;
-use crate::node::srh::SrhAction;
-use crate::node::{rpl as node_rpl, srh as node_srh};
+use crate::hop::rpl::RplAction;
+use crate::hop::srh::SrhAction;
+use crate::hop::{rpl as hop_rpl, srh as hop_srh};
 use crate::spec::MAIN_TABLE;
 use crate::stats::DropReason;
 use crate::trace::Step;
@@ -113,7 +113,7 @@ impl Worker {
                     return Err(DropReason::RplDisabled);
                 }
                 let local6 = &snap.local6;
-                let action = node_rpl::process(buf, rh.offset, &|a| local6.contains(a))?;
+                let action = hop_rpl::process(buf, rh.offset, &|a| local6.contains(a))?;
                 note!(cx, b = &*buf, |t| {
                     let what = match action {
                         RplAction::Deliver => "deliver",
@@ -145,8 +145,8 @@ impl Worker {
                 if !(snap.all.seg6_enabled && dev.seg6_enabled) {
                     return Err(DropReason::Seg6Disabled);
                 }
-                node_srh::check_hmac(buf.data(), rh.offset, dev.seg6_require_hmac, &snap.hmac)?;
-                let action = node_srh::process(buf, rh.offset)?;
+                hop_srh::check_hmac(buf.data(), rh.offset, dev.seg6_require_hmac, &snap.hmac)?;
+                let action = hop_srh::process(buf, rh.offset)?;
                 note!(cx, b = &*buf, |t| {
                     let what = match action {
                         SrhAction::Deliver => "deliver",

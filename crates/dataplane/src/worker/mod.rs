@@ -22,10 +22,10 @@ use crate::buffer::PacketBuf;
 use crate::copy::WideCopy;
 use crate::fib::{DevId, RouteEntry};
 use crate::headroom::HeadroomPolicy;
+use crate::hop::icmp_limit::IcmpLimiter;
+use crate::hop::ioam::IfIds;
+use crate::hop::ioam_domain::ExportQueue;
 use crate::neigh::{NeighEvent, SolicitGate};
-use crate::node::icmp_limit::IcmpLimiter;
-use crate::node::ioam::IfIds;
-use crate::node::ioam_domain::ExportQueue;
 use crate::snapshot::Snapshot;
 use crate::spec::{DevSysctls, MAIN_TABLE};
 use crate::stats::{DropReason, Stats};
@@ -59,12 +59,13 @@ pub struct Worker {
     /// How plan templates are copied: [`WideCopy`] where the CPU has it (detected when the worker is built), else
     /// libc `memcpy`. Public so that benchmarks can compare the two (`lwt6 bench sweep --strategies lwt6-memcpy`).
     pub template_copy: Option<WideCopy>,
-    /// Counters.
+    /// What this worker counted: frames received, sent, consumed, waiting and dropped (by reason), per tunnel
+    /// kind and per seg6local route; added up across workers with [`Stats::merge`].
     pub stats: Stats,
     /// IOAM traces removed at a domain's boundary (and, optionally, seen in transit), for an exporter to take.
     pub ioam_export: ExportQueue,
     /// Dynamic neighbour resolution (the live router turns it on; off, the offline default, a next hop without a
-    /// neighbour entry is a `no_neighbour` drop and nothing is learned): see [`crate::node::neigh`].
+    /// neighbour entry is a `no_neighbour` drop and nothing is learned): see [`crate::neigh`].
     pub resolve: bool,
     /// Rate limits for the ICMP errors this worker sends (`None`, the offline default: every error is sent; the
     /// live router sets `Some(IcmpLimiter::default())`, Linux's default limits).

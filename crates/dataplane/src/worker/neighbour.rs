@@ -52,7 +52,7 @@ impl Worker {
 
     /// What this worker learned about neighbours since the last call (solicitations' and advertisements' link-layer
     /// addresses, ARP senders, STALE entries used), for the control thread's
-    /// [`NeighTable`](crate::node::neigh::NeighTable). Empty unless [`Worker::resolve`] is on.
+    /// [`NeighTable`](crate::neigh::NeighTable). Empty unless [`Worker::resolve`] is on.
     pub fn take_neigh_events(&mut self) -> Vec<NeighEvent> {
         self.stale_seen.clear();
         std::mem::take(&mut self.events)

@@ -8,7 +8,7 @@ use crate::buffer::PacketBuf;
 use crate::copy::copy_bytes;
 use crate::fib::DevId;
 use crate::fib::{Origin, RouteEntry, TunnelId};
-use crate::node::srh as node_srh;
+use crate::hop::srh as hop_srh;
 use crate::plan::{Plan, PlanKind};
 use crate::snapshot::Snapshot;
 use crate::spec::Seg6LocalAction;
@@ -220,7 +220,7 @@ impl Worker {
     /// The SRH check of the ingress interface's `seg6_require_hmac` on the SRH at `rh`.
     fn local_hmac(&self, cx: &Cx<'_, '_>, buf: &PacketBuf, rh: usize) -> Verdict {
         let require = cx.snap.links[cx.in_dev].sysctl.seg6_require_hmac;
-        node_srh::check_hmac(buf.data(), rh, require, &cx.snap.hmac)
+        hop_srh::check_hmac(buf.data(), rh, require, &cx.snap.hmac)
     }
 
     /// The SRH of a behaviour that advances it (Linux `get_and_validate_srh`): the first one with Segments Left
