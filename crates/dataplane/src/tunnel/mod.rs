@@ -149,28 +149,25 @@ impl InputTunnel {
         }
     }
 
-    /// Whether the tunnel carries the whole Ethernet frame (seg6 l2encap modes).
-    pub fn is_l2(&self) -> bool {
-        matches!(self, InputTunnel::Seg6(s) if s.is_l2())
-    }
-
-    /// What applying the tunnel to `pkt` (from its L3 header on; `v4`: an IPv4 packet) will add, in bytes, and the
-    /// destination it then goes to; `TunnelProtoMismatch` when the tunnel does not carry the packet's protocol.
-    pub fn growth(&self, pkt: &[u8], v4: bool) -> Result<(usize, Ipv6Addr), DropReason> {
+    /// What applying the tunnel to `pkt` (from its L3 header on; `v4`: an IPv4 packet) will add, in bytes, the
+    /// destination it then goes to, and whether it carries the whole Ethernet frame (seg6 l2encap modes);
+    /// `TunnelProtoMismatch` when the tunnel does not carry the packet's protocol.
+    pub fn growth(&self, pkt: &[u8], v4: bool) -> Result<(usize, Ipv6Addr, bool), DropReason> {
         match self {
             InputTunnel::Seg6(s) => {
                 if v4 && s.mode == Seg6Mode::Inline {
                     return Err(DropReason::TunnelProtoMismatch);
                 }
-                let frame = if s.is_l2() { ethernet::HEADER_LEN } else { 0 };
-                Ok((s.overhead() + frame, s.first_sid))
+                let l2_frame = s.is_l2();
+                let frame = if l2_frame { ethernet::HEADER_LEN } else { 0 };
+                Ok((s.overhead() + frame, s.first_sid, l2_frame))
             }
             InputTunnel::Rpl(r) => {
                 if v4 {
                     return Err(DropReason::TunnelProtoMismatch);
                 }
                 let orig = ipv6::Packet::new_unchecked(pkt).dst_addr();
-                Ok((r.header_len(orig), r.segs[0]))
+                Ok((r.header_len(orig), r.segs[0], false))
             }
         }
     }

@@ -155,8 +155,8 @@ impl Worker {
         let mut route = route;
         let mut l2_frame = false;
         if let Some((tid, Tunnel::Input(tunnel))) = route.tunnel.map(|t| (t, &snap.tunnels[t])) {
-            let (growth, new_dst) = tunnel.growth(buf.data(), l3 == L3::V4)?;
-            l2_frame = tunnel.is_l2();
+            let (growth, new_dst, l2) = tunnel.growth(buf.data(), l3 == L3::V4)?;
+            l2_frame = l2;
             input = Some(PlannedTunnel {
                 tunnel,
                 id: tid,
