@@ -39,7 +39,7 @@ pub const PAGE: usize = 4096;
 /// places `kmalloc` objects and NIC drivers place rx buffers on (half) pages. So storage of at most a page never
 /// straddles a page boundary, and where data sits relative to pages and cache lines depends only on offsets the
 /// program chooses, not on what the allocator happened to hand out: a frame that straddles a page costs split
-/// loads and stores on every copy (measured: up to 2x slower forwarding, see docs/BENCHMARKS.md).
+/// loads and stores on every copy (docs/BENCHMARKS.md has what that costs forwarding).
 #[derive(Debug, Default)]
 pub struct Aligned {
     mem: Vec<u8>,

@@ -10,8 +10,8 @@
 /// Copies `src` into `dst` (equal lengths; panics otherwise). Copies of 16 to 128 bytes (the received frames
 /// of the sweeps, header fields) go inline as a fixed sequence of 16- or 32-byte moves, the last ones overlapping
 /// their predecessors, without a call; anything else is a `copy_from_slice` (libc `memcpy`, which uses the widest
-/// vector moves the CPU has; measured faster than an inline loop of 32-byte blocks built for the baseline x86-64
-/// target, by up to 40 % at 500 bytes: see docs/BENCHMARKS.md). Tunnel templates go through [`WideCopy`].
+/// vector moves the CPU has, which beats an inline loop of 32-byte blocks built for the baseline x86-64 target on
+/// long copies: docs/BENCHMARKS.md). Tunnel templates go through [`WideCopy`].
 #[inline(always)]
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
@@ -109,8 +109,7 @@ fn blocks32(dst: &mut [u8], src: &[u8]) {
     }
     let s = &s[..d.len()];
     // One length test and one move per block, in straight-line code: a loop, which the compiler unrolls by four,
-    // would cost a remainder loop's overhead at some lengths and not at others (measured: instructions per packet
-    // going 284, 279, 290 for 4, 5, 7 SIDs).
+    // would cost a remainder loop's overhead at some lengths and not at others (docs/BENCHMARKS.md).
     macro_rules! chain {
         ($($i:literal)*) => { $( if d.len() >= ($i + 1) * 32 { block::<32>(d, s, $i * 32); } )* };
     }

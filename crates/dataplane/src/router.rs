@@ -8,7 +8,7 @@
 //! without sockets. (It publishes a copy of the snapshot per change batch; a live control thread would use a
 //! [`SnapshotWriter`](crate::snapshot::SnapshotWriter).)
 
-use crate::node::neigh::NeighTable;
+use crate::neigh::NeighTable;
 use crate::snapshot::{Change, Snapshot, SnapshotHandle};
 use crate::spec::{Config, ConfigError};
 use crate::worker::Worker;

@@ -111,8 +111,62 @@ pub enum Encap {
     Seg6Local(Seg6LocalSpec),
 }
 
+/// The kinds of lightweight tunnel, in name order: the one list that counters, traces and `show` know tunnels by
+/// (re-exported as `tunnel::TunnelKind`; here, beside [`Encap`], because the counters, which the tunnels report
+/// their drops to, need it too). Adding a tunnel adds a kind here and its arms in `tunnel/mod.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TunnelKind {
+    /// `encap ioam6`.
+    Ioam6,
+    /// `encap rpl`.
+    Rpl,
+    /// `encap seg6`.
+    Seg6,
+    /// `encap seg6local`.
+    Seg6Local,
+}
+
+impl TunnelKind {
+    /// Every kind, in name order (the order of [`TunnelKind::index`]).
+    pub const ALL: [TunnelKind; 4] = [
+        TunnelKind::Ioam6,
+        TunnelKind::Rpl,
+        TunnelKind::Seg6,
+        TunnelKind::Seg6Local,
+    ];
+    /// How many kinds there are.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The iproute2 keyword (`encap NAME`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TunnelKind::Ioam6 => "ioam6",
+            TunnelKind::Rpl => "rpl",
+            TunnelKind::Seg6 => "seg6",
+            TunnelKind::Seg6Local => "seg6local",
+        }
+    }
+
+    /// Its position in [`TunnelKind::ALL`], for arrays indexed by kind.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Encap {
+    /// The tunnel's kind.
+    pub fn kind(&self) -> TunnelKind {
+        match self {
+            Encap::Seg6(_) => TunnelKind::Seg6,
+            Encap::Ioam6(_) => TunnelKind::Ioam6,
+            Encap::Rpl(_) => TunnelKind::Rpl,
+            Encap::Seg6Local(_) => TunnelKind::Seg6Local,
+        }
+    }
+}
+
 /// The SRv6 endpoint behaviours (`SEG6_LOCAL_ACTION_*`, RFC 8986 §4), with their Linux action ids. What each takes
-/// and does is in the behaviour table, `node::seg6local::BEHAVIOURS`.
+/// and does is in the behaviour table, `tunnel::seg6local::BEHAVIOURS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Seg6LocalAction {
     /// End (1).
@@ -495,6 +549,16 @@ impl std::fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A table id as iproute2 names it.
+pub fn table_name(t: u32) -> String {
+    match t {
+        254 => "main".into(),
+        255 => "local".into(),
+        253 => "default".into(),
+        t => t.to_string(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 //!
 //! Counters are plain integers owned by one worker (no atomics on the packet path); a reader merges them.
 
+use crate::spec::TunnelKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -186,7 +187,7 @@ impl DropCounts {
             .filter(|(_, n)| *n > 0)
     }
 
-    /// Total drops.
+    /// Drops of every reason added up.
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
     }
@@ -208,27 +209,18 @@ impl std::fmt::Debug for DropCounts {
     }
 }
 
-/// The tunnel kinds counted in [`Stats::encapsulated`], in name order; indexed by [`IOAM6`], [`RPL`], [`SEG6`].
-pub const TUNNEL_KINDS: [&str; 3] = ["ioam6", "rpl", "seg6"];
-/// Index of ioam6 in [`TunnelCounts`].
-pub const IOAM6: usize = 0;
-/// Index of rpl in [`TunnelCounts`].
-pub const RPL: usize = 1;
-/// Index of seg6 in [`TunnelCounts`].
-pub const SEG6: usize = 2;
-
-/// Packets that had a tunnel applied, by kind ([`TUNNEL_KINDS`], in that order).
+/// Packets that had a tunnel applied, by kind (indexed by [`TunnelKind::index`]).
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
-pub struct TunnelCounts(pub [u64; 3]);
+pub struct TunnelCounts(pub [u64; TunnelKind::COUNT]);
 
 impl TunnelCounts {
-    /// The kinds applied at least once, with their counts.
+    /// The kinds applied at least once, with their counts, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        TUNNEL_KINDS
+        TunnelKind::ALL
             .iter()
             .zip(self.0)
             .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| (*k, n))
+            .map(|(k, n)| (k.name(), n))
     }
 }
 
@@ -264,7 +256,7 @@ pub struct Stats {
     pub pending: u64,
     /// Neighbour solicitations and ARP requests this worker sent to resolve next hops (in addition to `tx`).
     pub solicit_tx: u64,
-    /// ICMP errors not sent because of the rate limits (`node::icmp_limit`; the invoking packets are counted in
+    /// ICMP errors not sent because of the rate limits (`hop::icmp_limit`; the invoking packets are counted in
     /// their drop reasons as usual).
     pub icmp_limited: u64,
     /// Frames dropped, by reason.
@@ -278,7 +270,7 @@ pub struct Stats {
     /// Frames forwarded by a precomputed plan (the fast path); included in `tx`.
     pub fast_path: u64,
     /// Counters of seg6local routes with `count`, indexed by the route's tunnel id (others stay zero).
-    pub seg6local: Vec<crate::node::seg6local::LocalCounters>,
+    pub seg6local: Vec<LocalCounters>,
     /// IOAM domain counters.
     pub ioam: IoamCounts,
 }
@@ -327,7 +319,7 @@ impl Stats {
         self.drops.add(reason, 1);
     }
 
-    /// Total drops.
+    /// Frames dropped, whatever the reason (the `dropped` of `rx == tx + consumed + pending + dropped`).
     pub fn dropped(&self) -> u64 {
         self.drops.total()
     }
@@ -391,6 +383,18 @@ impl Stats {
     }
 }
 
+/// A seg6local route's counters (`count`): packets and bytes processed correctly, and errors (Linux
+/// `seg6_local_counters`). Bytes are the IPv6 packet's length as received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocalCounters {
+    /// Packets the behaviour processed correctly.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Packets the behaviour dropped.
+    pub errors: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,16 +445,16 @@ mod tests {
         };
         a.count_drop(DropReason::NoRoute);
         a.count_drop(DropReason::MtuExceeded);
-        a.encapsulated.0[SEG6] = 3;
+        a.encapsulated.0[TunnelKind::Seg6.index()] = 3;
         let mut b = a.clone();
         b.count_drop(DropReason::NoRoute);
         b.rx += 1;
-        b.encapsulated.0[RPL] = 1;
+        b.encapsulated.0[TunnelKind::Rpl.index()] = 1;
         a.merge(&b);
         assert_eq!((a.rx, a.tx), (11, 6));
         assert_eq!(a.drops.get(&DropReason::NoRoute), Some(&3));
         assert_eq!(a.drops.get(&DropReason::MtuExceeded), Some(&2));
-        assert_eq!(a.encapsulated.0, [0, 1, 6]);
+        assert_eq!(a.encapsulated.0, [0, 1, 6, 0]);
         assert_eq!(
             a.encapsulated.iter().collect::<Vec<_>>(),
             [("rpl", 1), ("seg6", 6)]

@@ -1,18 +1,27 @@
 //! Lightweight tunnels attached to routes: `seg6`, `ioam6`, `rpl`, and the `seg6local` endpoint behaviours.
 //!
+//! [`TunnelKind`] is the list of kinds; what the rest of the crate asks a tunnel by kind (its name, the bytes it
+//! adds to a packet, its `show` text) is answered here, so that forwarding, counters and traces do not match on
+//! the variants.
+//!
 //! Every tunnel knows its overhead when it is installed ([`Tunnel::overhead`]), so the router reserves the
 //! headroom once, before anything is written, and the encapsulation then only writes into that room.
 
 pub mod ioam6;
 pub mod rpl;
 pub mod seg6;
+pub mod seg6local;
 
 pub use ioam6::Ioam6Tunnel;
 pub use rpl::RplTunnel;
 pub use seg6::Seg6Tunnel;
 
-use crate::node::seg6local::{self, Seg6Local};
-use crate::spec::Encap;
+pub use crate::spec::TunnelKind;
+
+use crate::spec::{Encap, Seg6Mode};
+use crate::stats::DropReason;
+use crate::wire::{ethernet, ipv6};
+use seg6local::Seg6Local;
 use std::net::Ipv6Addr;
 
 /// A tunnel as installed on a route: applied before forwarding or after it, as Linux does.
@@ -90,13 +99,12 @@ impl Tunnel {
         }
     }
 
-    /// Short kind name ("seg6", "ioam6", "rpl").
-    pub fn kind(&self) -> &'static str {
+    /// The tunnel's kind.
+    pub fn kind(&self) -> TunnelKind {
         match self {
-            Tunnel::Input(InputTunnel::Seg6(_)) => "seg6",
-            Tunnel::Input(InputTunnel::Rpl(_)) => "rpl",
-            Tunnel::Output(OutputTunnel::Ioam6(_)) => "ioam6",
-            Tunnel::Local(_) => "seg6local",
+            Tunnel::Input(t) => t.kind(),
+            Tunnel::Output(OutputTunnel::Ioam6(_)) => TunnelKind::Ioam6,
+            Tunnel::Local(_) => TunnelKind::Seg6Local,
         }
     }
 
@@ -120,6 +128,56 @@ impl Tunnel {
             Tunnel::Input(InputTunnel::Rpl(_)) => None,
             Tunnel::Output(OutputTunnel::Ioam6(i)) => i.tundst,
             Tunnel::Local(_) => None,
+        }
+    }
+}
+
+impl InputTunnel {
+    /// The tunnel's kind.
+    pub fn kind(&self) -> TunnelKind {
+        match self {
+            InputTunnel::Seg6(_) => TunnelKind::Seg6,
+            InputTunnel::Rpl(_) => TunnelKind::Rpl,
+        }
+    }
+
+    /// The tunnel as `ip -6 route show` prints it after the prefix.
+    pub fn iproute2(&self) -> String {
+        match self {
+            InputTunnel::Seg6(t) => t.iproute2(),
+            InputTunnel::Rpl(t) => t.iproute2(),
+        }
+    }
+
+    /// What applying the tunnel to `pkt` (from its L3 header on; `v4`: an IPv4 packet) will add, in bytes, the
+    /// destination it then goes to, and whether it carries the whole Ethernet frame (seg6 l2encap modes);
+    /// `TunnelProtoMismatch` when the tunnel does not carry the packet's protocol.
+    pub fn growth(&self, pkt: &[u8], v4: bool) -> Result<(usize, Ipv6Addr, bool), DropReason> {
+        match self {
+            InputTunnel::Seg6(s) => {
+                if v4 && s.mode == Seg6Mode::Inline {
+                    return Err(DropReason::TunnelProtoMismatch);
+                }
+                let l2_frame = s.is_l2();
+                let frame = if l2_frame { ethernet::HEADER_LEN } else { 0 };
+                Ok((s.overhead() + frame, s.first_sid, l2_frame))
+            }
+            InputTunnel::Rpl(r) => {
+                if v4 {
+                    return Err(DropReason::TunnelProtoMismatch);
+                }
+                let orig = ipv6::Packet::new_unchecked(pkt).dst_addr();
+                Ok((r.header_len(orig), r.segs[0], false))
+            }
+        }
+    }
+}
+
+impl OutputTunnel {
+    /// The tunnel's kind.
+    pub fn kind(&self) -> TunnelKind {
+        match self {
+            OutputTunnel::Ioam6(_) => TunnelKind::Ioam6,
         }
     }
 }

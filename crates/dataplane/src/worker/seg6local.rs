@@ -1,6 +1,6 @@
-//! The handlers of the seg6local behaviours (the rows of [`crate::node::seg6local::BEHAVIOURS`]), on the general
-//! path: each checks what Linux's `seg6_local.c` checks, changes the packet (the byte work is in
-//! [`crate::node::seg6local`]), then hands it to a lookup (main table, table T), to a neighbour (nh6, nh4), out of
+//! The handlers of the seg6local behaviours (the rows of [`crate::tunnel::seg6local::BEHAVIOURS`]), on the general
+//! path, bound to their actions by [`handler`]: each checks what Linux's `seg6_local.c` checks, changes the packet
+//! (the byte work is in [`crate::tunnel::seg6local`]), then hands it to a lookup (main table, table T), to a neighbour (nh6, nh4), out of
 //! an interface (End.DX2), or back into the pipeline. Every failure is a named [`DropReason`].
 
 use super::{Cx, L3, MAX_PASSES, RouteHint, Verdict, Worker};
@@ -8,14 +8,15 @@ use crate::buffer::PacketBuf;
 use crate::copy::copy_bytes;
 use crate::fib::DevId;
 use crate::fib::{Origin, RouteEntry, TunnelId};
-use crate::node::seg6local::{self as s6l, Seg6Local};
-use crate::node::srh as node_srh;
+use crate::hop::srh as hop_srh;
 use crate::plan::{Plan, PlanKind};
 use crate::snapshot::Snapshot;
+use crate::spec::Seg6LocalAction;
 use crate::spec::{MAIN_TABLE, flavor};
 use crate::stats::DropReason;
 use crate::trace::Step;
 use crate::tunnel::Tunnel;
+use crate::tunnel::seg6local::{self as s6l, Seg6Local};
 use crate::wire::icmpv6::IcmpError;
 use crate::wire::{exthdr, ipv4, ipv6, proto};
 use ipnet::{IpNet, Ipv6Net};
@@ -195,7 +196,7 @@ impl Worker {
             })
         });
         self.unreachable_sent = false;
-        let verdict = (l.behaviour.handler)(self, cx, buf, l, pass);
+        let verdict = handler(l.behaviour.action)(self, cx, buf, l, pass);
         // An IPv6 lookup that found no route answered with an ICMPv6 Destination Unreachable: Linux's behaviour
         // succeeded (the null route's input discards), and counts a packet.
         let processed = verdict.is_ok() || std::mem::take(&mut self.unreachable_sent);
@@ -219,7 +220,7 @@ impl Worker {
     /// The SRH check of the ingress interface's `seg6_require_hmac` on the SRH at `rh`.
     fn local_hmac(&self, cx: &Cx<'_, '_>, buf: &PacketBuf, rh: usize) -> Verdict {
         let require = cx.snap.links[cx.in_dev].sysctl.seg6_require_hmac;
-        node_srh::check_hmac(buf.data(), rh, require, &cx.snap.hmac)
+        hop_srh::check_hmac(buf.data(), rh, require, &cx.snap.hmac)
     }
 
     /// The SRH of a behaviour that advances it (Linux `get_and_validate_srh`): the first one with Segments Left
@@ -514,8 +515,31 @@ impl Worker {
     }
 }
 
+/// A seg6local behaviour's handler: the packet in `buf` starts at its IPv6 header; `pass` counts the
+/// decapsulations and local passes so far.
+type LocalHandler = fn(&mut Worker, &mut Cx<'_, '_>, &mut PacketBuf, &Seg6Local, usize) -> Verdict;
+
+/// The handler of each action: one exhaustive match, so that an action added to [`Seg6LocalAction`] (and its row
+/// to the behaviour table) does not compile until it has a handler here.
+fn handler(action: Seg6LocalAction) -> LocalHandler {
+    use Seg6LocalAction as A;
+    match action {
+        A::End => end,
+        A::EndX => end_x,
+        A::EndT => end_t,
+        A::EndDx2 => end_dx2,
+        A::EndDx6 => end_dx6,
+        A::EndDx4 => end_dx4,
+        A::EndDt6 => end_dt6,
+        A::EndDt4 => end_dt4,
+        A::EndDt46 => end_dt46,
+        A::EndB6 => end_b6,
+        A::EndB6Encaps | A::EndB6EncapsRed => end_b6_encaps,
+    }
+}
+
 /// End (RFC 8986 §4.1).
-pub(crate) fn end(
+fn end(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -526,7 +550,7 @@ pub(crate) fn end(
 }
 
 /// End.X (RFC 8986 §4.2).
-pub(crate) fn end_x(
+fn end_x(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -538,7 +562,7 @@ pub(crate) fn end_x(
 }
 
 /// End.T (RFC 8986 §4.3).
-pub(crate) fn end_t(
+fn end_t(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -550,7 +574,7 @@ pub(crate) fn end_t(
 }
 
 /// End.DX2 (RFC 8986 §4.9): the inner Ethernet frame goes out of `oif` as it is.
-pub(crate) fn end_dx2(
+fn end_dx2(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -572,7 +596,7 @@ pub(crate) fn end_dx2(
 }
 
 /// End.DX6 (RFC 8986 §4.5).
-pub(crate) fn end_dx6(
+fn end_dx6(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -587,7 +611,7 @@ pub(crate) fn end_dx6(
 }
 
 /// End.DX4 (RFC 8986 §4.6).
-pub(crate) fn end_dx4(
+fn end_dx4(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -621,7 +645,7 @@ pub(crate) fn end_dx4(
 }
 
 /// End.DT6 (RFC 8986 §4.8): table T, or the VRF's table (lwt6: the table id is the VRF).
-pub(crate) fn end_dt6(
+fn end_dt6(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -634,7 +658,7 @@ pub(crate) fn end_dt6(
 }
 
 /// End.DT4 (RFC 8986 §4.7).
-pub(crate) fn end_dt4(
+fn end_dt4(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -646,7 +670,7 @@ pub(crate) fn end_dt4(
 }
 
 /// End.DT46 (RFC 8986 §4.8a): End.DT6 or End.DT4 by the inner protocol.
-pub(crate) fn end_dt46(
+fn end_dt46(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -662,7 +686,7 @@ pub(crate) fn end_dt46(
 }
 
 /// End.B6 (RFC 8986 §4.13 as Linux does it: the new SRH is inserted and the received one is not advanced).
-pub(crate) fn end_b6(
+fn end_b6(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,
@@ -675,7 +699,7 @@ pub(crate) fn end_b6(
 
 /// End.B6.Encaps (RFC 8986 §4.14) and End.B6.Encaps.Red (§4.15): the received SRH is advanced, then the packet is
 /// encapsulated with the policy's SRH (reduced for .Red).
-pub(crate) fn end_b6_encaps(
+fn end_b6_encaps(
     w: &mut Worker,
     cx: &mut Cx<'_, '_>,
     buf: &mut PacketBuf,

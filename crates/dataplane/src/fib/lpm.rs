@@ -18,7 +18,7 @@
 //! /48s sharing their upper bits (a provider's table, the generated tables of `lwt6 bench fib`) needs few nodes; a
 //! node per prefix is the worst case (/48s that share nothing below their /40).
 
-use crate::fib::Best;
+use super::Best;
 
 /// Bits resolved by the first level.
 const TOP: u32 = 16;

@@ -3,10 +3,10 @@
 //! padding, 8-octet header length), RFC 9197 §4.4 (the trace and where a node writes its data) and the layout
 //! Linux's ioam6 tunnel builds (docs/references.md §2.1); none is copied from lwt6's output.
 
-use lwt6::config;
-use lwt6::node::ioam_domain::ExportEvent;
-use lwt6::router::Router;
-use lwt6::stats::DropReason;
+use lwt6_config as config;
+use lwt6_dataplane::node::ioam_domain::ExportEvent;
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::stats::DropReason;
 use std::net::Ipv6Addr;
 
 const BASE: &str = "

@@ -10,8 +10,8 @@
 //! [`NeighEvent`]s. Anything else (checks of §7.1.1 / §7.1.2 failing) is a named drop.
 
 use super::Answer;
-use super::neigh::NeighEvent;
 use crate::fib::DevId;
+use crate::neigh::NeighEvent;
 use crate::snapshot::Snapshot;
 use crate::stats::DropReason;
 use crate::wire::ethernet::{self, EthernetRepr, Mac};

@@ -2,10 +2,10 @@
 //! router that building the changed configuration from scratch gives: same frames out, same counters, for frames
 //! to every prefix and around them, after every step.
 
-use lwt6::config;
-use lwt6::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
-use lwt6::spec::Route;
-use lwt6::worker::Worker;
+use lwt6_config as config;
+use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
+use lwt6_dataplane::spec::Route;
+use lwt6_dataplane::worker::Worker;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -188,7 +188,7 @@ fn a_change_that_cannot_apply_changes_nothing() {
     assert_eq!(e.token, "nope");
     let mut nokey = route(ROUTES[3]);
     nokey.prefix = "fd00:9a::/64".parse().unwrap();
-    if let Some(lwt6::spec::Encap::Seg6(s)) = &mut nokey.encap {
+    if let Some(lwt6_dataplane::spec::Encap::Seg6(s)) = &mut nokey.encap {
         s.hmac = Some(7);
     }
     let e = snap.apply(&Change::AddRoute(nokey)).unwrap_err();

@@ -6,12 +6,12 @@
 //! computed independently (Python, RFC 1071), never taken from lwt6's output; the kernel differential tests
 //! (tests/kernel/test_local.py) compare the same answers with Linux's.
 
-use lwt6::config;
-use lwt6::node::neigh::{self, State};
-use lwt6::router::Router;
-use lwt6::stats::DropReason;
-use lwt6::wire::checksum;
-use lwt6::wire::ndp::{self, Kind, NdRepr};
+use lwt6_config as config;
+use lwt6_dataplane::node::neigh::{self, State};
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::stats::DropReason;
+use lwt6_dataplane::wire::checksum;
+use lwt6_dataplane::wire::ndp::{self, Kind, NdRepr};
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
@@ -1018,7 +1018,7 @@ proptest! {
 /// one's frames.
 #[test]
 fn a_traced_frame_that_waits_for_its_next_hop_is_traced_to_the_end() {
-    use lwt6::trace::{Budget, Outcome, Step, TraceFilter, Tracer};
+    use lwt6_dataplane::trace::{Budget, Outcome, Step, TraceFilter, Tracer};
     let arm = |r: &mut Router, n: u64| {
         let budget = Arc::new(Budget::new(n));
         r.worker

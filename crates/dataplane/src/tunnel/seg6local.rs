@@ -2,9 +2,10 @@
 //! docs/seg6local.md).
 //!
 //! [`BEHAVIOURS`] is the one table of behaviours: each row says the action's name, Linux's action id, the
-//! attributes it requires and accepts, the flavours it allows, and the worker's handler. The parser validates
-//! `encap seg6local` lines against it, `show routes` prints from it, docs/seg6local.md lists it (a test checks that
-//! the page lists every row). Adding a behaviour is one row here and one handler in the worker.
+//! attributes it requires and accepts and the flavours it allows. The parser validates `encap seg6local` lines
+//! against it, `show routes` prints from it, docs/seg6local.md lists it (a test checks that the page lists every
+//! row). The worker binds each action to its handler with one exhaustive `match` (in its `seg6local` stage), so
+//! adding a behaviour is one row here and one handler there, and an action without a handler does not compile.
 //!
 //! The rest of this module is what the handlers do to the bytes, as functions over packets that tests can
 //! drive directly: finding and validating the SRH, advancing it, popping it (PSP / USP), the NEXT-C-SID shift, and
@@ -15,6 +16,10 @@ use crate::spec::{Seg6LocalAction, Seg6LocalSpec, flavor};
 use crate::stats::DropReason;
 use crate::wire::{exthdr, ipv6, proto, srh};
 use std::net::Ipv6Addr;
+
+// Their old home, for the crates that import them from here.
+pub use crate::spec::table_name;
+pub use crate::stats::LocalCounters;
 
 /// Attribute bits of a behaviour row (`SEG6_LOCAL_*` attributes; `count` and `flavors` included).
 pub mod attr {
@@ -57,7 +62,7 @@ pub mod attr {
     }
 }
 
-/// One behaviour: everything about it but its handler's body.
+/// One behaviour: everything about it but its handler (which the worker binds to [`Behaviour::action`]).
 #[derive(Debug)]
 pub struct Behaviour {
     /// The action.
@@ -76,8 +81,6 @@ pub struct Behaviour {
     pub flavours: u32,
     /// What it does, in one line (docs/seg6local.md).
     pub summary: &'static str,
-    /// The worker's handler.
-    pub(crate) handler: crate::worker::LocalHandler,
 }
 
 const PUS: u32 = flavor::PSP | flavor::USP | flavor::USD;
@@ -93,7 +96,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT | attr::FLAVORS,
         flavours: PUS | flavor::NEXT_CSID,
         summary: "advance the SRH, look the next SID up in the main table",
-        handler: crate::worker::seg6local::end,
     },
     Behaviour {
         action: Seg6LocalAction::EndX,
@@ -104,7 +106,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::OIF | attr::COUNT | attr::FLAVORS,
         flavours: PUS | flavor::NEXT_CSID,
         summary: "advance the SRH, forward to the IPv6 neighbour nh6",
-        handler: crate::worker::seg6local::end_x,
     },
     Behaviour {
         action: Seg6LocalAction::EndT,
@@ -115,7 +116,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT | attr::FLAVORS,
         flavours: PUS,
         summary: "advance the SRH, look the next SID up in table T",
-        handler: crate::worker::seg6local::end_t,
     },
     Behaviour {
         action: Seg6LocalAction::EndDx2,
@@ -126,7 +126,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "decapsulate the inner Ethernet frame, send it out of oif as it is",
-        handler: crate::worker::seg6local::end_dx2,
     },
     Behaviour {
         action: Seg6LocalAction::EndDx6,
@@ -137,7 +136,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "decapsulate the inner IPv6 packet, forward it to nh6 (or by its destination when nh6 is ::)",
-        handler: crate::worker::seg6local::end_dx6,
     },
     Behaviour {
         action: Seg6LocalAction::EndDx4,
@@ -148,7 +146,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "decapsulate the inner IPv4 packet, forward it to nh4 (or by its destination when nh4 is 0.0.0.0)",
-        handler: crate::worker::seg6local::end_dx4,
     },
     Behaviour {
         action: Seg6LocalAction::EndDt6,
@@ -159,7 +156,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "decapsulate the inner IPv6 packet, look it up in table T (or the VRF's table)",
-        handler: crate::worker::seg6local::end_dt6,
     },
     Behaviour {
         action: Seg6LocalAction::EndDt4,
@@ -170,7 +166,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "decapsulate the inner IPv4 packet, look it up in the VRF's table",
-        handler: crate::worker::seg6local::end_dt4,
     },
     Behaviour {
         action: Seg6LocalAction::EndB6,
@@ -181,7 +176,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "insert the configured SRH (the old one is not advanced), look the new destination up",
-        handler: crate::worker::seg6local::end_b6,
     },
     Behaviour {
         action: Seg6LocalAction::EndB6Encaps,
@@ -192,7 +186,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "advance the SRH, encapsulate in an outer IPv6 header with the configured SRH",
-        handler: crate::worker::seg6local::end_b6_encaps,
     },
     Behaviour {
         action: Seg6LocalAction::EndDt46,
@@ -203,7 +196,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "decapsulate the inner IPv6 or IPv4 packet, look it up in the VRF's table",
-        handler: crate::worker::seg6local::end_dt46,
     },
     Behaviour {
         action: Seg6LocalAction::EndB6EncapsRed,
@@ -214,7 +206,6 @@ pub const BEHAVIOURS: &[Behaviour] = &[
         optional: attr::COUNT,
         flavours: 0,
         summary: "as End.B6.Encaps, with the reduced SRH (first SID only in the destination; RFC 8986 §4.15)",
-        handler: crate::worker::seg6local::end_b6_encaps,
     },
 ];
 
@@ -340,28 +331,6 @@ pub fn flavors_text(ops: u32, lblen: u8, nflen: u8) -> String {
         x += &format!(" lblen {lblen} nflen {nflen}");
     }
     x
-}
-
-/// A table id as iproute2 names it.
-pub fn table_name(t: u32) -> String {
-    match t {
-        254 => "main".into(),
-        255 => "local".into(),
-        253 => "default".into(),
-        t => t.to_string(),
-    }
-}
-
-/// A seg6local route's counters (`count`): packets and bytes processed correctly, and errors (Linux
-/// `seg6_local_counters`). Bytes are the IPv6 packet's length as received.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LocalCounters {
-    /// Packets the behaviour processed correctly.
-    pub packets: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Packets the behaviour dropped.
-    pub errors: u64,
 }
 
 // ---- what the handlers do to the bytes ----

@@ -6,8 +6,8 @@
 //! other addresses, and replies, are taken in without an answer.
 
 use super::Answer;
-use super::neigh::NeighEvent;
 use crate::fib::DevId;
+use crate::neigh::NeighEvent;
 use crate::snapshot::Snapshot;
 use crate::stats::DropReason;
 use crate::wire::arp::{self, ArpRepr};

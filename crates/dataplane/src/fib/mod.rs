@@ -4,8 +4,10 @@
 //! data path takes one snapshot per batch and borrows it for every packet of the batch: no reference count is
 //! touched per packet (the "noref" idea of the 2026 kernel patch set, done by construction).
 
-use crate::lpm::StrideTrie;
+pub mod lpm;
+
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use lpm::StrideTrie;
 use prefix_trie::PrefixMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -1,13 +1,13 @@
 //! Whole-pipeline properties: hostile frames never panic, every frame is either sent or dropped for a named
 //! reason (rx == tx + dropped), and with the default rx headroom nothing is ever reallocated.
 
-use lwt6::config;
-use lwt6::router::Router;
+use lwt6_config as config;
+use lwt6_dataplane::router::Router;
 use proptest::prelude::*;
 
 fn router(example: &str) -> Router {
     let text = std::fs::read_to_string(format!(
-        "{}/examples/{example}/router.conf",
+        "{}/../../examples/{example}/router.conf",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
@@ -16,10 +16,10 @@ fn router(example: &str) -> Router {
 
 fn example_frames(example: &str) -> Vec<Vec<u8>> {
     let path = format!(
-        "{}/examples/{example}/input.pcap",
+        "{}/../../examples/{example}/input.pcap",
         env!("CARGO_MANIFEST_DIR")
     );
-    lwt6::io::pcap::read_file(std::path::Path::new(&path))
+    lwt6_io::pcap::read_file(std::path::Path::new(&path))
         .unwrap()
         .into_iter()
         .map(|f| f.data)

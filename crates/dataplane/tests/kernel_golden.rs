@@ -6,13 +6,13 @@
 //! The input frame is not in the capture, but the kernel's l2encap output carries it verbatim
 //! (docs/references.md §1.4: the inner Ethernet frame is carried intact), so it is recovered from there.
 
-use lwt6::config::*;
-use lwt6::io::pcap;
-use lwt6::router::Router;
-use lwt6::wire::srh::HmacAlgo;
+use lwt6_config::*;
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::wire::srh::HmacAlgo;
+use lwt6_io::pcap;
 use std::net::Ipv6Addr;
 
-const KERNEL: &[u8] = include_bytes!("data/srh_kernel.pcap");
+const KERNEL: &[u8] = include_bytes!("../../../tests/data/srh_kernel.pcap");
 
 fn a(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
@@ -198,7 +198,7 @@ fn hop_limit_one_is_time_exceeded_to_the_sender() {
         r.worker
             .stats
             .drops
-            .get(&lwt6::stats::DropReason::HopLimitExceeded),
+            .get(&lwt6_dataplane::stats::DropReason::HopLimitExceeded),
         Some(&1)
     );
     assert_eq!(out.len(), 1, "an ICMPv6 error");
@@ -230,7 +230,7 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
         r.worker
             .stats
             .drops
-            .get(&lwt6::stats::DropReason::MtuExceeded),
+            .get(&lwt6_dataplane::stats::DropReason::MtuExceeded),
         Some(&1)
     );
     assert_eq!(out.len(), 1);
@@ -249,7 +249,7 @@ fn over_mtu_is_packet_too_big_to_the_sender_with_the_tunnel_mtu() {
 /// reallocates twice before the fix and once after; 12 SIDs (O = 240) once in both; lwt6 never.
 #[test]
 fn linux_strategies_reproduce_the_double_reallocation() {
-    use lwt6::analysis::skb::BufferStrategy;
+    use lwt6_lab::analysis::skb::BufferStrategy;
     for (n, pre, post) in [(13usize, 2u64, 1u64), (12, 1, 1), (17, 2, 1), (2, 0, 0)] {
         let segs: Vec<String> = (1..=n).map(|i| format!("fc00::{i:x}")).collect();
         let refs: Vec<&str> = segs.iter().map(String::as_str).collect();

@@ -2,7 +2,7 @@
 //! headers it processes (those in front of a routing header, for a packet addressed to it): the TLV encoding of
 //! RFC 8200 §4.2, at most 7 bytes of padding in a row and PadN data all zero (RFC 4942 §2.1.9.5), at most
 //! [`MAX_OPTIONS`] options that are not padding, and the action an unrecognised option's type asks for.
-//! Option contents (IOAM) are processed elsewhere ([`crate::node::ioam`]).
+//! Option contents (IOAM) are processed elsewhere ([`crate::hop::ioam`]).
 
 use crate::stats::DropReason;
 use crate::wire::hbh::{OPT_PAD1, OPT_PADN};

@@ -1,8 +1,8 @@
 //! The fast path (precomputed per-route plans) must be invisible: for any frame, the router with the fast path
 //! on sends exactly the bytes, on exactly the interfaces, and counts exactly what the general path does.
 
-use lwt6::config;
-use lwt6::router::Router;
+use lwt6_config as config;
+use lwt6_dataplane::router::Router;
 use proptest::prelude::*;
 
 const CONF: &str = "
@@ -262,7 +262,7 @@ fn rpl_per_packet_and_fixed_headers_match() {
 /// line). Without either, the rate depends on the size modulo 64 and on where the allocator put the buffer.
 #[test]
 fn fast_path_output_starts_on_a_cache_line_and_stays_in_one_page() {
-    use lwt6::bench::{self, Family, Options, Strategy};
+    use lwt6_lab::bench::{self, Family, Options, Strategy};
     let opts = Options::default();
     let frames = bench::frames(opts.frame_len);
     for family in Family::all() {

@@ -1,9 +1,9 @@
 //! Router behaviours checked against expectations hand-derived from the kernel facts in docs/references.md (and,
 //! for the SRH endpoint, the kernel observation of its §4, an SRH addressed to a local address).
 
-use lwt6::config;
-use lwt6::router::Router;
-use lwt6::stats::DropReason;
+use lwt6_config as config;
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::stats::DropReason;
 use std::net::Ipv6Addr;
 
 const BASE: &str = "
@@ -212,7 +212,7 @@ fn seg6_flowlabel_one_is_a_stable_per_flow_hash() {
     assert_ne!(a1, b, "different destination, different label");
     // The documented key: src, dst, next header, the first 4 bytes of the upper layer (ports).
     let p = &f1[14..];
-    let expect = lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &[17], &p[40..44]]);
+    let expect = lwt6_dataplane::tunnel::seg6::flow_hash(&[&p[8..40], &[17], &p[40..44]]);
     assert_eq!(a1, expect);
     // A non-zero inner flow label replaces the ports in the key.
     f1[14 + 3] = 0x45;
@@ -220,7 +220,7 @@ fn seg6_flowlabel_one_is_a_stable_per_flow_hash() {
     let p = &f1[14..];
     assert_eq!(
         label(&out[0].1),
-        lwt6::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()])
+        lwt6_dataplane::tunnel::seg6::flow_hash(&[&p[8..40], &0x45u32.to_be_bytes()])
     );
 }
 

@@ -6,9 +6,9 @@
 //! header included (measured on Linux 6.18: tests/kernel/test_mtu.py). Each packet goes through the router with
 //! the fast path on and off: both must do the same.
 
-use lwt6::config;
-use lwt6::router::Router;
-use lwt6::stats::DropReason;
+use lwt6_config as config;
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::stats::DropReason;
 use std::net::Ipv6Addr;
 
 const CONF: &str = "

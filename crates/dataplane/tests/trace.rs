@@ -1,14 +1,14 @@
-//! The per-packet tracer (`lwt6::trace`): frames of every family traced through the pipeline, with the stages and
+//! The per-packet tracer (`lwt6_dataplane::trace`): frames of every family traced through the pipeline, with the stages and
 //! decisions asserted — the route matched, the tunnel or behaviour and the bytes it added or removed, the hop
 //! limit, the MTU check, the neighbour, the IOAM data written, the ICMP errors, the drop reasons. Frames are built
 //! here by hand (RFC 8200 §3 IPv6, RFC 8754 §2 SRH, RFC 6554 §3 RPL, RFC 9197 §4.4 IOAM); every expected length
 //! and field is derived from those layouts, not from lwt6's output. And the promise that makes the tracer safe to
 //! use: a traced frame is processed exactly as an untraced one (same frames out, same counters but `fast_path`).
 
-use lwt6::config;
-use lwt6::router::Router;
-use lwt6::stats::{DropReason, Stats};
-use lwt6::trace::{Budget, FrameTrace, Outcome, Step, TraceFilter, Tracer};
+use lwt6_config as config;
+use lwt6_dataplane::router::Router;
+use lwt6_dataplane::stats::{DropReason, Stats};
+use lwt6_dataplane::trace::{Budget, FrameTrace, Outcome, Step, TraceFilter, Tracer};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -927,8 +927,8 @@ fn workers_share_the_budget_and_their_traces_merge_by_sequence() {
     let snap = Arc::new(router("").snapshot());
     let budget = Arc::new(Budget::new(5));
     let mut w = [
-        lwt6::worker::Worker::new(&snap),
-        lwt6::worker::Worker::new(&snap),
+        lwt6_dataplane::worker::Worker::new(&snap),
+        lwt6_dataplane::worker::Worker::new(&snap),
     ];
     for (i, w) in w.iter_mut().enumerate() {
         w.set_tracer(Some(Tracer::new(

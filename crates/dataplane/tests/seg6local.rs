@@ -3,11 +3,11 @@
 //! frame is written field by field from the RFC's pseudo-code, never taken from lwt6's output. The kernel
 //! differential tests (tests/kernel/test_seg6local.py) compare the behaviours Linux has with Linux itself.
 
-use lwt6::config;
-use lwt6::node::seg6local::BEHAVIOURS;
-use lwt6::snapshot::{Change, Snapshot};
-use lwt6::stats::DropReason;
-use lwt6::worker::Worker;
+use lwt6_config as config;
+use lwt6_dataplane::node::seg6local::BEHAVIOURS;
+use lwt6_dataplane::snapshot::{Change, Snapshot};
+use lwt6_dataplane::stats::DropReason;
+use lwt6_dataplane::worker::Worker;
 use std::net::Ipv6Addr;
 
 const CONF: &str = "
@@ -435,7 +435,7 @@ fn route_changes_reach_seg6local_routes() {
 
 #[test]
 fn the_doc_lists_every_behaviour() {
-    let doc = include_str!("../docs/seg6local.md");
+    let doc = include_str!("../../../docs/seg6local.md");
     for b in BEHAVIOURS {
         assert!(
             doc.contains(&format!("| `{}` |", b.name)),
@@ -498,7 +498,8 @@ type PathRun = (Vec<(usize, Vec<u8>)>, String, u64);
 
 fn both_paths(frames: &[Vec<u8>]) -> [PathRun; 2] {
     [true, false].map(|fast| {
-        let mut r = lwt6::router::Router::build(&config::parse(FAST_CONF).unwrap()).unwrap();
+        let mut r =
+            lwt6_dataplane::router::Router::build(&config::parse(FAST_CONF).unwrap()).unwrap();
         r.worker.fast_path = fast;
         let mut out = Vec::new();
         r.process_batch(
@@ -555,7 +556,7 @@ proptest::proptest! {
 
 #[test]
 fn bench_families_take_the_fast_path_without_reallocation() {
-    use lwt6::bench::{self, Family, LocalKey, Options, Strategy};
+    use lwt6_lab::bench::{self, Family, LocalKey, Options, Strategy};
     let opts = Options::default();
     for k in LocalKey::ALL {
         let family = Family::Local(k);

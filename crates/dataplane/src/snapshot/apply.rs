@@ -1,0 +1,154 @@
+//! A [`Change`] applied to a snapshot: the next snapshot, re-planning only the routes the change reaches.
+
+use super::{Change, DynNeigh, Snapshot, cfg_err};
+use crate::spec::{ConfigError, Encap, MAIN_TABLE, Route};
+use std::net::IpAddr;
+
+impl Snapshot {
+    /// Applies one change to this snapshot in place, as building it anew from the changed configuration would
+    /// (same routes, same plans, same bytes out); a change that cannot apply is refused before anything changes.
+    /// Cost: the FIB entry, the plan, and the plans of the tunnels routed through the changed prefix, not the
+    /// table. The tunnel id and plan slot of a removed route are reused by the next ones.
+    pub fn apply(&mut self, change: &Change) -> Result<(), ConfigError> {
+        match change {
+            Change::ReplaceRoute(r) => {
+                // Checked as an addition first, so that a refused replacement leaves the old route.
+                self.route_dev(r)?;
+                let exists = self
+                    .table(r.table)
+                    .is_some_and(|f| f.contains(r.prefix, r.metric));
+                self.check_keys(r)?;
+                if exists {
+                    self.apply(&Change::DelRoute {
+                        prefix: r.prefix,
+                        metric: r.metric,
+                        table: r.table,
+                        line: r.line,
+                    })?;
+                }
+                self.apply(&Change::AddRoute(r.clone()))
+            }
+            Change::AddRoute(r) => {
+                self.route_dev(r)?;
+                if self
+                    .table(r.table)
+                    .is_some_and(|f| f.contains(r.prefix, r.metric))
+                {
+                    return Err(cfg_err(
+                        r.line,
+                        &r.prefix.to_string(),
+                        format!("route already exists (same prefix and metric {})", r.metric),
+                    ));
+                }
+                self.check_keys(r)?;
+                let id = self.add_route(r)?;
+                if r.table == MAIN_TABLE {
+                    self.plan_route(id);
+                    self.replan_within(r.prefix);
+                }
+                Ok(())
+            }
+            Change::DelRoute {
+                prefix,
+                metric,
+                table,
+                line,
+            } => {
+                if *table != MAIN_TABLE {
+                    let gone = self.tables.get_mut(table).and_then(|f| {
+                        let id = f.remove(*prefix, *metric)?;
+                        f.route(id).cloned()
+                    });
+                    return match gone {
+                        Some(r) => {
+                            self.release_tunnel(&r);
+                            Ok(())
+                        }
+                        None => Err(cfg_err(
+                            *line,
+                            &prefix.to_string(),
+                            format!(
+                                "no such route (prefix {prefix} with metric {metric} in table {table})"
+                            ),
+                        )),
+                    };
+                }
+                let Some(id) = self.fib.remove(*prefix, *metric) else {
+                    return Err(cfg_err(
+                        *line,
+                        &prefix.to_string(),
+                        format!("no such route (prefix {prefix} with metric {metric})"),
+                    ));
+                };
+                if let Some(r) = self.fib.route(id).cloned() {
+                    self.release_tunnel(&r);
+                }
+                self.replan_within(*prefix);
+                Ok(())
+            }
+            Change::NeighSet {
+                dev,
+                addr,
+                mac,
+                stale,
+            } => {
+                if *dev >= self.links.len() {
+                    return Err(cfg_err(0, &dev.to_string(), "no such device index"));
+                }
+                let n = DynNeigh {
+                    mac: *mac,
+                    stale: *stale,
+                };
+                match addr {
+                    IpAddr::V6(a) => {
+                        if self.dyn6.insert((*dev, *a), n) != Some(n) {
+                            self.replan_neighbour(*dev, *a);
+                        }
+                    }
+                    IpAddr::V4(a) => {
+                        self.dyn4.insert((*dev, *a), n);
+                    }
+                };
+                Ok(())
+            }
+            Change::NeighDel { dev, addr } => {
+                match addr {
+                    IpAddr::V6(a) => {
+                        if self.dyn6.remove(&(*dev, *a)).is_some() {
+                            self.replan_neighbour(*dev, *a);
+                        }
+                    }
+                    IpAddr::V4(a) => {
+                        self.dyn4.remove(&(*dev, *a));
+                    }
+                };
+                Ok(())
+            }
+        }
+    }
+
+    /// The HMAC keys a route names must be configured.
+    fn check_keys(&self, r: &Route) -> Result<(), ConfigError> {
+        if let Some(Encap::Seg6(s)) = &r.encap
+            && let Some(k) = s.hmac
+            && !self.hmac.contains_key(&k)
+        {
+            return Err(cfg_err(
+                r.line,
+                &k.to_string(),
+                format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
+            ));
+        }
+        if let Some(Encap::Seg6Local(l)) = &r.encap
+            && let Some(k) = l.srh.as_ref().and_then(|s| s.hmac)
+            && !self.hmac.contains_key(&k)
+        {
+            return Err(cfg_err(
+                r.line,
+                &k.to_string(),
+                format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
+            ));
+        }
+        Ok(())
+    }
+}

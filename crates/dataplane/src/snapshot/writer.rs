@@ -1,0 +1,101 @@
+//! Publishing snapshots: the handle workers load from, and the control thread's writer that applies changes.
+
+use super::{Change, Snapshot};
+use crate::spec::ConfigError;
+use arc_swap::ArcSwap;
+use std::sync::Arc;
+
+/// The publication point between the control plane and the workers.
+#[derive(Debug)]
+pub struct SnapshotHandle {
+    current: ArcSwap<Snapshot>,
+}
+
+impl SnapshotHandle {
+    /// Publishes an initial snapshot.
+    pub fn new(snap: Snapshot) -> Self {
+        SnapshotHandle {
+            current: ArcSwap::from_pointee(snap),
+        }
+    }
+
+    /// Replaces the snapshot; workers see it at their next batch, batches in flight finish on the old one.
+    pub fn publish(&self, snap: Snapshot) {
+        self.current.store(Arc::new(snap));
+    }
+
+    /// Publishes `snap` and returns the one it replaces.
+    pub fn swap(&self, snap: Arc<Snapshot>) -> Arc<Snapshot> {
+        self.current.swap(snap)
+    }
+
+    /// The current snapshot, for one batch (one reference-count operation per batch, none per packet).
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+}
+
+/// Applies changes to the published snapshot without copying it: two snapshots, the published one and a spare.
+/// A batch of changes goes into the spare, which is then published; the one it replaces becomes the spare and
+/// receives the same batch when the next one comes, as soon as no worker holds it any more (workers hold a
+/// snapshot for one batch of packets). Each change is applied twice, the table is never copied (after the one
+/// copy made at the start), and a batch in flight finishes on the snapshot it started with.
+#[derive(Debug)]
+pub struct SnapshotWriter {
+    handle: Arc<SnapshotHandle>,
+    spare: Arc<Snapshot>,
+    /// Changes the published snapshot has and the spare has not yet.
+    pending: Vec<Change>,
+}
+
+impl SnapshotWriter {
+    /// A writer for `handle` (copies its current snapshot once, as the spare).
+    pub fn new(handle: Arc<SnapshotHandle>) -> Self {
+        let spare = Arc::new((*handle.load()).clone());
+        SnapshotWriter {
+            handle,
+            spare,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Applies `changes` in order and publishes the result. A change that cannot apply stops the batch: the
+    /// ones before it are published, it and the ones after are not, and its index comes back with the error.
+    pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ConfigError)> {
+        let spare = loop {
+            // Workers drop the snapshot they loaded at the end of their batch.
+            if let Some(s) = Arc::get_mut(&mut self.spare) {
+                break s;
+            }
+            std::thread::yield_now();
+        };
+        for c in self.pending.drain(..) {
+            // Applied to the published copy already, from the same state: it applies here too.
+            spare
+                .apply(&c)
+                .expect("a change that applied to the published snapshot applies to the spare");
+        }
+        let mut done = 0;
+        let mut failed = None;
+        for (i, c) in changes.iter().enumerate() {
+            match spare.apply(c) {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        if done > 0 {
+            let old = self.handle.swap(Arc::clone(&self.spare));
+            self.spare = old;
+            self.pending = changes[..done].to_vec();
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The handle this writer publishes to.
+    pub fn handle(&self) -> &Arc<SnapshotHandle> {
+        &self.handle
+    }
+}
