@@ -4,7 +4,7 @@
 //! packet (see `docs/architecture.md`):
 //! - [`wire`] (`lwt6-wire`): pure codecs (checked views over bytes plus `Repr`s), no allocation, no I/O.
 //! - `lwt6-dataplane`: [`spec`] (what a router is made of), [`snapshot`] (all of it, immutable, with the [`fib`] and
-//!   its [`plan`]s), [`worker`] (the pipeline, per thread), [`buffer`], [`copy`], [`tunnel`], [`node`],
+//!   its [`plan`]s), [`worker`] (the pipeline, per thread), [`buffer`], [`copy`], [`tunnel`], [`hop`], [`neigh`],
 //!   [`router`] (one snapshot handle and one worker), [`headroom`] (how room is made for added headers), [`stats`],
 //!   [`trace`] (the per-packet tracer).
 //! - [`config`] (`lwt6-config`): iproute2 syntax into [`spec`] types.
@@ -16,7 +16,8 @@
 
 pub use lwt6_config as config;
 pub use lwt6_dataplane::{
-    buffer, copy, fib, headroom, node, plan, router, snapshot, spec, stats, trace, tunnel, worker,
+    buffer, copy, fib, headroom, hop, neigh, plan, router, snapshot, spec, stats, trace, tunnel,
+    worker,
 };
 pub use lwt6_io as io;
 pub use lwt6_lab::{analysis, audit, bench, decode};

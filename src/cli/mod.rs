@@ -5,9 +5,9 @@ use crate::decode;
 use crate::io::linktype;
 use crate::io::output::Output;
 use crate::io::pcap::{self, OutFrame};
-use crate::node::seg6local::LocalCounters;
 use crate::router::Router;
 use crate::snapshot::Snapshot;
+use crate::tunnel::seg6local::LocalCounters;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use std::io::Write;
@@ -464,8 +464,8 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     if a.resolve {
         // One retransmission interval at a time until the last solicitation has timed out.
         let mut now = last_ts;
-        for _ in 0..=crate::node::neigh::MAX_MULTICAST_SOLICIT {
-            now += crate::node::neigh::RETRANS_TIMER_NS;
+        for _ in 0..=crate::neigh::MAX_MULTICAST_SOLICIT {
+            now += crate::neigh::RETRANS_TIMER_NS;
             router.drive(now, &mut |dev, ts, bytes| sink.send(dev, ts, bytes));
         }
         if let Some(e) = sink.err.take() {

@@ -40,12 +40,3 @@ pub mod stats;
 pub mod trace;
 pub mod tunnel;
 pub mod worker;
-
-/// The old name of [`hop`], with the old homes of [`tunnel::seg6local`] and [`neigh`]: the paths other crates
-/// import from.
-#[doc(hidden)]
-pub mod node {
-    pub use crate::hop::*;
-    pub use crate::neigh;
-    pub use crate::tunnel::seg6local;
-}

@@ -4,7 +4,7 @@
 //! Linux's ioam6 tunnel builds (docs/references.md §2.1); none is copied from lwt6's output.
 
 use lwt6_config as config;
-use lwt6_dataplane::node::ioam_domain::ExportEvent;
+use lwt6_dataplane::hop::ioam_domain::ExportEvent;
 use lwt6_dataplane::router::Router;
 use lwt6_dataplane::stats::DropReason;
 use std::net::Ipv6Addr;

@@ -7,7 +7,7 @@
 //! (tests/kernel/test_local.py) compare the same answers with Linux's.
 
 use lwt6_config as config;
-use lwt6_dataplane::node::neigh::{self, State};
+use lwt6_dataplane::neigh::{self, State};
 use lwt6_dataplane::router::Router;
 use lwt6_dataplane::stats::DropReason;
 use lwt6_dataplane::wire::checksum;

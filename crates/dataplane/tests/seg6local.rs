@@ -4,9 +4,9 @@
 //! differential tests (tests/kernel/test_seg6local.py) compare the behaviours Linux has with Linux itself.
 
 use lwt6_config as config;
-use lwt6_dataplane::node::seg6local::BEHAVIOURS;
 use lwt6_dataplane::snapshot::{Change, Snapshot};
 use lwt6_dataplane::stats::DropReason;
+use lwt6_dataplane::tunnel::seg6local::BEHAVIOURS;
 use lwt6_dataplane::worker::Worker;
 use std::net::Ipv6Addr;
 

@@ -9,4 +9,4 @@ pub mod grpc;
 pub mod json;
 pub mod trace;
 
-pub use lwt6_dataplane::node::ioam_domain::{ExportEvent, FlowIds, IoamRecord};
+pub use lwt6_dataplane::hop::ioam_domain::{ExportEvent, FlowIds, IoamRecord};

@@ -464,7 +464,7 @@ fn push_tunnel(s: &mut String, t: &Encap) {
         // The kernel's seg6local routes are decoded as `KernelEncap::Seg6Local` (`push_seg6local`), never as a
         // tunnel spec; were one given, its action is named.
         Encap::Seg6Local(l) => {
-            let name = lwt6_dataplane::node::seg6local::behaviour(l.action).name;
+            let name = lwt6_dataplane::tunnel::seg6local::behaviour(l.action).name;
             let _ = write!(s, "seg6local action {name}");
         }
     }

@@ -15,7 +15,7 @@
 use crate::engine::{Outbox, WorkerReport};
 use crate::{Error, fail};
 use lwt6_config::Builder;
-use lwt6_dataplane::node::neigh::{NeighEvent, NeighTable, State};
+use lwt6_dataplane::neigh::{NeighEvent, NeighTable, State};
 use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
 use lwt6_dataplane::spec::{Config, shown_token};
 use lwt6_wire::ethernet::mac_text;

@@ -3,8 +3,8 @@
 //! processed as it is handed over), send what was staged, flush. No lock and no atomic per packet: the counters
 //! are the worker's own and are copied to the control thread every few milliseconds.
 
-use lwt6_dataplane::node::icmp_limit::IcmpLimiter;
-use lwt6_dataplane::node::neigh::NeighEvent;
+use lwt6_dataplane::hop::icmp_limit::IcmpLimiter;
+use lwt6_dataplane::neigh::NeighEvent;
 use lwt6_dataplane::snapshot::SnapshotHandle;
 use lwt6_dataplane::stats::Stats;
 use lwt6_dataplane::worker::Worker;
@@ -156,7 +156,7 @@ pub struct WorkerCtx<P> {
     /// Frames the control thread wants sent (its neighbour probes); the worker that holds `Some` sends them.
     pub outbox: Option<Arc<Outbox>>,
     /// Shared by all the workers: one multicast solicitation per next hop and retransmission between them.
-    pub solicit_gate: Arc<lwt6_dataplane::node::neigh::SolicitGate>,
+    pub solicit_gate: Arc<lwt6_dataplane::neigh::SolicitGate>,
     /// Called for each port once it is drained at stop: how many frames it still holds that the kernel never
     /// took (AF_PACKET: after waiting a while for it to take them).
     pub close: fn(&mut P) -> u64,

@@ -293,7 +293,7 @@ fn serve(
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
-    let gate = Arc::new(lwt6_dataplane::node::neigh::SolicitGate::default());
+    let gate = Arc::new(lwt6_dataplane::neigh::SolicitGate::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()

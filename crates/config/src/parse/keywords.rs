@@ -9,7 +9,7 @@ use super::{
 use crate::{
     DevSysctls, IoamDexSpec, IoamMode, Seg6LocalFlavors, Seg6LocalSrh, Seg6Mode, Sysctls, flavor,
 };
-use lwt6_dataplane::node::seg6local::{BEHAVIOURS, Behaviour, UNSUPPORTED, attr, by_name};
+use lwt6_dataplane::tunnel::seg6local::{BEHAVIOURS, Behaviour, UNSUPPORTED, attr, by_name};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One keyword of an argument list: its spellings (the first is the one error messages list) and its handler,

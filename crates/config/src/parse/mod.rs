@@ -13,7 +13,7 @@ use super::{
     Route, RplEncap, Seg6Encap, Seg6LocalSpec, Seg6Mode, Sysctls,
 };
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use lwt6_dataplane::node::seg6local::attr;
+use lwt6_dataplane::tunnel::seg6local::attr;
 use lwt6_wire::ethernet::Mac;
 use lwt6_wire::ioam::{LWT_FORBIDDEN_BITS, TRACE_DATA_MAX};
 use lwt6_wire::rpl::MAX_ADDRESSES;
@@ -1553,7 +1553,7 @@ impl Parser<'_> {
 
     /// `seg6local action ACTION [nh4 A] [nh6 A] [table T] [vrftable T] [oif DEV] [srh [hmac K] segs A,B]
     /// [count] [flavors OPS [lblen N] [nflen N]]`, checked against the behaviour's row
-    /// (`node::seg6local::BEHAVIOURS`): every attribute it requires, none it does not take.
+    /// (`tunnel::seg6local::BEHAVIOURS`): every attribute it requires, none it does not take.
     fn seg6local<'t>(&mut self, c: &mut Cur<'t>, type_tok: &'t str) -> Result<ParsedEncap<'t>> {
         let table = keywords::seg6local();
         let mut a = keywords::Seg6LocalArgs::default();

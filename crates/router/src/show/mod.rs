@@ -6,10 +6,10 @@ pub mod route_json;
 pub mod trace;
 
 use lwt6_dataplane::fib::{Origin, RouteEntry};
-use lwt6_dataplane::node::seg6local::{LocalCounters, table_name};
 use lwt6_dataplane::snapshot::Snapshot;
 use lwt6_dataplane::spec::MAIN_TABLE;
 use lwt6_dataplane::tunnel::Tunnel;
+use lwt6_dataplane::tunnel::seg6local::{LocalCounters, table_name};
 
 /// The routing table as `lwt6 show routes` prints it (`ip route show table all` lines, or a JSON array as `ip -j`
 /// prints it), newline-terminated; with `ip -s` counters for seg6local `count` routes when `counters` are given.

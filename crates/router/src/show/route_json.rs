@@ -4,10 +4,10 @@
 //! here as ordered key/value lists and written out as JSON text.
 
 use lwt6_dataplane::fib::{Origin, RouteEntry};
-use lwt6_dataplane::node::seg6local::{LocalCounters, Seg6Local, table_name};
 use lwt6_dataplane::snapshot::Snapshot;
 use lwt6_dataplane::spec::{IoamMode, MAIN_TABLE, Seg6LocalAction, Seg6Mode, flavor};
 use lwt6_dataplane::tunnel::seg6::Seg6Tunnel;
+use lwt6_dataplane::tunnel::seg6local::{LocalCounters, Seg6Local, table_name};
 use lwt6_dataplane::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use serde::Serialize;
 use std::net::IpAddr;
