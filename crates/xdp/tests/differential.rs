@@ -1,0 +1,479 @@
+//! Same bytes, proven: the XDP program runs on frames in memory (`BPF_PROG_TEST_RUN`) and every frame it forwards
+//! must be byte-identical to the userspace pipeline's (`lwt6_dataplane::router::Router` on the same configuration
+//! and frames), on the same egress; every frame it leaves to the slow path must leave unchanged, counted under
+//! the right reason.
+//!
+//! Needs root (loading a BPF program). Not root: every test says so loudly and returns. Built without the pinned
+//! clang: the tests fail under CI (`CI` set), and say so loudly elsewhere. A program that fails to load fails.
+
+use lwt6_dataplane::router::Router;
+use lwt6_xdp::tier::{XDP_PASS, XDP_REDIRECT};
+use lwt6_xdp::{Counters, Kind, Sizes, Tier, Why};
+use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
+
+/// The loopback device: `BPF_PROG_TEST_RUN` receives every frame on it (ifindex 1 in every namespace).
+const LO: u32 = 1;
+/// What `bpf_xdp_adjust_head` lets a program prepend in a test run (256 bytes of headroom less the `xdp_frame`),
+/// as on veth.
+const HEADROOM: u16 = 216;
+
+/// `n` SIDs fc00::1, fc00::2, ...
+fn sids(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("fc00::{i:x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn conf(flowlabel: i32) -> String {
+    format!(
+        "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+link add r2 address 02:00:00:00:03:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+addr add fd00:3::1/64 dev r2
+addr add fd00:92::9/128 dev r0
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
+sysctl net.ipv6.seg6_flowlabel={flowlabel}
+ioam namespace add 1
+-6 route add fc00::/16 via fd00:2::2 dev r1
+-6 route add 2001:db8::/32 via fd00:2::2 dev r1
+-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2
+-6 route add 2001:db8:4::/48 via fd00:3::99 dev r2
+-6 route add 2001:db8:5::/48 via fd00:2::2 dev r1 mtu 1300
+-6 route add fd00:91::/64 encap seg6 mode encap segs {s1} dev r1
+-6 route add fd00:92::/64 encap seg6 mode encap segs {s3} dev r1
+-6 route add fd00:9a::/64 encap seg6 mode encap segs {s10} dev r1
+-6 route add fd00:9b::/64 encap seg6 mode encap segs {s13} dev r1
+-6 route add fd00:93::/64 encap seg6 mode encap.red segs {s3} dev r1
+-6 route add fd00:94::/64 encap seg6 mode encap.red segs {s1} dev r1
+-6 route add fd00:95::/64 encap seg6 mode encap.red segs {s10} dev r1
+-6 route add fd00:96::/64 encap seg6 mode inline segs {s1} dev r1
+-6 route add fd00:97::/64 encap seg6 mode inline segs {s3} dev r1
+-6 route add fd00:9c::/64 encap seg6 mode inline segs {s12} dev r1
+-6 route add fd00:9d::/64 encap seg6 mode inline segs {s13} dev r1
+-6 route add fd00:9e::/64 encap seg6 mode encap segs fc00::a,fc00::b dev r2
+-6 route add fd00:a0::/64 encap seg6 mode l2encap segs {s3} dev r1
+-6 route add fd00:a1::/64 encap ioam6 mode inline trace prealloc type 0x800000 ns 1 size 4 via fd00:2::2 dev r1
+-6 route add fd00:a2::/64 encap seg6local action End dev r1
+-6 route add fd00:98::/64 encap rpl segs fc00::a,fc00::1:b dev r1
+",
+        s1 = sids(1),
+        s3 = sids(3),
+        s10 = sids(10),
+        s12 = sids(12),
+        s13 = sids(13),
+    )
+}
+
+/// A frame to r0 from its neighbour: UDP-like payload of `payload` bytes.
+fn frame(dst: &str, hlim: u8, first_word: u32, payload: usize) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
+    f.extend((0x6000_0000 | first_word).to_be_bytes());
+    f.extend((payload as u16).to_be_bytes());
+    f.extend([17, hlim]);
+    f.extend("fd00:1::1".parse::<Ipv6Addr>().unwrap().octets());
+    f.extend(dst.parse::<Ipv6Addr>().unwrap().octets());
+    f.extend((0..payload).map(|i| (i * 7 + 3) as u8));
+    f
+}
+
+struct Bench {
+    router: Router,
+    tier: Tier,
+}
+
+/// Says why a test does not run, on the real stderr (the test harness captures `eprintln!`).
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {why} ***");
+}
+
+/// The router and the loaded tier for `flowlabel`, or `None` (loudly) when the test cannot run here.
+fn bench(flowlabel: i32) -> Option<Bench> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        skipped(
+            "the XDP differential tests load a BPF program and need root (CI runs them as root)",
+        );
+        return None;
+    }
+    if let Err(e) = lwt6_xdp::available() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{e} (CI installs clang-19 with scripts/install-test-deps.sh)");
+        }
+        skipped(&e.to_string());
+        return None;
+    }
+    let cfg = lwt6_config::parse(&conf(flowlabel)).expect("configuration parses");
+    let router = Router::build(&cfg).expect("router builds");
+    let snap = router.snapshot();
+    let mut tier = Tier::load(Sizes::default()).expect("the XDP program loads");
+    tier.install(&lwt6_xdp::tables(&snap)).expect("maps filled");
+    tier.set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
+        .expect("port");
+    for d in 0..snap.links.len() {
+        tier.set_egress(d as u32, LO).expect("egress");
+    }
+    Some(Bench { router, tier })
+}
+
+/// What the userspace router sends for `frame` received on r0.
+fn userspace(b: &mut Bench, frame: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    let mut out = Vec::new();
+    b.router.process_batch(
+        [(0usize, 1_700_000_000_000_000_000u64, frame)],
+        &mut |d, _, f| out.push((d, f.to_vec())),
+    );
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The change of each counter of one map from `b` to `a`.
+fn sub<K: Ord + Copy>(a: &BTreeMap<K, u64>, b: &BTreeMap<K, u64>) -> BTreeMap<K, u64> {
+    a.iter()
+        .filter_map(|(k, v)| {
+            let d = v - b.get(k).copied().unwrap_or(0);
+            (d > 0).then_some((*k, d))
+        })
+        .collect()
+}
+
+/// The counters' change from `before` to `after`.
+fn delta(before: &Counters, after: &Counters) -> Counters {
+    Counters {
+        forwarded: after.forwarded - before.forwarded,
+        by_kind: sub(&after.by_kind, &before.by_kind),
+        slow: sub(&after.slow, &before.slow),
+        egress: sub(&after.egress, &before.egress),
+    }
+}
+
+/// `frame` must be forwarded in the driver as plan kind `kind`, byte-identical to the userspace router's only
+/// output, on the same egress.
+fn forwarded(b: &mut Bench, what: &str, frame: &[u8], kind: Kind) {
+    let user = userspace(b, frame);
+    assert_eq!(user.len(), 1, "{what}: userspace sends one frame: {user:?}");
+    let (dev, want) = &user[0];
+    let before = b.tier.counters().unwrap();
+    let run = b.tier.test_run(frame).unwrap();
+    let d = delta(&before, &b.tier.counters().unwrap());
+    assert_eq!(
+        run.action, XDP_REDIRECT,
+        "{what}: redirected in the driver; counters {d:?}"
+    );
+    assert_eq!(hex(&run.frame), hex(want), "{what}: same bytes");
+    let want_counters = Counters {
+        forwarded: 1,
+        by_kind: [(kind, 1)].into(),
+        slow: Default::default(),
+        egress: [(*dev as u32, 1)].into(),
+    };
+    assert_eq!(d, want_counters, "{what}: counted once, on egress {dev}");
+}
+
+/// `frame` must leave the driver unchanged, to the slow path, counted under `why`.
+fn slow(b: &mut Bench, what: &str, frame: &[u8], why: Why) {
+    let before = b.tier.counters().unwrap();
+    let run = b.tier.test_run(frame).unwrap();
+    let d = delta(&before, &b.tier.counters().unwrap());
+    assert_eq!(
+        run.action, XDP_PASS,
+        "{what}: to the slow path; counters {d:?}"
+    );
+    assert_eq!(hex(&run.frame), hex(frame), "{what}: unchanged");
+    let want = Counters {
+        slow: [(why, 1)].into(),
+        ..Counters::default()
+    };
+    assert_eq!(d, want, "{what}: counted under {}", why.name());
+}
+
+#[test]
+fn plain_forwarding_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    for (dst, hlim, fw, n) in [
+        ("2001:db8::7", 64, 0x0b81_2345, 16),
+        ("2001:db8::7", 2, 0, 16),
+        ("2001:db8::7", 255, 0x0fff_ffff, 0),
+        ("2001:db8:3::1", 30, 0, 100),
+        ("fc00:1234::1", 64, 0, 1000),
+        // Exactly r1's MTU (1400).
+        ("2001:db8::7", 64, 0, 1360),
+        // Exactly the route's MTU (1300).
+        ("2001:db8:5::1", 64, 0, 1260),
+    ] {
+        let what = format!("forward to {dst}, hop limit {hlim}, {n} bytes of payload");
+        forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Forward);
+    }
+    // Ethernet padding behind a short packet: the userspace router sends the IPv6 packet alone; so must the
+    // driver (it trims the tail).
+    let mut padded = frame("2001:db8::7", 64, 0, 0);
+    padded.extend([0u8; 6]);
+    forwarded(&mut b, "padded frame", &padded, Kind::Forward);
+}
+
+#[test]
+fn seg6_encap_matches_userspace() {
+    for fl in [0, -1] {
+        let Some(mut b) = bench(fl) else { return };
+        for (dst, what) in [
+            ("fd00:91::1", "encap, 1 SID"),
+            ("fd00:92::1", "encap, 3 SIDs"),
+            ("fd00:9a::1", "encap, 10 SIDs"),
+            ("fd00:93::1", "encap.red, 3 SIDs"),
+            ("fd00:94::1", "encap.red, 1 SID (no SRH)"),
+            ("fd00:95::1", "encap.red, 10 SIDs"),
+            ("fd00:9e::1", "encap, 2 SIDs, other egress"),
+        ] {
+            for (hlim, fw, n) in [
+                (64u8, 0x0b81_2345u32, 16usize),
+                (2, 0x0fff_ffff, 0),
+                (17, 0, 700),
+            ] {
+                let what = format!("{what}, seg6_flowlabel {fl}, hop limit {hlim}, {n} bytes");
+                forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Seg6Encap);
+            }
+        }
+    }
+}
+
+#[test]
+fn seg6_inline_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    for (dst, what) in [
+        ("fd00:96::1", "inline, 1 SID"),
+        ("fd00:97::1", "inline, 3 SIDs"),
+        // 8 + 16 * 13 = 216 bytes of SRH: the headroom exactly full.
+        ("fd00:9c::1", "inline, 12 SIDs (headroom exactly full)"),
+    ] {
+        for (hlim, fw, n) in [
+            (64u8, 0x0b81_2345u32, 16usize),
+            (2, 0, 0),
+            (9, 0x0fff_ffff, 300),
+        ] {
+            let what = format!("{what}, hop limit {hlim}, {n} bytes");
+            forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Seg6Inline);
+        }
+    }
+}
+
+#[test]
+fn rpl_with_a_fixed_header_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let snap = b.router.snapshot();
+    let t = lwt6_xdp::tables(&snap);
+    let net = "fd00:98::/64".parse().unwrap();
+    match t.placement(&net) {
+        Some(Ok(Kind::RplFixed)) => {
+            for (hlim, n) in [(64u8, 16usize), (2, 0)] {
+                let f = frame("fd00:98::1", hlim, 0x0012_3456, n);
+                forwarded(&mut b, "rpl", &f, Kind::RplFixed);
+            }
+        }
+        other => panic!("fd00:98::/64 is an RplFixed plan: {other:?}"),
+    }
+}
+
+#[test]
+fn boundaries_and_the_slow_path() {
+    let Some(mut b) = bench(0) else { return };
+    // MTU: one byte over r1's 1400, over the route's 1300, and over with an encapsulation's growth (3 SIDs: 96).
+    slow(
+        &mut b,
+        "forward, MTU + 1",
+        &frame("2001:db8::7", 64, 0, 1361),
+        Why::Mtu,
+    );
+    slow(
+        &mut b,
+        "route MTU + 1",
+        &frame("2001:db8:5::1", 64, 0, 1261),
+        Why::Mtu,
+    );
+    forwarded(
+        &mut b,
+        "encap 3 SIDs, exactly the MTU",
+        &frame("fd00:92::1", 64, 0, 1400 - 96 - 40),
+        Kind::Seg6Encap,
+    );
+    slow(
+        &mut b,
+        "encap 3 SIDs, MTU + 1",
+        &frame("fd00:92::1", 64, 0, 1400 - 96 - 40 + 1),
+        Why::Mtu,
+    );
+    // Hop limit.
+    for h in [0u8, 1] {
+        slow(
+            &mut b,
+            "hop limit ≤ 1",
+            &frame("2001:db8::7", h, 0, 16),
+            Why::HopLimit,
+        );
+        slow(
+            &mut b,
+            "hop limit ≤ 1, encap",
+            &frame("fd00:92::1", h, 0, 16),
+            Why::HopLimit,
+        );
+    }
+    // Headroom: 13 SIDs inline need 232 bytes (a template longer than the driver takes).
+    slow(
+        &mut b,
+        "inline 13 SIDs",
+        &frame("fd00:9d::1", 64, 0, 16),
+        Why::Template,
+    );
+    // The port's headroom one byte short of the 216 bytes 12 inline SIDs add.
+    let snap = b.router.snapshot();
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM - 1))
+        .unwrap();
+    slow(
+        &mut b,
+        "inline 12 SIDs, headroom 215",
+        &frame("fd00:9c::1", 64, 0, 16),
+        Why::Headroom,
+    );
+    forwarded(
+        &mut b,
+        "inline 3 SIDs, headroom 215",
+        &frame("fd00:97::1", 64, 0, 16),
+        Kind::Seg6Inline,
+    );
+    // 13 SIDs encap add 256 bytes: more than the port's headroom; with the port claiming 256, more than the
+    // helper lets the program prepend (216 in a test run): the frame goes unchanged to the slow path either way.
+    slow(
+        &mut b,
+        "encap 13 SIDs",
+        &frame("fd00:9b::1", 64, 0, 16),
+        Why::Headroom,
+    );
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], 256))
+        .unwrap();
+    slow(
+        &mut b,
+        "encap 13 SIDs, headroom claimed 256",
+        &frame("fd00:9b::1", 64, 0, 16),
+        Why::Headroom,
+    );
+    let f = frame("fd00:9c::1", 64, 0, 16);
+    forwarded(
+        &mut b,
+        "inline 12 SIDs, headroom claimed 256",
+        &f,
+        Kind::Seg6Inline,
+    );
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
+        .unwrap();
+
+    // Frames the driver leaves alone.
+    slow(
+        &mut b,
+        "no route",
+        &frame("2001:db9::1", 64, 0, 16),
+        Why::NoRoute,
+    );
+    slow(
+        &mut b,
+        "to a local address",
+        &frame("fd00:1::2", 64, 0, 16),
+        Why::Local,
+    );
+    slow(
+        &mut b,
+        "to a local address inside a tunnel prefix",
+        &frame("fd00:92::9", 64, 0, 16),
+        Why::Local,
+    );
+    slow(
+        &mut b,
+        "link-local destination",
+        &frame("fe80::1", 64, 0, 16),
+        Why::Addr,
+    );
+    slow(
+        &mut b,
+        "multicast destination",
+        &frame("ff02::1", 255, 0, 16),
+        Why::Addr,
+    );
+    slow(
+        &mut b,
+        "unresolved neighbour",
+        &frame("2001:db8:4::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    slow(
+        &mut b,
+        "seg6 l2encap",
+        &frame("fd00:a0::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    slow(&mut b, "ioam6", &frame("fd00:a1::1", 64, 0, 16), Why::Kind);
+    slow(
+        &mut b,
+        "seg6local End",
+        &frame("fd00:a2::1", 64, 0, 16),
+        Why::Kind,
+    );
+    let mut ndp = frame("ff02::1:ff00:2", 255, 0, 32);
+    ndp[..6].copy_from_slice(&[0x33, 0x33, 0xff, 0, 0, 2]);
+    slow(
+        &mut b,
+        "NDP solicitation (multicast MAC)",
+        &ndp,
+        Why::NotForUs,
+    );
+    let mut hbh = frame("2001:db8::7", 64, 0, 16);
+    hbh[14 + 6] = 0;
+    slow(&mut b, "Hop-by-Hop header", &hbh, Why::HopByHop);
+    let mut v4 = frame("2001:db8::7", 64, 0, 16);
+    v4[12..14].copy_from_slice(&[0x08, 0x00]);
+    slow(&mut b, "IPv4", &v4, Why::NotIpv6);
+    let mut arp = vec![0xff; 6];
+    arp.extend([2, 0, 0, 0, 1, 1, 0x08, 0x06]);
+    arp.extend([0u8; 28]);
+    slow(&mut b, "ARP", &arp, Why::NotIpv6);
+    let short = frame("2001:db8::7", 64, 0, 16);
+    slow(&mut b, "truncated", &short[..short.len() - 1], Why::Short);
+    slow(&mut b, "header only, cut", &short[..50], Why::Short);
+    let mut other_mac = frame("2001:db8::7", 64, 0, 16);
+    other_mac[5] = 9;
+    slow(&mut b, "another MAC", &other_mac, Why::NotForUs);
+    slow(
+        &mut b,
+        "over the port's MTU",
+        &frame("2001:db8::7", 64, 0, 1470),
+        Why::FrameLen,
+    );
+}
+
+#[test]
+fn the_flow_label_hash_stays_in_userspace() {
+    // seg6_flowlabel 1 hashes the inner flow into the outer label: the plan is left to the general path.
+    let Some(mut b) = bench(1) else { return };
+    slow(
+        &mut b,
+        "encap with seg6_flowlabel 1",
+        &frame("fd00:92::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    forwarded(
+        &mut b,
+        "inline with seg6_flowlabel 1",
+        &frame("fd00:97::1", 64, 0, 16),
+        Kind::Seg6Inline,
+    );
+}
