@@ -62,7 +62,7 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 // Longest template: Ethernet header, IPv6 header slot and 216 bytes of inserted header (veth's XDP headroom).
 #define TPL_MAX 272
 // Patches per plan.
-#define OPS_MAX 8
+#define OPS_MAX 16
 // The received IPv6 header, saved before the template overwrites it.
 #define RX_SAVE 40
 
@@ -96,6 +96,8 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define OP_PLEN 3       // the outgoing Payload Length (received one + growth), 16 bits
 #define OP_HLIM 4       // the received hop limit less one
 #define OP_BYTE 5       // the byte `from`
+#define OP_ING16 6      // the receiving port's 16-bit IOAM interface id
+#define OP_ING32 7      // the receiving port's 32-bit IOAM interface id
 
 #define NO_PLAN 0xffffffffu
 
@@ -111,8 +113,11 @@ struct route {
 
 struct port {
     __u8 mac[6];
-    __u16 headroom; // most bytes a plan may add in front of a frame received here
+    __u16 headroom;  // most bytes a plan may add in front of a frame received here
     __u32 max_frame; // longest frame accepted (MTU + Ethernet header + 4)
+    __u32 ioam_wide; // the port's IOAM ids (ioam6_id_wide, ioam6_id), written by IOAM plans
+    __u16 ioam_id;
+    __u16 pad;
 };
 
 struct op {
@@ -138,7 +143,7 @@ struct plan {
 
 _Static_assert(sizeof(struct lpm_key) == 20, "lpm_key");
 _Static_assert(sizeof(struct route) == 8, "route");
-_Static_assert(sizeof(struct port) == 12, "port");
+_Static_assert(sizeof(struct port) == 20, "port");
 _Static_assert(sizeof(struct op) == 12, "op");
 _Static_assert(sizeof(struct plan) == 16 + 12 * OPS_MAX + TPL_MAX, "plan");
 
@@ -322,6 +327,7 @@ int lwt6_plan(struct xdp_md *ctx) {
     }
 
     __u32 plen = len + growth - 40;
+    __u32 ing16 = port->ioam_id, ing32 = port->ioam_wide;
     __u32 nops = pl->nops;
     for (__u32 i = 0; i < OPS_MAX; i++) {
         if (i >= nops)
@@ -368,6 +374,20 @@ int lwt6_plan(struct xdp_md *ctx) {
             if (d + 1 > end)
                 return XDP_ABORTED;
             d[0] = o->from;
+            break;
+        case OP_ING16:
+            if (d + 2 > end)
+                return XDP_ABORTED;
+            d[0] = ing16 >> 8;
+            d[1] = ing16;
+            break;
+        case OP_ING32:
+            if (d + 4 > end)
+                return XDP_ABORTED;
+            d[0] = ing32 >> 24;
+            d[1] = ing32 >> 16;
+            d[2] = ing32 >> 8;
+            d[3] = ing32;
             break;
         default:
             return XDP_ABORTED;

@@ -5,7 +5,7 @@
 /// most `bpf_xdp_adjust_head` can prepend on veth and in `BPF_PROG_TEST_RUN`: 256 bytes less the `xdp_frame`).
 pub const TPL_MAX: usize = 272;
 /// Most patches a plan lists.
-pub const OPS_MAX: usize = 8;
+pub const OPS_MAX: usize = 16;
 /// Slots of the per-CPU counter array.
 pub const COUNTERS: usize = 64;
 /// First counter of the per-kind forwarded counts (`C_KIND + kind`).
@@ -25,6 +25,10 @@ pub const OP_PLEN: u8 = 3;
 pub const OP_HLIM: u8 = 4;
 /// Patch code: the byte `from`.
 pub const OP_BYTE: u8 = 5;
+/// Patch code: the receiving port's 16-bit IOAM interface id (`ioam6_id`).
+pub const OP_ING16: u8 = 6;
+/// Patch code: the receiving port's 32-bit IOAM interface id (`ioam6_id_wide`).
+pub const OP_ING32: u8 = 7;
 
 /// Key of the `routes` LPM trie (`struct bpf_lpm_trie_key` with a 16-byte address).
 #[repr(C)]
@@ -57,6 +61,12 @@ pub struct PortEntry {
     pub headroom: u16,
     /// Longest frame accepted: MTU + Ethernet header + 4 (as lwt6's own fast path).
     pub max_frame: u32,
+    /// The port's `ioam6_id_wide` (IOAM plans write it as the ingress id of wide traces).
+    pub ioam_wide: u32,
+    /// The port's `ioam6_id`.
+    pub ioam_id: u16,
+    /// Zero.
+    pub pad: u16,
 }
 
 /// One patch: what is written at `at` (an offset in the outgoing frame) once the template is copied.
@@ -115,7 +125,7 @@ pub struct DevmapVal {
 
 const _: () = assert!(size_of::<LpmKey>() == 20);
 const _: () = assert!(size_of::<RouteValue>() == 8);
-const _: () = assert!(size_of::<PortEntry>() == 12);
+const _: () = assert!(size_of::<PortEntry>() == 20);
 const _: () = assert!(size_of::<Op>() == 12);
 const _: () = assert!(size_of::<PlanEntry>() == 16 + 12 * OPS_MAX + TPL_MAX);
 
@@ -231,15 +241,21 @@ pub enum Kind {
     Seg6Inline = 2,
     /// rpl whose compressed header is the same for every destination of the route.
     RplFixed = 3,
+    /// ioam6 inline insertion, this node's data in the template.
+    IoamInline = 4,
+    /// ioam6 encap insertion, this node's data in the template.
+    IoamEncap = 5,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
         Kind::RplFixed,
+        Kind::IoamInline,
+        Kind::IoamEncap,
     ];
 
     /// The kind's name, as counters print it.
@@ -249,6 +265,25 @@ impl Kind {
             Kind::Seg6Encap => "seg6_encap",
             Kind::Seg6Inline => "seg6_inline",
             Kind::RplFixed => "rpl_fixed",
+            Kind::IoamInline => "ioam_inline",
+            Kind::IoamEncap => "ioam_encap",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lists_hold_every_reason_and_kind_in_counter_order() {
+        for (i, w) in Why::ALL.into_iter().enumerate() {
+            assert_eq!(w as usize, i + 1, "{}", w.name());
+        }
+        assert!(Why::ALL.len() < C_KIND);
+        for (i, k) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{}", k.name());
+        }
+        assert!(Kind::ALL.len() <= KINDS && C_KIND + KINDS <= COUNTERS);
     }
 }

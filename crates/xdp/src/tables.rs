@@ -6,11 +6,11 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_PLEN, OP_RX, OPS_MAX, Op, PlanEntry,
-    PortEntry, RouteValue, TPL_MAX, Why,
+    Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32, OP_PLEN, OP_RX,
+    OPS_MAX, Op, PlanEntry, PortEntry, RouteValue, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
-use lwt6_dataplane::plan::{FRONT, Plan, PlanKind};
+use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
 use lwt6_dataplane::snapshot::{Link, Snapshot};
 use std::collections::HashMap;
 
@@ -18,6 +18,8 @@ const E: usize = 14;
 const H: usize = 40;
 /// IPv6 Routing header.
 const ROUTING: u16 = 43;
+/// IPv6 Hop-by-Hop Options header.
+const HOPOPTS: u16 = 0;
 
 /// The maps' contents for one snapshot.
 #[derive(Debug, Clone, Default)]
@@ -42,7 +44,10 @@ impl Tables {
     pub fn placement(&self, net: &Ipv6Net) -> Option<Result<Kind, Why>> {
         let (_, v) = self.routes.iter().find(|(n, _)| n == net)?;
         Some(match self.plans.get(v.plan as usize) {
-            Some(p) => Ok(Kind::ALL[usize::from(p.kind)]),
+            Some(p) => Kind::ALL
+                .get(usize::from(p.kind))
+                .copied()
+                .ok_or(Why::BadPlan),
             None => Err(why_of(v.why)),
         })
     }
@@ -107,12 +112,32 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
             v.push(rx(FRONT + at, 24 + u16::from(ce), 16 - ce));
             (Kind::RplFixed, H, v)
         }
-        PlanKind::Rpl
-        | PlanKind::IoamInline
-        | PlanKind::IoamEncap
-        | PlanKind::End
-        | PlanKind::EndX
-        | PlanKind::EndDx6 => return Err(Why::Kind),
+        // `Ioam6Tunnel::patch_inline`: the whole received header (the template's slot is only room), next header
+        // 0, the Hop-by-Hop header's next header; then this node's per-packet fields.
+        PlanKind::IoamInline => {
+            let mut v = vec![
+                rx(E, 0, 40),
+                op(OP_PLEN, E + 4, 0, 0, 0),
+                op(OP_BYTE, E + 6, HOPOPTS, 0, 0),
+                op(OP_HLIM, E + 7, 0, 0, 0),
+                rx(FRONT, 6, 1),
+            ];
+            v.extend(ioam_fields(plan)?);
+            (Kind::IoamInline, H, v)
+        }
+        // `Ioam6Tunnel::patch_encap`: the outer header's first word from the inner one, the payload length, the
+        // hop limit in both headers; then this node's per-packet fields.
+        PlanKind::IoamEncap => {
+            let mut v = vec![
+                op(OP_FIRST_WORD, E, 0, 0, u32::MAX),
+                op(OP_PLEN, E + 4, 0, 0, 0),
+                op(OP_HLIM, E + 7, 0, 0, 0),
+                op(OP_HLIM, tpl.len() + 7, 0, 0, 0),
+            ];
+            v.extend(ioam_fields(plan)?);
+            (Kind::IoamEncap, 0, v)
+        }
+        PlanKind::Rpl | PlanKind::End | PlanKind::EndX | PlanKind::EndDx6 => return Err(Why::Kind),
     };
     if tpl.len() > TPL_MAX {
         return Err(Why::Template);
@@ -122,7 +147,9 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
         .checked_sub(E + skip)
         .filter(|g| *g == plan.growth)
         .ok_or(Why::BadPlan)?;
-    debug_assert!(ops.len() <= OPS_MAX);
+    if ops.len() > OPS_MAX {
+        return Err(Why::Kind);
+    }
     let mut e = PlanEntry {
         egress: plan.egress as u32,
         max_len: plan.max_len as u32,
@@ -137,6 +164,33 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
     e.ops[..ops.len()].copy_from_slice(&ops);
     e.tpl[..tpl.len()].copy_from_slice(tpl);
     Ok(e)
+}
+
+/// The per-packet IOAM fields of an IOAM plan whose template holds this node's data, as patches; `Err` when
+/// the driver cannot write them: a plan filling its traces per packet, or timestamps (the driver has no
+/// realtime clock a test could compare; see docs/xdp.md).
+fn ioam_fields(plan: &Plan) -> Result<Vec<Op>, Why> {
+    if !plan.ioam.baked || plan.ioam.has_ts {
+        return Err(Why::Kind);
+    }
+    let n = usize::from(plan.ioam.n);
+    Ok(plan.ioam.at[..n]
+        .iter()
+        .zip(&plan.ioam.what[..n])
+        .map(|(&at, what)| {
+            let code = match what {
+                IoamField::HopLimit => OP_HLIM,
+                IoamField::IngressId => OP_ING16,
+                IoamField::IngressWide => OP_ING32,
+                IoamField::TsSec | IoamField::TsFrac => unreachable!("has_ts is checked above"),
+            };
+            Op {
+                code,
+                at,
+                ..Op::default()
+            }
+        })
+        .collect())
 }
 
 /// The maps' contents for `snap`: its main table's IPv6 routes, their plans, and its own addresses.
@@ -187,11 +241,15 @@ pub fn tables(snap: &Snapshot) -> Tables {
     t
 }
 
-/// The port entry of a link: its MAC, its longest frame (MTU + 18, as lwt6's fast path), and `headroom`.
+/// The port entry of a link: its MAC, its longest frame (MTU + 18, as lwt6's fast path), its IOAM ids, and
+/// `headroom`.
 pub fn port_entry(link: &Link, headroom: u16) -> PortEntry {
     PortEntry {
         mac: link.mac,
         headroom,
         max_frame: link.mtu + 18,
+        ioam_wide: link.sysctl.ioam6_id_wide,
+        ioam_id: link.sysctl.ioam6_id,
+        pad: 0,
     }
 }

@@ -40,7 +40,13 @@ neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
 neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
 neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
 sysctl net.ipv6.seg6_flowlabel={flowlabel}
+sysctl net.ipv6.ioam6_id=0x111111
+sysctl net.ipv6.ioam6_id_wide=0x22222222222222
+sysctl net.ipv6.conf.r0.ioam6_id=7
+sysctl net.ipv6.conf.r0.ioam6_id_wide=0x70000007
+sysctl net.ipv6.conf.r1.ioam6_id=9
 ioam namespace add 1
+ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 -6 route add fc00::/16 via fd00:2::2 dev r1
 -6 route add 2001:db8::/32 via fd00:2::2 dev r1
 -6 route add 2001:db8:3::/48 via fd00:3::2 dev r2
@@ -60,6 +66,10 @@ ioam namespace add 1
 -6 route add fd00:9e::/64 encap seg6 mode encap segs fc00::a,fc00::b dev r2
 -6 route add fd00:a0::/64 encap seg6 mode l2encap segs {s3} dev r1
 -6 route add fd00:a1::/64 encap ioam6 mode inline trace prealloc type 0x800000 ns 1 size 4 via fd00:2::2 dev r1
+-6 route add fd00:a3::/64 encap ioam6 mode inline trace prealloc type 0xc04000 ns 123 size 48 via fd00:2::2 dev r1
+-6 route add fd00:a4::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x804000 ns 1 size 12 dev r1
+-6 route add fd00:a5::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 via fd00:2::2 dev r1
+-6 route add fd00:a6::/64 encap ioam6 mode inline trace prealloc type 0xc00000 ns 123 size 4 via fd00:2::2 dev r1
 -6 route add fd00:a2::/64 encap seg6local action End dev r1
 -6 route add fd00:98::/64 encap rpl segs fc00::a,fc00::1:b dev r1
 ",
@@ -284,6 +294,35 @@ fn rpl_with_a_fixed_header_matches_userspace() {
 }
 
 #[test]
+fn ioam_insertion_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    for (dst, kind, what) in [
+        (
+            "fd00:a1::1",
+            Kind::IoamInline,
+            "inline, hop limit and node id",
+        ),
+        (
+            "fd00:a3::1",
+            Kind::IoamInline,
+            "inline, short and wide interface ids",
+        ),
+        ("fd00:a4::1", Kind::IoamEncap, "encap, two traces"),
+        // A trace without room for this node's data: the template says so, nothing per packet.
+        ("fd00:a6::1", Kind::IoamInline, "inline, trace full"),
+    ] {
+        for (hlim, fw, n) in [
+            (64u8, 0x0b81_2345u32, 16usize),
+            (2, 0, 0),
+            (200, 0x0fff_ffff, 500),
+        ] {
+            let what = format!("ioam6 {what}, hop limit {hlim}, {n} bytes");
+            forwarded(&mut b, &what, &frame(dst, hlim, fw, n), kind);
+        }
+    }
+}
+
+#[test]
 fn boundaries_and_the_slow_path() {
     let Some(mut b) = bench(0) else { return };
     // MTU: one byte over r1's 1400, over the route's 1300, and over with an encapsulation's growth (3 SIDs: 96).
@@ -421,7 +460,12 @@ fn boundaries_and_the_slow_path() {
         &frame("fd00:a0::1", 64, 0, 16),
         Why::NoPlan,
     );
-    slow(&mut b, "ioam6", &frame("fd00:a1::1", 64, 0, 16), Why::Kind);
+    slow(
+        &mut b,
+        "ioam6 with timestamps",
+        &frame("fd00:a5::1", 64, 0, 16),
+        Why::Kind,
+    );
     slow(
         &mut b,
         "seg6local End",
