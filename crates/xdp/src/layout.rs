@@ -71,7 +71,7 @@ pub struct PortEntry {
 
 /// One patch: what is written at `at` (an offset in the outgoing frame) once the template is copied.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Op {
     /// `OP_*`, 0 for none.
     pub code: u8,
@@ -90,7 +90,7 @@ pub struct Op {
 /// Value of the `plans` array: a forwarding plan as the driver executes it. The outgoing frame is the template
 /// followed by the received IPv6 packet without its first `skip` bytes, then the patches are applied.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PlanEntry {
     /// Egress: the `egress` devmap key (lwt6's device index).
     pub egress: u32,

@@ -10,12 +10,13 @@
 //! docs/xdp.md describes the design.
 
 pub mod layout;
+mod sys;
 pub mod tables;
 pub mod tier;
 
 pub use layout::{Kind, PlanEntry, PortEntry, RouteValue, Why};
 pub use tables::{Tables, port_entry, tables};
-pub use tier::{Counters, Error, Run, Sizes, Tier};
+pub use tier::{Counters, Error, Installed, Run, Runner, Sizes, Tier};
 
 /// Why the XDP tier is absent from this build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,7 +8,8 @@ use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{Array, DevMap, HashMap as BpfHashMap, MapData, PerCpuArray};
 use aya::programs::{ProgramFd, TestRun, TestRunOptions, Xdp};
 use aya::{Ebpf, EbpfLoader};
-use std::collections::BTreeMap;
+use ipnet::Ipv6Net;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Name of the program in the object.
 const PROGRAM: &str = "lwt6_plan";
@@ -97,11 +98,50 @@ pub struct Counters {
     pub egress: BTreeMap<u32, u64>,
 }
 
+/// Runs the tier's program on frames in memory from any thread (its own descriptor of the program), also while
+/// the [`Tier`] that made it installs a new snapshot.
+#[derive(Debug)]
+pub struct Runner {
+    prog: std::os::fd::OwnedFd,
+}
+
+impl Runner {
+    /// Runs the program once on `frame` (as [`Tier::test_run`]).
+    pub fn run(&self, frame: &[u8]) -> Result<Run, Error> {
+        let mut out = Vec::new();
+        let (action, _) = crate::sys::test_run(&self.prog, frame, &mut out, 1)
+            .map_err(|e| Error::TestRun(e.to_string()))?;
+        Ok(Run { action, frame: out })
+    }
+}
+
 /// The loaded XDP plan executor.
 #[derive(Debug)]
 pub struct Tier {
     ebpf: Ebpf,
     sizes: Sizes,
+    /// The routes in the LPM trie, with the plan slots they name.
+    routes: HashMap<Ipv6Net, RouteValue>,
+    /// Plans in the `plans` array, by content: their slot.
+    slots: HashMap<PlanEntry, u32>,
+    /// Slots no route names and no running program can hold.
+    free: Vec<u32>,
+    /// Slots never used so far start here.
+    fresh: u32,
+    barrier: crate::sys::Barrier,
+}
+
+/// What one [`Tier::install`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// Plans written (new ones: an unchanged plan keeps its slot).
+    pub plans_written: usize,
+    /// LPM entries added or changed.
+    pub routes_set: usize,
+    /// LPM entries removed.
+    pub routes_removed: usize,
+    /// Plan slots freed (after waiting for the programs that might hold them).
+    pub slots_freed: usize,
 }
 
 impl Tier {
@@ -123,7 +163,19 @@ impl Tier {
             .try_into()
             .map_err(|e| Error::Load(format!("{e}")))?;
         prog.load().map_err(|e| Error::Load(verifier(&e)))?;
-        Ok(Tier { ebpf, sizes })
+        let barrier = crate::sys::Barrier::new().map_err(|e| Error::Map {
+            map: "barrier",
+            err: e.to_string(),
+        })?;
+        Ok(Tier {
+            ebpf,
+            sizes,
+            routes: HashMap::new(),
+            slots: HashMap::new(),
+            free: Vec::new(),
+            fresh: 0,
+            barrier,
+        })
     }
 
     /// The map sizes the program was loaded with.
@@ -136,6 +188,17 @@ impl Tier {
             .program(PROGRAM)
             .and_then(|p| <&Xdp>::try_from(p).ok())
             .expect("loaded in Tier::load")
+    }
+
+    /// A [`Runner`] of this program for another thread.
+    pub fn runner(&self) -> Result<Runner, Error> {
+        use std::os::fd::AsFd;
+        let prog = self
+            .program_fd()?
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::TestRun(e.to_string()))?;
+        Ok(Runner { prog })
     }
 
     /// The program's descriptor (to attach it).
@@ -157,23 +220,114 @@ impl Tier {
         })
     }
 
-    /// Writes the plans of `t` into their slots, then the routes that name them (a route never names a slot
-    /// before its plan is there).
-    pub fn install(&mut self, t: &Tables) -> Result<(), Error> {
+    /// Makes the maps hold `t` (a snapshot's tables), changing only what differs from what they hold, so that
+    /// no packet ever sees half a plan:
+    ///
+    /// 1. plans not in the maps yet are written into slots that no route names and no running program holds
+    ///    (an unchanged plan keeps its slot);
+    /// 2. the LPM entries that differ are set (each update replaces one node: a lookup finds the old value or
+    ///    the new one, and either names a complete plan), those of routes gone are removed;
+    /// 3. the slots no route names any more are freed once every program that was running has finished (so a
+    ///    packet that found a route before step 2 still reads the plan it found).
+    ///
+    /// A packet may meet the old table for some routes and the new one for others while step 2 runs, as a
+    /// packet meets routes changed one by one in the kernel.
+    pub fn install(&mut self, t: &Tables) -> Result<Installed, Error> {
+        let mut done = Installed::default();
+        // 1. Plans: the slot of each of `t`'s plans.
+        let mut slot_of = Vec::with_capacity(t.plans.len());
         {
+            let (sizes, free, fresh, slots) =
+                (self.sizes, &mut self.free, &mut self.fresh, &mut self.slots);
             let mut plans: Array<&mut MapData, PlanEntry> =
-                Array::try_from(self.map_mut("plans")?).map_err(map_err("plans"))?;
-            for (i, p) in t.plans.iter().enumerate() {
-                plans.set(i as u32, p, 0).map_err(map_err("plans"))?;
+                Array::try_from(self.ebpf.map_mut("plans").ok_or(Error::Map {
+                    map: "plans",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("plans"))?;
+            for p in &t.plans {
+                if let Some(&s) = slots.get(p) {
+                    slot_of.push(s);
+                    continue;
+                }
+                let s = match free.pop() {
+                    Some(s) => s,
+                    None if *fresh < sizes.plans => {
+                        *fresh += 1;
+                        *fresh - 1
+                    }
+                    None => {
+                        return Err(Error::Map {
+                            map: "plans",
+                            err: format!("full ({} slots)", sizes.plans),
+                        });
+                    }
+                };
+                plans.set(s, p, 0).map_err(map_err("plans"))?;
+                slots.insert(*p, s);
+                slot_of.push(s);
+                done.plans_written += 1;
             }
         }
-        let mut routes: LpmTrie<&mut MapData, [u8; 16], RouteValue> =
-            LpmTrie::try_from(self.map_mut("routes")?).map_err(map_err("routes"))?;
-        for (net, v) in &t.routes {
-            let key = Key::new(u32::from(net.prefix_len()), net.network().octets());
-            routes.insert(&key, v, 0).map_err(map_err("routes"))?;
+        // 2. Routes.
+        let want: HashMap<Ipv6Net, RouteValue> = t
+            .routes
+            .iter()
+            .map(|(net, v)| {
+                let plan = match slot_of.get(v.plan as usize) {
+                    Some(&s) => s,
+                    None => v.plan,
+                };
+                (*net, RouteValue { plan, why: v.why })
+            })
+            .collect();
+        {
+            let mut routes: LpmTrie<&mut MapData, [u8; 16], RouteValue> =
+                LpmTrie::try_from(self.ebpf.map_mut("routes").ok_or(Error::Map {
+                    map: "routes",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("routes"))?;
+            let key = |net: &Ipv6Net| Key::new(u32::from(net.prefix_len()), net.network().octets());
+            for (net, v) in &want {
+                if self.routes.get(net) != Some(v) {
+                    routes.insert(&key(net), v, 0).map_err(map_err("routes"))?;
+                    done.routes_set += 1;
+                }
+            }
+            for net in self.routes.keys() {
+                if !want.contains_key(net) {
+                    routes.remove(&key(net)).map_err(map_err("routes"))?;
+                    done.routes_removed += 1;
+                }
+            }
         }
-        Ok(())
+        self.routes = want;
+        // 3. Slots no route names.
+        let used: HashSet<u32> = self.routes.values().map(|v| v.plan).collect();
+        let gone: Vec<(PlanEntry, u32)> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| !used.contains(s))
+            .map(|(p, s)| (*p, *s))
+            .collect();
+        if !gone.is_empty() {
+            self.barrier.wait().map_err(|e| Error::Map {
+                map: "barrier",
+                err: e.to_string(),
+            })?;
+            for (p, s) in gone {
+                self.slots.remove(&p);
+                self.free.push(s);
+                done.slots_freed += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Plan slots in use.
+    pub fn plans_in_use(&self) -> usize {
+        self.slots.len()
     }
 
     /// Describes receiving interface `ifindex`.

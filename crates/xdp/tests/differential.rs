@@ -106,6 +106,11 @@ fn skipped(why: &str) {
 
 /// The router and the loaded tier for `flowlabel`, or `None` (loudly) when the test cannot run here.
 fn bench(flowlabel: i32) -> Option<Bench> {
+    bench_of(&conf(flowlabel), Sizes::default())
+}
+
+/// The router and the loaded tier of configuration `text`, with maps of `sizes`.
+fn bench_of(text: &str, sizes: Sizes) -> Option<Bench> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         skipped(
@@ -120,10 +125,9 @@ fn bench(flowlabel: i32) -> Option<Bench> {
         skipped(&e.to_string());
         return None;
     }
-    let cfg = lwt6_config::parse(&conf(flowlabel)).expect("configuration parses");
-    let router = Router::build(&cfg).expect("router builds");
+    let router = router_of(text);
     let snap = router.snapshot();
-    let mut tier = Tier::load(Sizes::default()).expect("the XDP program loads");
+    let mut tier = Tier::load(sizes).expect("the XDP program loads");
     tier.install(&lwt6_xdp::tables(&snap)).expect("maps filled");
     tier.set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
         .expect("port");
@@ -131,6 +135,12 @@ fn bench(flowlabel: i32) -> Option<Bench> {
         tier.set_egress(d as u32, LO).expect("egress");
     }
     Some(Bench { router, tier })
+}
+
+/// The userspace router of configuration `text`.
+fn router_of(text: &str) -> Router {
+    let cfg = lwt6_config::parse(text).expect("configuration parses");
+    Router::build(&cfg).expect("router builds")
 }
 
 /// What the userspace router sends for `frame` received on r0.
@@ -623,6 +633,142 @@ fn random_frames_agree_with_userspace() {
             "seg6_flowlabel {fl}: only {} of {cases} frames forwarded in the driver",
             sent.get()
         );
-        eprintln!("seg6_flowlabel {fl}: {} of {cases} random frames forwarded in the driver", sent.get());
+        eprintln!(
+            "seg6_flowlabel {fl}: {} of {cases} random frames forwarded in the driver",
+            sent.get()
+        );
     }
+}
+
+/// The configuration after a round of changes: a route removed, one added, a tunnel changed, a neighbour moved
+/// (every plan through it changes).
+fn conf_changed() -> String {
+    conf(0)
+        .replace("-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2\n", "")
+        .replace(
+            &format!("encap seg6 mode encap segs {} dev r1", sids(3)),
+            "encap seg6 mode encap segs fc00::77,fc00::78 dev r1",
+        )
+        .replace("lladdr 02:00:00:00:02:02", "lladdr 02:00:00:00:02:99")
+        + "-6 route add 2001:db8:6::/48 via fd00:3::2 dev r2\n-6 route add 2001:dbf::/48 via fd00:3::2 dev r2\n"
+}
+
+#[test]
+fn a_new_snapshot_replaces_only_what_changed() {
+    let Some(mut b) = bench_of(
+        &conf(0),
+        Sizes {
+            plans: 48,
+            ..Sizes::default()
+        },
+    ) else {
+        return;
+    };
+    let (a, changed) = (conf(0), conf_changed());
+    let frames = [
+        ("2001:db8::7", Kind::Forward),
+        ("fd00:92::1", Kind::Seg6Encap),
+        ("fd00:97::1", Kind::Seg6Inline),
+        ("fd00:9e::1", Kind::Seg6Encap),
+        ("fd00:a3::1", Kind::IoamInline),
+    ];
+    for round in 0..20 {
+        let text = if round % 2 == 0 { &changed } else { &a };
+        let router = router_of(text);
+        let t = lwt6_xdp::tables(&router.snapshot());
+        let done = b.tier.install(&t).expect("installed");
+        assert!(
+            b.tier.plans_in_use() <= t.plans.len(),
+            "round {round}: {} slots for {} plans",
+            b.tier.plans_in_use(),
+            t.plans.len()
+        );
+        // The plans through r1's neighbour changed, the one out of r2 did not.
+        assert!(
+            done.plans_written > 0 && done.slots_freed > 0,
+            "round {round}: {done:?}"
+        );
+        assert!(done.routes_set < t.routes.len(), "round {round}: {done:?}");
+        assert_eq!(
+            done.routes_removed,
+            1 + round % 2,
+            "round {round}: {done:?}"
+        );
+        b.router = router;
+        for (dst, kind) in frames {
+            forwarded(
+                &mut b,
+                &format!("round {round}, {dst}"),
+                &frame(dst, 64, 0x0012_3456, 40),
+                kind,
+            );
+        }
+        // Routes added and removed: out of r2 by its own /48, or out of r1 by the covering /32; no route at all.
+        for dst in ["2001:db8:3::1", "2001:db8:6::1"] {
+            forwarded(
+                &mut b,
+                &format!("round {round}, {dst}"),
+                &frame(dst, 64, 0, 16),
+                Kind::Forward,
+            );
+        }
+        let f = frame("2001:dbf::1", 64, 0, 16);
+        if round % 2 == 0 {
+            forwarded(&mut b, &format!("round {round}: added"), &f, Kind::Forward);
+        } else {
+            slow(&mut b, &format!("round {round}: removed"), &f, Why::NoRoute);
+        }
+    }
+}
+
+/// Snapshots swapped while packets run: every frame is the old router's or the new one's, never a mix (a plan is
+/// never rewritten while a route names it).
+#[test]
+fn no_packet_sees_half_a_plan() {
+    let Some(mut b) = bench(0) else { return };
+    let texts = [conf(0), conf_changed()];
+    let tables = texts
+        .each_ref()
+        .map(|t| lwt6_xdp::tables(&router_of(t).snapshot()));
+    // Frames whose plans differ between the two: r1's neighbour moved, fd00:92's SIDs changed.
+    let frames: Vec<Vec<u8>> = ["2001:db8::7", "fd00:92::1", "fd00:97::1", "fd00:a4::1"]
+        .map(|d| frame(d, 64, 0x0012_3456, 100))
+        .into();
+    let mut want: Vec<[Vec<u8>; 2]> = Vec::new();
+    for f in &frames {
+        let mut outs = [0, 1].map(|i| {
+            b.router = router_of(&texts[i]);
+            let u = userspace(&mut b, f);
+            assert_eq!(u.len(), 1);
+            u[0].1.clone()
+        });
+        assert_ne!(outs[0], outs[1], "the frame's plan changes");
+        want.push(std::mem::take(&mut outs));
+    }
+    let runner = b.tier.runner().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let checker = s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (f, w) in frames.iter().zip(&want) {
+                    let r = runner.run(f).unwrap();
+                    assert_eq!(r.action, XDP_REDIRECT);
+                    assert!(
+                        r.frame == w[0] || r.frame == w[1],
+                        "a frame neither router sends: {}",
+                        hex(&r.frame)
+                    );
+                    n += 1;
+                }
+            }
+            n
+        });
+        for i in 0..200 {
+            b.tier.install(&tables[i % 2]).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n = checker.join().unwrap();
+        assert!(n > 0);
+    });
 }
