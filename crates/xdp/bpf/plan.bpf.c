@@ -85,6 +85,7 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define W_HEADROOM 15        // the frame's headroom cannot take what the plan adds
 #define W_NO_EGRESS 16       // the plan's egress is not in the devmap
 #define W_BAD_PLAN 17        // a plan the executor refuses (inconsistent lengths): a bug, counted
+#define W_SRH 18             // an SRH-advancing plan on a packet without a plain SRH to advance (or HMAC required)
 #define W_REASONS 32         // reasons occupy [1, W_REASONS)
 #define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
 #define KINDS 16
@@ -98,6 +99,13 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define OP_BYTE 5       // the byte `from`
 #define OP_ING16 6      // the receiving port's 16-bit IOAM interface id
 #define OP_ING32 7      // the receiving port's 32-bit IOAM interface id
+#define OP_NEXT_SID 8   // the received SRH's next segment (16 bytes; plans with F_SRH_ADVANCE)
+#define OP_SL 9         // the received SRH's Segments Left less one (plans with F_SRH_ADVANCE)
+
+// Plan flags.
+#define F_SRH_ADVANCE 1 // an SRH without TLVs follows the IPv6 header and has a segment left: checked first
+// Port flags.
+#define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
 
 #define NO_PLAN 0xffffffffu
 
@@ -117,7 +125,7 @@ struct port {
     __u32 max_frame; // longest frame accepted (MTU + Ethernet header + 4)
     __u32 ioam_wide; // the port's IOAM ids (ioam6_id_wide, ioam6_id), written by IOAM plans
     __u16 ioam_id;
-    __u16 pad;
+    __u16 flags;     // P_*
 };
 
 struct op {
@@ -137,6 +145,8 @@ struct plan {
     __u16 growth;  // bytes the IPv6 packet grows: tlen - 14 - skip
     __u8 kind;     // counter index (C_KIND + kind)
     __u8 nops;
+    __u32 flags;   // F_*
+    __u32 pad;
     struct op ops[OPS_MAX];
     __u8 tpl[TPL_MAX];
 };
@@ -145,7 +155,7 @@ _Static_assert(sizeof(struct lpm_key) == 20, "lpm_key");
 _Static_assert(sizeof(struct route) == 8, "route");
 _Static_assert(sizeof(struct port) == 20, "port");
 _Static_assert(sizeof(struct op) == 12, "op");
-_Static_assert(sizeof(struct plan) == 16 + 12 * OPS_MAX + TPL_MAX, "plan");
+_Static_assert(sizeof(struct plan) == 24 + 12 * OPS_MAX + TPL_MAX, "plan");
 
 // ---- Maps (sizes are set by the loader) ----
 
@@ -279,6 +289,29 @@ int lwt6_plan(struct xdp_md *ctx) {
     __u32 tlen = pl->tlen, skip = pl->skip, growth = pl->growth;
     if (tlen < 14 || tlen > TPL_MAX || skip > RX_SAVE || tlen != 14 + skip + growth)
         return slow(ctx, W_BAD_PLAN);
+    // An SRH to advance (End.X): right after the IPv6 header, without TLVs, a segment left; its next segment
+    // saved for OP_NEXT_SID.
+    __u64 next[2] = {0, 0};
+    __u32 sl = 0;
+    if (pl->flags & F_SRH_ADVANCE) {
+        if ((port->flags & P_REQUIRE_HMAC) || ip[6] != 43 || len < 48)
+            return slow(ctx, W_SRH);
+        if (ip + 48 > end)
+            return slow(ctx, W_SHORT);
+        __u32 srh_len = ((__u32)ip[41] + 1) * 8, le = ip[44];
+        sl = ip[43];
+        if (ip[42] != 4 || srh_len != 8 + 16 * (le + 1) || 40 + srh_len > len || sl == 0 || sl > le + 1)
+            return slow(ctx, W_SRH);
+        __u32 at = 48 + 16 * (sl - 1);
+        opaque(at);
+        if (at > 48 + 16 * 254)
+            return slow(ctx, W_SRH);
+        __u8 *seg = ip + at;
+        if (seg + 16 > end)
+            return slow(ctx, W_SHORT);
+        next[0] = *(__u64 *)seg;
+        next[1] = *(__u64 *)(seg + 8);
+    }
     if (len + growth > pl->max_len)
         return slow(ctx, W_MTU);
     if (growth > port->headroom)
@@ -380,6 +413,17 @@ int lwt6_plan(struct xdp_md *ctx) {
                 return XDP_ABORTED;
             d[0] = ing16 >> 8;
             d[1] = ing16;
+            break;
+        case OP_NEXT_SID:
+            if (d + 16 > end)
+                return XDP_ABORTED;
+            *(__u64 *)d = next[0];
+            *(__u64 *)(d + 8) = next[1];
+            break;
+        case OP_SL:
+            if (d + 1 > end)
+                return XDP_ABORTED;
+            d[0] = sl - 1;
             break;
         case OP_ING32:
             if (d + 4 > end)

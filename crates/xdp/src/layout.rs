@@ -29,6 +29,16 @@ pub const OP_BYTE: u8 = 5;
 pub const OP_ING16: u8 = 6;
 /// Patch code: the receiving port's 32-bit IOAM interface id (`ioam6_id_wide`).
 pub const OP_ING32: u8 = 7;
+/// Patch code: the received SRH's next segment, 16 bytes (plans with [`F_SRH_ADVANCE`]).
+pub const OP_NEXT_SID: u8 = 8;
+/// Patch code: the received SRH's Segments Left less one (plans with [`F_SRH_ADVANCE`]).
+pub const OP_SL: u8 = 9;
+/// Plan flag: an SRH without TLVs must follow the IPv6 header with a segment left (checked before anything is
+/// written; [`Why::Srh`] otherwise), its next segment and Segments Left are what [`OP_NEXT_SID`] and [`OP_SL`]
+/// write.
+pub const F_SRH_ADVANCE: u32 = 1;
+/// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
+pub const P_REQUIRE_HMAC: u16 = 1;
 
 /// Key of the `routes` LPM trie (`struct bpf_lpm_trie_key` with a 16-byte address).
 #[repr(C)]
@@ -65,8 +75,8 @@ pub struct PortEntry {
     pub ioam_wide: u32,
     /// The port's `ioam6_id`.
     pub ioam_id: u16,
-    /// Zero.
-    pub pad: u16,
+    /// `P_*` flags.
+    pub flags: u16,
 }
 
 /// One patch: what is written at `at` (an offset in the outgoing frame) once the template is copied.
@@ -107,6 +117,10 @@ pub struct PlanEntry {
     pub kind: u8,
     /// Patches used.
     pub nops: u8,
+    /// `F_*` flags.
+    pub flags: u32,
+    /// Zero.
+    pub pad: u32,
     /// Patches, in order.
     pub ops: [Op; OPS_MAX],
     /// Template bytes (the first `tlen`).
@@ -127,7 +141,7 @@ const _: () = assert!(size_of::<LpmKey>() == 20);
 const _: () = assert!(size_of::<RouteValue>() == 8);
 const _: () = assert!(size_of::<PortEntry>() == 20);
 const _: () = assert!(size_of::<Op>() == 12);
-const _: () = assert!(size_of::<PlanEntry>() == 16 + 12 * OPS_MAX + TPL_MAX);
+const _: () = assert!(size_of::<PlanEntry>() == 24 + 12 * OPS_MAX + TPL_MAX);
 
 // SAFETY: plain C-layout structs of integers and byte arrays without padding (sizes asserted above), valid for
 // every bit pattern: what aya's `Pod` asks of map keys and values.
@@ -181,11 +195,14 @@ pub enum Why {
     NoEgress = 16,
     /// A plan the executor refused (inconsistent lengths): a bug.
     BadPlan = 17,
+    /// An SRH-advancing plan (End.X) on a packet without a plain SRH with a segment left, or received on an
+    /// interface that requires HMAC.
+    Srh = 18,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 17] = [
+    pub const ALL: [Why; 18] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -203,6 +220,7 @@ impl Why {
         Why::Headroom,
         Why::NoEgress,
         Why::BadPlan,
+        Why::Srh,
     ];
 
     /// The reason's name, as counters print it.
@@ -225,6 +243,7 @@ impl Why {
             Why::Headroom => "headroom",
             Why::NoEgress => "no_egress",
             Why::BadPlan => "bad_plan",
+            Why::Srh => "srh",
         }
     }
 }
@@ -245,17 +264,20 @@ pub enum Kind {
     IoamInline = 4,
     /// ioam6 encap insertion, this node's data in the template.
     IoamEncap = 5,
+    /// seg6local End.X (no flavours, no counters).
+    EndX = 6,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
         Kind::RplFixed,
         Kind::IoamInline,
         Kind::IoamEncap,
+        Kind::EndX,
     ];
 
     /// The kind's name, as counters print it.
@@ -267,6 +289,7 @@ impl Kind {
             Kind::RplFixed => "rpl_fixed",
             Kind::IoamInline => "ioam_inline",
             Kind::IoamEncap => "ioam_encap",
+            Kind::EndX => "end_x",
         }
     }
 }

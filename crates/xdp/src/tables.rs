@@ -6,8 +6,9 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32, OP_PLEN, OP_RX,
-    OPS_MAX, Op, PlanEntry, PortEntry, RouteValue, TPL_MAX, Why,
+    F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32,
+    OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC, PlanEntry, PortEntry,
+    RouteValue, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
 use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
@@ -84,6 +85,7 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
             op(OP_HLIM, E + 7, 0, 0, 0),
         ]
     };
+    let mut flags = 0;
     let (kind, skip, ops): (Kind, usize, Vec<Op>) = match plan.kind {
         PlanKind::Forward => (Kind::Forward, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)]),
         // `Seg6Tunnel::patch_encap`: version, traffic class and flow label as the sysctl keeps them, the payload
@@ -137,7 +139,21 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
             v.extend(ioam_fields(plan)?);
             (Kind::IoamEncap, 0, v)
         }
-        PlanKind::Rpl | PlanKind::End | PlanKind::EndX | PlanKind::EndDx6 => return Err(Why::Kind),
+        // The fast path's End.X: the SRH advanced (destination := the next segment, Segments Left less one) and
+        // the hop limit, behind the Ethernet header to nh6.
+        PlanKind::EndX => {
+            flags |= F_SRH_ADVANCE;
+            (
+                Kind::EndX,
+                0,
+                vec![
+                    op(OP_HLIM, E + 7, 0, 0, 0),
+                    op(OP_NEXT_SID, E + 24, 0, 0, 0),
+                    op(OP_SL, FRONT + 3, 0, 0, 0),
+                ],
+            )
+        }
+        PlanKind::Rpl | PlanKind::End | PlanKind::EndDx6 => return Err(Why::Kind),
     };
     if tpl.len() > TPL_MAX {
         return Err(Why::Template);
@@ -158,6 +174,8 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
         growth: growth as u16,
         kind: kind as u8,
         nops: ops.len() as u8,
+        flags,
+        pad: 0,
         ops: [Op::default(); OPS_MAX],
         tpl: [0; TPL_MAX],
     };
@@ -250,6 +268,10 @@ pub fn port_entry(link: &Link, headroom: u16) -> PortEntry {
         max_frame: link.mtu + 18,
         ioam_wide: link.sysctl.ioam6_id_wide,
         ioam_id: link.sysctl.ioam6_id,
-        pad: 0,
+        flags: if link.sysctl.seg6_require_hmac > 0 {
+            P_REQUIRE_HMAC
+        } else {
+            0
+        },
     }
 }

@@ -72,6 +72,7 @@ ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 -6 route add fd00:a6::/64 encap ioam6 mode inline trace prealloc type 0xc00000 ns 123 size 4 via fd00:2::2 dev r1
 -6 route add fd00:a2::/64 encap seg6local action End dev r1
 -6 route add fd00:98::/64 encap rpl segs fc00::a,fc00::1:b dev r1
+-6 route add fd00:a7::/64 encap seg6local action End.X nh6 fd00:3::2 dev r2
 ",
         s1 = sids(1),
         s3 = sids(3),
@@ -90,6 +91,21 @@ fn frame(dst: &str, hlim: u8, first_word: u32, payload: usize) -> Vec<u8> {
     f.extend("fd00:1::1".parse::<Ipv6Addr>().unwrap().octets());
     f.extend(dst.parse::<Ipv6Addr>().unwrap().octets());
     f.extend((0..payload).map(|i| (i * 7 + 3) as u8));
+    f
+}
+
+/// A frame to r0 carrying an SRH (next header UDP, Segments Left `sl`, segments `segs` in wire order) to `dst`.
+fn srh_frame(dst: &str, hlim: u8, sl: u8, segs: &[&str], payload: usize) -> Vec<u8> {
+    let n = segs.len();
+    let mut srh = vec![17, (2 * n) as u8, 4, sl, (n - 1) as u8, 0, 0, 0];
+    for s in segs {
+        srh.extend(s.parse::<Ipv6Addr>().unwrap().octets());
+    }
+    let mut f = frame(dst, hlim, 0x0012_3456, payload);
+    f[14 + 6] = 43;
+    let plen = srh.len() + payload;
+    f[18..20].copy_from_slice(&(plen as u16).to_be_bytes());
+    f.splice(54..54, srh);
     f
 }
 
@@ -330,6 +346,57 @@ fn ioam_insertion_matches_userspace() {
             forwarded(&mut b, &what, &frame(dst, hlim, fw, n), kind);
         }
     }
+}
+
+#[test]
+fn end_x_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let segs = ["fc00::3", "fc00::2", "fd00:a7::1"];
+    for sl in 1..=2u8 {
+        for (hlim, n) in [(64u8, 16usize), (2, 0), (100, 900)] {
+            let f = srh_frame("fd00:a7::1", hlim, sl, &segs, n);
+            let what = format!("End.X, Segments Left {sl}, hop limit {hlim}, {n} bytes");
+            forwarded(&mut b, &what, &f, Kind::EndX);
+        }
+    }
+    let one = ["fd00:a7::1"];
+    let f = srh_frame("fd00:a7::1", 64, 1, &one, 16);
+    forwarded(&mut b, "End.X, one segment", &f, Kind::EndX);
+    slow(
+        &mut b,
+        "End.X, Segments Left 0",
+        &srh_frame("fd00:a7::1", 64, 0, &segs, 16),
+        Why::Srh,
+    );
+    slow(
+        &mut b,
+        "End.X, Segments Left past the list",
+        &srh_frame("fd00:a7::1", 64, 4, &segs, 16),
+        Why::Srh,
+    );
+    slow(
+        &mut b,
+        "End.X, no SRH",
+        &frame("fd00:a7::1", 64, 0, 16),
+        Why::Srh,
+    );
+    slow(
+        &mut b,
+        "End.X, hop limit 1",
+        &srh_frame("fd00:a7::1", 1, 1, &segs, 16),
+        Why::HopLimit,
+    );
+    let mut tlv = srh_frame("fd00:a7::1", 64, 1, &segs, 16);
+    tlv[14 + 40 + 1] += 1;
+    slow(&mut b, "End.X, an SRH with TLVs", &tlv, Why::Srh);
+    let mut cut = srh_frame("fd00:a7::1", 64, 2, &segs, 0);
+    cut.truncate(cut.len() - 8);
+    let plen = (cut.len() - 54) as u16;
+    cut[18..20].copy_from_slice(&plen.to_be_bytes());
+    slow(&mut b, "End.X, SRH longer than the packet", &cut, Why::Srh);
+    let mut other = srh_frame("fd00:a7::1", 64, 1, &segs, 16);
+    other[14 + 40 + 2] = 3;
+    slow(&mut b, "End.X, routing header type 3", &other, Why::Srh);
 }
 
 #[test]
@@ -591,6 +658,7 @@ fn random_frames_agree_with_userspace() {
             "fd00:a3::1",
             "fd00:a4::1",
             "fd00:a6::1",
+            "fd00:a7::1",
             "fd00:92::9",
             "fd00:1::2",
             "2001:db9::1",
@@ -602,6 +670,7 @@ fn random_frames_agree_with_userspace() {
             prop_oneof![0usize..64, 0usize..1500],
             prop::collection::vec((0usize..80, any::<u8>()), 0..3),
             0usize..40,
+            0u8..5,
         );
         let mut runner = TestRunner::new(Config {
             cases,
@@ -609,8 +678,12 @@ fn random_frames_agree_with_userspace() {
             ..Config::default()
         });
         runner
-            .run(&strategy, |(i, hlim, fw, n, flips, cut)| {
-                let mut f = frame(dsts[i], hlim, fw & 0x0fff_ffff, n);
+            .run(&strategy, |(i, hlim, fw, n, flips, cut, sl)| {
+                let mut f = if dsts[i] == "fd00:a7::1" {
+                    srh_frame(dsts[i], hlim, sl, &["fc00::3", "fc00::2", "fd00:a7::1"], n)
+                } else {
+                    frame(dsts[i], hlim, fw & 0x0fff_ffff, n)
+                };
                 for (at, v) in flips {
                     if at < f.len() {
                         f[at] = v;
