@@ -86,6 +86,7 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define W_NO_EGRESS 16       // the plan's egress is not in the devmap
 #define W_BAD_PLAN 17        // a plan the executor refuses (inconsistent lengths): a bug, counted
 #define W_SRH 18             // an SRH-advancing plan on a packet without a plain SRH to advance (or HMAC required)
+#define W_DECAP 19           // a decapsulating plan on a packet without an IPv6 packet to pull out (or HMAC required)
 #define W_REASONS 32         // reasons occupy [1, W_REASONS)
 #define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
 #define KINDS 16
@@ -104,6 +105,8 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 
 // Plan flags.
 #define F_SRH_ADVANCE 1 // an SRH without TLVs follows the IPv6 header and has a segment left: checked first
+#define F_DECAP 2       // the plan applies to the inner IPv6 packet (behind the outer header, or behind an SRH
+                        // without TLVs and with no segment left), which is pulled out: End.DX6
 // Port flags.
 #define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
 
@@ -312,6 +315,39 @@ int lwt6_plan(struct xdp_md *ctx) {
         next[0] = *(__u64 *)seg;
         next[1] = *(__u64 *)(seg + 8);
     }
+    // A packet to decapsulate (End.DX6): from here on `ip`, `len` and `hlim` are the inner packet's, and `pull`
+    // bytes of outer headers go.
+    __u32 pull = 0;
+    if (pl->flags & F_DECAP) {
+        if ((port->flags & P_REQUIRE_HMAC) || len < 48 || growth || skip)
+            return slow(ctx, W_DECAP);
+        if (ip[6] == 41) {
+            pull = 40;
+        } else if (ip[6] == 43) {
+            if (ip + 48 > end)
+                return slow(ctx, W_SHORT);
+            __u32 srh_len = ((__u32)ip[41] + 1) * 8, le = ip[44];
+            if (ip[40] != 41 || ip[42] != 4 || srh_len != 8 + 16 * (le + 1) || ip[43] != 0)
+                return slow(ctx, W_DECAP);
+            pull = 40 + srh_len;
+        } else {
+            return slow(ctx, W_DECAP);
+        }
+        opaque(pull);
+        if (pull > 40 + 8 + 16 * 256 || pull + 40 > len)
+            return slow(ctx, W_DECAP);
+        __u8 *in = ip + pull;
+        if (in + 40 > end)
+            return slow(ctx, W_SHORT);
+        __u32 ilen = 40 + (((__u32)in[4] << 8) | in[5]);
+        if ((in[0] >> 4) != 6 || pull + ilen > len)
+            return slow(ctx, W_DECAP);
+        if (in[7] <= 1)
+            return slow(ctx, W_HOP_LIMIT);
+        ip = in;
+        len = ilen;
+        hlim = in[7];
+    }
     if (len + growth > pl->max_len)
         return slow(ctx, W_MTU);
     if (growth > port->headroom)
@@ -323,18 +359,21 @@ int lwt6_plan(struct xdp_md *ctx) {
     // The received header, saved before the template overwrites it; read at variable offsets by the patches
     // (64 bytes, all written, so that a masked index stays inside).
     __u64 rx[8] = {0};
+    if (ip + RX_SAVE > end)
+        return slow(ctx, W_SHORT);
     for (int i = 0; i < RX_SAVE / 8; i++)
         rx[i] = *(__u64 *)(ip + 8 * i);
     __u8 *rxb = (__u8 *)rx;
 
     // From here on the frame changes: every check that can send it to the slow path is above, but for the
     // headroom, which only the helper knows (it fails without touching the frame).
-    if (growth && bpf_xdp_adjust_head(ctx, -(int)growth))
+    int delta = (int)growth - (int)pull;
+    if (delta && bpf_xdp_adjust_head(ctx, -delta))
         return slow(ctx, W_HEADROOM);
-    __u32 trailer = flen - 14 - len;
+    __u32 trailer = flen - 14 - pull - len;
     if (trailer && bpf_xdp_adjust_tail(ctx, -(int)trailer)) {
-        if (growth)
-            bpf_xdp_adjust_head(ctx, (int)growth);
+        if (delta)
+            bpf_xdp_adjust_head(ctx, delta);
         return slow(ctx, W_SHORT);
     }
     p = (__u8 *)(long)ctx->data;

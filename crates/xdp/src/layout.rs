@@ -37,6 +37,10 @@ pub const OP_SL: u8 = 9;
 /// written; [`Why::Srh`] otherwise), its next segment and Segments Left are what [`OP_NEXT_SID`] and [`OP_SL`]
 /// write.
 pub const F_SRH_ADVANCE: u32 = 1;
+/// Plan flag: the plan applies to the inner IPv6 packet (behind the outer header, or behind an SRH without TLVs
+/// and with no segment left), which is pulled out first (End.DX6); [`Why::Decap`] when there is none. The patches
+/// then read the inner header.
+pub const F_DECAP: u32 = 2;
 /// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
 pub const P_REQUIRE_HMAC: u16 = 1;
 
@@ -198,11 +202,14 @@ pub enum Why {
     /// An SRH-advancing plan (End.X) on a packet without a plain SRH with a segment left, or received on an
     /// interface that requires HMAC.
     Srh = 18,
+    /// A decapsulating plan (End.DX6) on a packet without an IPv6 packet to pull out (or an SRH with a segment
+    /// left, or TLVs), or received on an interface that requires HMAC.
+    Decap = 19,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 18] = [
+    pub const ALL: [Why; 19] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -221,6 +228,7 @@ impl Why {
         Why::NoEgress,
         Why::BadPlan,
         Why::Srh,
+        Why::Decap,
     ];
 
     /// The reason's name, as counters print it.
@@ -244,6 +252,7 @@ impl Why {
             Why::NoEgress => "no_egress",
             Why::BadPlan => "bad_plan",
             Why::Srh => "srh",
+            Why::Decap => "decap",
         }
     }
 }
@@ -266,11 +275,13 @@ pub enum Kind {
     IoamEncap = 5,
     /// seg6local End.X (no flavours, no counters).
     EndX = 6,
+    /// seg6local End.DX6 (no counters).
+    EndDx6 = 7,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
@@ -278,6 +289,7 @@ impl Kind {
         Kind::IoamInline,
         Kind::IoamEncap,
         Kind::EndX,
+        Kind::EndDx6,
     ];
 
     /// The kind's name, as counters print it.
@@ -290,6 +302,7 @@ impl Kind {
             Kind::IoamInline => "ioam_inline",
             Kind::IoamEncap => "ioam_encap",
             Kind::EndX => "end_x",
+            Kind::EndDx6 => "end_dx6",
         }
     }
 }

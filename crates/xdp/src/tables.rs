@@ -6,9 +6,9 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32,
-    OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC, PlanEntry, PortEntry,
-    RouteValue, TPL_MAX, Why,
+    F_DECAP, F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16,
+    OP_ING32, OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC, PlanEntry,
+    PortEntry, RouteValue, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
 use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
@@ -153,7 +153,12 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
                 ],
             )
         }
-        PlanKind::Rpl | PlanKind::End | PlanKind::EndDx6 => return Err(Why::Kind),
+        // The fast path's End.DX6: the inner packet behind the Ethernet header to nh6, its hop limit decremented.
+        PlanKind::EndDx6 => {
+            flags |= F_DECAP;
+            (Kind::EndDx6, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)])
+        }
+        PlanKind::Rpl | PlanKind::End => return Err(Why::Kind),
     };
     if tpl.len() > TPL_MAX {
         return Err(Why::Template);

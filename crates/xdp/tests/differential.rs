@@ -73,6 +73,7 @@ ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
 -6 route add fd00:a2::/64 encap seg6local action End dev r1
 -6 route add fd00:98::/64 encap rpl segs fc00::a,fc00::1:b dev r1
 -6 route add fd00:a7::/64 encap seg6local action End.X nh6 fd00:3::2 dev r2
+-6 route add fd00:a8::/64 encap seg6local action End.DX6 nh6 fd00:2::2 dev r1
 ",
         s1 = sids(1),
         s3 = sids(3),
@@ -106,6 +107,24 @@ fn srh_frame(dst: &str, hlim: u8, sl: u8, segs: &[&str], payload: usize) -> Vec<
     let plen = srh.len() + payload;
     f[18..20].copy_from_slice(&(plen as u16).to_be_bytes());
     f.splice(54..54, srh);
+    f
+}
+
+/// A frame to r0 to `dst` carrying the IPv6 packet `inner`, behind an SRH with Segments Left `sl` over `segs`
+/// when `segs` is not empty (next header 41 either way).
+fn encapsulated(dst: &str, hlim: u8, sl: u8, segs: &[&str], inner: &[u8]) -> Vec<u8> {
+    let mut f = if segs.is_empty() {
+        let mut f = frame(dst, hlim, 0, 0);
+        f[14 + 6] = 41;
+        f
+    } else {
+        let mut f = srh_frame(dst, hlim, sl, segs, 0);
+        f[54] = 41;
+        f
+    };
+    f.extend_from_slice(inner);
+    let plen = (f.len() - 54) as u16;
+    f[18..20].copy_from_slice(&plen.to_be_bytes());
     f
 }
 
@@ -400,6 +419,76 @@ fn end_x_matches_userspace() {
 }
 
 #[test]
+fn end_dx6_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let segs = ["fc00::3", "fd00:a8::1"];
+    for (ihl, n) in [(64u8, 16usize), (2, 0), (33, 1000)] {
+        let inner = frame("2001:db8::99", ihl, 0x0abc_def0, n)[14..].to_vec();
+        for (what, f) in [
+            ("no SRH", encapsulated("fd00:a8::1", 64, 0, &[], &inner)),
+            (
+                "SRH, Segments Left 0",
+                encapsulated("fd00:a8::1", 9, 0, &segs, &inner),
+            ),
+        ] {
+            let what = format!("End.DX6, {what}, inner hop limit {ihl}, {n} bytes");
+            forwarded(&mut b, &what, &f, Kind::EndDx6);
+        }
+    }
+    let inner = frame("2001:db8::99", 64, 0, 16)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DX6, a segment left",
+        &encapsulated("fd00:a8::1", 64, 1, &segs, &inner),
+        Why::Decap,
+    );
+    slow(
+        &mut b,
+        "End.DX6, no inner packet",
+        &frame("fd00:a8::1", 64, 0, 16),
+        Why::Decap,
+    );
+    let hl1 = frame("2001:db8::99", 1, 0, 16)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DX6, inner hop limit 1",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &hl1),
+        Why::HopLimit,
+    );
+    let mut v4 = inner.clone();
+    v4[0] = 0x45;
+    slow(
+        &mut b,
+        "End.DX6, not IPv6 inside",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &v4),
+        Why::Decap,
+    );
+    let mut long = encapsulated("fd00:a8::1", 64, 0, &[], &inner);
+    long[54 + 5] += 1;
+    slow(
+        &mut b,
+        "End.DX6, inner longer than the packet",
+        &long,
+        Why::Decap,
+    );
+    // The inner packet exactly r1's MTU (1400), and one byte over.
+    let big = frame("2001:db8::99", 64, 0, 1360)[14..].to_vec();
+    forwarded(
+        &mut b,
+        "End.DX6, inner at the MTU",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &big),
+        Kind::EndDx6,
+    );
+    let over = frame("2001:db8::99", 64, 0, 1361)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DX6, inner MTU + 1",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &over),
+        Why::Mtu,
+    );
+}
+
+#[test]
 fn boundaries_and_the_slow_path() {
     let Some(mut b) = bench(0) else { return };
     // MTU: one byte over r1's 1400, over the route's 1300, and over with an encapsulation's growth (3 SIDs: 96).
@@ -659,6 +748,7 @@ fn random_frames_agree_with_userspace() {
             "fd00:a4::1",
             "fd00:a6::1",
             "fd00:a7::1",
+            "fd00:a8::1",
             "fd00:92::9",
             "fd00:1::2",
             "2001:db9::1",
@@ -681,6 +771,14 @@ fn random_frames_agree_with_userspace() {
             .run(&strategy, |(i, hlim, fw, n, flips, cut, sl)| {
                 let mut f = if dsts[i] == "fd00:a7::1" {
                     srh_frame(dsts[i], hlim, sl, &["fc00::3", "fc00::2", "fd00:a7::1"], n)
+                } else if dsts[i] == "fd00:a8::1" {
+                    let inner = frame("2001:db8::5", hlim, fw & 0x0fff_ffff, n)[14..].to_vec();
+                    let segs: &[&str] = if sl < 2 {
+                        &[]
+                    } else {
+                        &["fc00::3", "fd00:a8::1"]
+                    };
+                    encapsulated(dsts[i], 64, sl.saturating_sub(2), segs, &inner)
                 } else {
                     frame(dsts[i], hlim, fw & 0x0fff_ffff, n)
                 };
