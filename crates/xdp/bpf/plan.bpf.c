@@ -87,6 +87,7 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define W_BAD_PLAN 17        // a plan the executor refuses (inconsistent lengths): a bug, counted
 #define W_SRH 18             // an SRH-advancing plan on a packet without a plain SRH to advance (or HMAC required)
 #define W_DECAP 19           // a decapsulating plan on a packet without an IPv6 packet to pull out (or HMAC required)
+#define W_NEXT 20            // End: the next segment's route is not plain forwarding in the driver
 #define W_REASONS 32         // reasons occupy [1, W_REASONS)
 #define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
 #define KINDS 16
@@ -107,6 +108,9 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define F_SRH_ADVANCE 1 // an SRH without TLVs follows the IPv6 header and has a segment left: checked first
 #define F_DECAP 2       // the plan applies to the inner IPv6 packet (behind the outer header, or behind an SRH
                         // without TLVs and with no segment left), which is pulled out: End.DX6
+#define F_RELOOKUP 4    // the way out (template, egress, MTU) is the plan of the next segment's route, which must
+                        // have F_PLAIN: End (with F_SRH_ADVANCE)
+#define F_PLAIN 8       // plain forwarding
 // Port flags.
 #define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
 
@@ -289,9 +293,6 @@ int lwt6_plan(struct xdp_md *ctx) {
     if (!pl)
         return slow(ctx, W_NO_PLAN);
 
-    __u32 tlen = pl->tlen, skip = pl->skip, growth = pl->growth;
-    if (tlen < 14 || tlen > TPL_MAX || skip > RX_SAVE || tlen != 14 + skip + growth)
-        return slow(ctx, W_BAD_PLAN);
     // An SRH to advance (End.X): right after the IPv6 header, without TLVs, a segment left; its next segment
     // saved for OP_NEXT_SID.
     __u64 next[2] = {0, 0};
@@ -315,6 +316,26 @@ int lwt6_plan(struct xdp_md *ctx) {
         next[0] = *(__u64 *)seg;
         next[1] = *(__u64 *)(seg + 8);
     }
+    // The way out: the plan's own, or (End) the plan of the next segment's route, which must be plain forwarding.
+    struct plan *way = pl;
+    if (pl->flags & F_RELOOKUP) {
+        __u8 *nb = (__u8 *)next;
+        if (!(pl->flags & F_SRH_ADVANCE) || special(nb[0], nb[1]))
+            return slow(ctx, W_NEXT);
+        struct lpm_key key2 = {.prefixlen = 128};
+        for (int i = 0; i < 16; i++)
+            key2.addr[i] = nb[i];
+        struct route *r2 = bpf_map_lookup_elem(&routes, &key2);
+        if (!r2 || r2->plan == NO_PLAN)
+            return slow(ctx, W_NEXT);
+        __u32 id2 = r2->plan;
+        way = bpf_map_lookup_elem(&plans, &id2);
+        if (!way || !(way->flags & F_PLAIN))
+            return slow(ctx, W_NEXT);
+    }
+    __u32 tlen = way->tlen, skip = way->skip, growth = way->growth;
+    if (tlen < 14 || tlen > TPL_MAX || skip > RX_SAVE || tlen != 14 + skip + growth)
+        return slow(ctx, W_BAD_PLAN);
     // A packet to decapsulate (End.DX6): from here on `ip`, `len` and `hlim` are the inner packet's, and `pull`
     // bytes of outer headers go.
     __u32 pull = 0;
@@ -348,11 +369,11 @@ int lwt6_plan(struct xdp_md *ctx) {
         len = ilen;
         hlim = in[7];
     }
-    if (len + growth > pl->max_len)
+    if (len + growth > way->max_len)
         return slow(ctx, W_MTU);
     if (growth > port->headroom)
         return slow(ctx, W_HEADROOM);
-    __u32 out = pl->egress;
+    __u32 out = way->egress;
     if (!bpf_map_lookup_elem(&egress, &out))
         return slow(ctx, W_NO_EGRESS);
 
@@ -386,7 +407,7 @@ int lwt6_plan(struct xdp_md *ctx) {
             break;
         if (p + off + 8 > end)
             return XDP_ABORTED;
-        *(__u64 *)(p + off) = *(__u64 *)(pl->tpl + off);
+        *(__u64 *)(p + off) = *(__u64 *)(way->tpl + off);
     }
     {
         __u32 off = tlen - 8;
@@ -395,7 +416,7 @@ int lwt6_plan(struct xdp_md *ctx) {
             return XDP_ABORTED;
         if (p + off + 8 > end)
             return XDP_ABORTED;
-        *(__u64 *)(p + off) = *(__u64 *)(pl->tpl + off);
+        *(__u64 *)(p + off) = *(__u64 *)(way->tpl + off);
     }
 
     __u32 plen = len + growth - 40;

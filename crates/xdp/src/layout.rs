@@ -41,6 +41,11 @@ pub const F_SRH_ADVANCE: u32 = 1;
 /// and with no segment left), which is pulled out first (End.DX6); [`Why::Decap`] when there is none. The patches
 /// then read the inner header.
 pub const F_DECAP: u32 = 2;
+/// Plan flag: the way out (template, egress, MTU) is the plan of the route to the SRH's next segment, which
+/// must have [`F_PLAIN`] ([`Why::Next`] otherwise); the patches are this plan's (End, with [`F_SRH_ADVANCE`]).
+pub const F_RELOOKUP: u32 = 4;
+/// Plan flag: plain forwarding (a way out for [`F_RELOOKUP`] plans).
+pub const F_PLAIN: u32 = 8;
 /// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
 pub const P_REQUIRE_HMAC: u16 = 1;
 
@@ -205,11 +210,13 @@ pub enum Why {
     /// A decapsulating plan (End.DX6) on a packet without an IPv6 packet to pull out (or an SRH with a segment
     /// left, or TLVs), or received on an interface that requires HMAC.
     Decap = 19,
+    /// End: the next segment is special, or its route is not plain forwarding in the driver.
+    Next = 20,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 19] = [
+    pub const ALL: [Why; 20] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -229,6 +236,7 @@ impl Why {
         Why::BadPlan,
         Why::Srh,
         Why::Decap,
+        Why::Next,
     ];
 
     /// The reason's name, as counters print it.
@@ -253,6 +261,7 @@ impl Why {
             Why::BadPlan => "bad_plan",
             Why::Srh => "srh",
             Why::Decap => "decap",
+            Why::Next => "next_segment",
         }
     }
 }
@@ -277,11 +286,13 @@ pub enum Kind {
     EndX = 6,
     /// seg6local End.DX6 (no counters).
     EndDx6 = 7,
+    /// seg6local End (no flavours, no counters), out along the next segment's plain-forwarding plan.
+    End = 8,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
@@ -290,6 +301,7 @@ impl Kind {
         Kind::IoamEncap,
         Kind::EndX,
         Kind::EndDx6,
+        Kind::End,
     ];
 
     /// The kind's name, as counters print it.
@@ -303,6 +315,7 @@ impl Kind {
             Kind::IoamEncap => "ioam_encap",
             Kind::EndX => "end_x",
             Kind::EndDx6 => "end_dx6",
+            Kind::End => "end",
         }
     }
 }

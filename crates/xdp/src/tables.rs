@@ -6,9 +6,9 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    F_DECAP, F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16,
-    OP_ING32, OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC, PlanEntry,
-    PortEntry, RouteValue, TPL_MAX, Why,
+    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD,
+    OP_HLIM, OP_ING16, OP_ING32, OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC,
+    PlanEntry, PortEntry, RouteValue, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
 use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
@@ -87,7 +87,10 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
     };
     let mut flags = 0;
     let (kind, skip, ops): (Kind, usize, Vec<Op>) = match plan.kind {
-        PlanKind::Forward => (Kind::Forward, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)]),
+        PlanKind::Forward => {
+            flags |= F_PLAIN;
+            (Kind::Forward, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)])
+        }
         // `Seg6Tunnel::patch_encap`: version, traffic class and flow label as the sysctl keeps them, the payload
         // length, the hop limit.
         PlanKind::Seg6Encap => (
@@ -158,16 +161,34 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
             flags |= F_DECAP;
             (Kind::EndDx6, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)])
         }
-        PlanKind::Rpl | PlanKind::End => return Err(Why::Kind),
+        // The fast path's End: End.X's SRH advance, out along the next segment's plain-forwarding plan (the
+        // executor looks it up; this plan has no template of its own).
+        PlanKind::End => {
+            flags |= F_SRH_ADVANCE | F_RELOOKUP;
+            (
+                Kind::End,
+                0,
+                vec![
+                    op(OP_HLIM, E + 7, 0, 0, 0),
+                    op(OP_NEXT_SID, E + 24, 0, 0, 0),
+                    op(OP_SL, FRONT + 3, 0, 0, 0),
+                ],
+            )
+        }
+        PlanKind::Rpl => return Err(Why::Kind),
     };
     if tpl.len() > TPL_MAX {
         return Err(Why::Template);
     }
-    let growth = tpl
-        .len()
-        .checked_sub(E + skip)
-        .filter(|g| *g == plan.growth)
-        .ok_or(Why::BadPlan)?;
+    let growth = if flags & F_RELOOKUP != 0 {
+        // The way out's template is used.
+        0
+    } else {
+        tpl.len()
+            .checked_sub(E + skip)
+            .filter(|g| *g == plan.growth)
+            .ok_or(Why::BadPlan)?
+    };
     if ops.len() > OPS_MAX {
         return Err(Why::Kind);
     }

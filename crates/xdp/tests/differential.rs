@@ -489,6 +489,85 @@ fn end_dx6_matches_userspace() {
 }
 
 #[test]
+fn end_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let f = |next: &str, sl: u8, n: usize| {
+        srh_frame(
+            "fd00:a2::1",
+            64,
+            sl,
+            &["2001:db8:3::5", next, "fd00:a2::1"],
+            n,
+        )
+    };
+    for (hlim, n) in [(64u8, 16usize), (2, 0), (77, 700)] {
+        let f = srh_frame(
+            "fd00:a2::1",
+            hlim,
+            2,
+            &["2001:db8:3::5", "fc00::2", "fd00:a2::1"],
+            n,
+        );
+        forwarded(
+            &mut b,
+            &format!("End to fc00::2 (r1), hop limit {hlim}, {n} bytes"),
+            &f,
+            Kind::End,
+        );
+    }
+    forwarded(
+        &mut b,
+        "End, last segment, out of r2",
+        &f("fc00::2", 1, 16),
+        Kind::End,
+    );
+    // 40 + 56 bytes of headers: 1304 bytes of payload make 1400, r1's MTU.
+    forwarded(
+        &mut b,
+        "End, exactly the MTU",
+        &f("fc00::2", 2, 1304),
+        Kind::End,
+    );
+    slow(&mut b, "End, MTU + 1", &f("fc00::2", 2, 1305), Why::Mtu);
+    slow(
+        &mut b,
+        "End, next segment a tunnel's",
+        &f("fd00:92::5", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment ours",
+        &f("fd00:1::2", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment link-local",
+        &f("fe80::1", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment without a route",
+        &f("2001:db9::1", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment another SID",
+        &f("fd00:a7::1", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, Segments Left 0",
+        &f("fc00::2", 0, 16),
+        Why::Srh,
+    );
+}
+
+#[test]
 fn boundaries_and_the_slow_path() {
     let Some(mut b) = bench(0) else { return };
     // MTU: one byte over r1's 1400, over the route's 1300, and over with an encapsulation's growth (3 SIDs: 96).
@@ -634,9 +713,9 @@ fn boundaries_and_the_slow_path() {
     );
     slow(
         &mut b,
-        "seg6local End",
+        "seg6local End without an SRH",
         &frame("fd00:a2::1", 64, 0, 16),
-        Why::Kind,
+        Why::Srh,
     );
     let mut ndp = frame("ff02::1:ff00:2", 255, 0, 32);
     ndp[..6].copy_from_slice(&[0x33, 0x33, 0xff, 0, 0, 2]);
@@ -749,6 +828,7 @@ fn random_frames_agree_with_userspace() {
             "fd00:a6::1",
             "fd00:a7::1",
             "fd00:a8::1",
+            "fd00:a2::1",
             "fd00:92::9",
             "fd00:1::2",
             "2001:db9::1",
@@ -769,8 +849,8 @@ fn random_frames_agree_with_userspace() {
         });
         runner
             .run(&strategy, |(i, hlim, fw, n, flips, cut, sl)| {
-                let mut f = if dsts[i] == "fd00:a7::1" {
-                    srh_frame(dsts[i], hlim, sl, &["fc00::3", "fc00::2", "fd00:a7::1"], n)
+                let mut f = if dsts[i] == "fd00:a7::1" || dsts[i] == "fd00:a2::1" {
+                    srh_frame(dsts[i], hlim, sl, &["2001:db8:3::5", "fc00::2", dsts[i]], n)
                 } else if dsts[i] == "fd00:a8::1" {
                     let inner = frame("2001:db8::5", hlim, fw & 0x0fff_ffff, n)[14..].to_vec();
                     let segs: &[&str] = if sl < 2 {
