@@ -5,7 +5,8 @@ use crate::layout::{C_KIND, COUNTERS, Kind, PlanEntry, PortEntry, RouteValue, Wh
 use crate::tables::Tables;
 use crate::{Absent, available};
 use aya::maps::lpm_trie::{Key, LpmTrie};
-use aya::maps::{Array, DevMap, HashMap as BpfHashMap, MapData, PerCpuArray};
+use aya::maps::{Array, DevMap, HashMap as BpfHashMap, MapData, PerCpuArray, XskMap};
+use aya::programs::xdp::{XdpLinkId, XdpMode};
 use aya::programs::{ProgramFd, TestRun, TestRunOptions, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use ipnet::Ipv6Net;
@@ -328,6 +329,36 @@ impl Tier {
     /// Plan slots in use.
     pub fn plans_in_use(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Hands the slow-path frames of receive queue `queue` to AF_XDP socket `socket` (without one, they go on to
+    /// the kernel).
+    pub fn set_socket(
+        &mut self,
+        queue: u32,
+        socket: impl std::os::fd::AsRawFd,
+    ) -> Result<(), Error> {
+        let mut xsks: XskMap<&mut MapData> =
+            XskMap::try_from(self.map_mut("xsks")?).map_err(map_err("xsks"))?;
+        xsks.set(queue, socket, 0).map_err(map_err("xsks"))
+    }
+
+    /// Attaches the program to interface `ifindex` (`driver`: native XDP only, else the kernel's choice); the
+    /// attachment lasts as long as the tier.
+    pub fn attach(&mut self, ifindex: u32, driver: bool) -> Result<XdpLinkId, Error> {
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(PROGRAM)
+            .ok_or_else(|| Error::Load(format!("no program {PROGRAM}")))?
+            .try_into()
+            .map_err(|e| Error::Load(format!("{e}")))?;
+        let mode = if driver {
+            XdpMode::Driver
+        } else {
+            XdpMode::Default
+        };
+        prog.attach_to_if_index(ifindex, mode)
+            .map_err(|e| Error::Load(verifier(&e)))
     }
 
     /// Describes receiving interface `ifindex`.
