@@ -1,7 +1,8 @@
 #!/bin/bash
 # Install what the tests need: tshark, iproute2 (ip), bpftrace (tests/audit.rs), ping and ethtool (the live
 # testbed), groff and systemd-analyze (tests/install.rs), g++ (scripts/fuzz.sh), scapy, pytest, grpcio and
-# grpcio-tools (the IOAM collector of tests/kernel/test_ioam_export.py).
+# grpcio-tools (the IOAM collector of tests/kernel/test_ioam_export.py), clang-19 (crates/xdp builds its XDP program
+# with it: the pinned BPF compiler, docs/xdp.md).
 # Idempotent and quick when everything is already present. Run as root.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -20,6 +21,9 @@ command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 # The live router's testbed (tests/kernel/test_live.py): ping through lwt6, checksum offload off on the hosts.
 command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
 command -v ethtool >/dev/null 2>&1 || need_apt+=(ethtool)
+# The XDP tier's BPF program (crates/xdp/build.rs) is compiled with clang 19, pinned: Debian's default clang 14
+# silently dropped header stores in such a program. Without it lwt6 builds without the tier.
+command -v clang-19 >/dev/null 2>&1 || need_apt+=(clang-19)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
@@ -45,4 +49,4 @@ if [ ! -e /sys/kernel/tracing/events ]; then
         echo "install-test-deps: could not mount tracefs on /sys/kernel/tracing (lwt6 audit will try again)" >&2
 fi
 
-echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); $(bpftrace --version); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"
+echo "test deps OK: $(tshark --version 2>/dev/null | head -1); $(ip -V); $(bpftrace --version); $(clang-19 --version | head -1); scapy $("$PY" -c 'import scapy; print(scapy.__version__)')"

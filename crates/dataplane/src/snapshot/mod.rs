@@ -274,6 +274,13 @@ impl Snapshot {
         self.plans.get(id as usize)
     }
 
+    /// What an H.Encaps plan's outer header keeps of the inner header's first word (version, traffic class, flow
+    /// label: all of it, or the flow label zeroed), per `net.ipv6.seg6_flowlabel`; for executors of the plans
+    /// outside this crate (the XDP tier).
+    pub fn seg6_first_word(&self) -> u32 {
+        self.seg6_first_word
+    }
+
     /// The template of a plan of this snapshot.
     #[inline(always)]
     pub fn template(&self, plan: &Plan) -> &[u8] {

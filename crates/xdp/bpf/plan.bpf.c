@@ -1,0 +1,505 @@
+// lwt6's XDP tier: a small executor of the forwarding plans that lwt6's userspace snapshot precomputes.
+//
+// For a received IPv6 frame it looks the destination up in an LPM trie, finds the route's plan, and when the
+// plan needs nothing the driver cannot do, builds the outgoing frame in place (template copy, a few patches
+// the plan lists) and redirects it through a devmap. Every other frame goes to the AF_XDP socket of its queue
+// (or on to the kernel when the queue has none), exactly as lwt6's plain redirect program sends them, and is
+// counted under the reason it left the driver. The tunnels' knowledge lives in the Rust plans (crates/xdp/src):
+// this file knows no tunnel.
+//
+// lwt6's own code (MIT OR Apache-2.0). Only the UAPI's numbers (helper ids, map types, struct xdp_md) are used,
+// written out here so that the build needs no kernel headers.
+//
+// The layout of every map's key and value is mirrored by crates/xdp/src/layout.rs; the sizes are asserted on
+// both sides.
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef int __s32;
+
+#define SEC(name) __attribute__((section(name), used))
+#define __always_inline inline __attribute__((always_inline))
+// Hides what the compiler knows of a value, so that it keeps a bounds check the verifier needs.
+#define opaque(x) asm volatile("" : "+r"(x))
+
+// BTF-described map definitions (the form libbpf and aya read from the ".maps" section).
+#define __uint(name, val) int (*name)[val]
+#define __type(name, val) typeof(val) *name
+
+// enum xdp_action
+#define XDP_ABORTED 0
+#define XDP_PASS 2
+#define XDP_REDIRECT 4
+
+// enum bpf_map_type
+#define BPF_MAP_TYPE_HASH 1
+#define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_LPM_TRIE 11
+#define BPF_MAP_TYPE_DEVMAP 14
+#define BPF_MAP_TYPE_XSKMAP 17
+#define BPF_F_NO_PREALLOC 1
+
+struct xdp_md {
+    __u32 data;
+    __u32 data_end;
+    __u32 data_meta;
+    __u32 ingress_ifindex;
+    __u32 rx_queue_index;
+    __u32 egress_ifindex;
+};
+
+// Helpers, by their number in the UAPI's list.
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_xdp_adjust_head)(struct xdp_md *ctx, int delta) = (void *)44;
+static long (*bpf_redirect_map)(void *map, __u64 key, __u64 flags) = (void *)51;
+static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
+
+// ---- Shared layout (crates/xdp/src/layout.rs) ----
+
+// Longest template: Ethernet header, IPv6 header slot and 216 bytes of inserted header (veth's XDP headroom).
+#define TPL_MAX 272
+// Patches per plan.
+#define OPS_MAX 16
+// The received IPv6 header, saved before the template overwrites it.
+#define RX_SAVE 40
+
+// Counters (per CPU): why a frame left the driver, and what the driver sent.
+#define W_FORWARDED 0        // redirected by a plan (all kinds)
+#define W_NOT_IPV6 1         // not an IPv6 frame (ARP, IPv4, ...): as before the tier
+#define W_SHORT 2            // shorter than an Ethernet and an IPv6 header, or than its Payload Length says
+#define W_NO_PORT 3          // received on an interface the tier does not know
+#define W_NOT_FOR_US 4       // Ethernet destination not the port's address (multicast: NDP, ...)
+#define W_FRAME_LEN 5        // longer than the port's MTU allows
+#define W_HOP_LIMIT 6        // hop limit 0 or 1: ICMP Time Exceeded from the slow path
+#define W_ADDR 7             // link-local, multicast or ::/8 source or destination (NDP, ...)
+#define W_HOP_BY_HOP 8       // a Hop-by-Hop header follows (IOAM transit, router alert, ...)
+#define W_NO_ROUTE 9         // no route
+#define W_NO_PLAN 10         // the route has no plan (no neighbour, a per-packet hash, HMAC over the packet)
+#define W_KIND 11            // the route's plan is of a kind the driver does not execute
+#define W_TEMPLATE 12        // the plan's template is longer than TPL_MAX
+#define W_LOCAL 13           // addressed to one of the router's addresses
+#define W_MTU 14             // the packet would exceed the plan's MTU: ICMP Packet Too Big from the slow path
+#define W_HEADROOM 15        // the frame's headroom cannot take what the plan adds
+#define W_NO_EGRESS 16       // the plan's egress is not in the devmap
+#define W_BAD_PLAN 17        // a plan the executor refuses (inconsistent lengths): a bug, counted
+#define W_SRH 18             // an SRH-advancing plan on a packet without a plain SRH to advance (or HMAC required)
+#define W_DECAP 19           // a decapsulating plan on a packet without an IPv6 packet to pull out (or HMAC required)
+#define W_NEXT 20            // End: the next segment's route is not plain forwarding in the driver
+#define W_REASONS 32         // reasons occupy [1, W_REASONS)
+#define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
+#define KINDS 16
+#define COUNTERS 64
+
+// Patch codes: what an op writes at `at` (an offset in the outgoing frame).
+#define OP_RX 1         // `len` bytes of the received IPv6 header from `from`
+#define OP_FIRST_WORD 2 // the received header's first 32-bit word, ANDed with `mask`
+#define OP_PLEN 3       // the outgoing Payload Length (received one + growth), 16 bits
+#define OP_HLIM 4       // the received hop limit less one
+#define OP_BYTE 5       // the byte `from`
+#define OP_ING16 6      // the receiving port's 16-bit IOAM interface id
+#define OP_ING32 7      // the receiving port's 32-bit IOAM interface id
+#define OP_NEXT_SID 8   // the received SRH's next segment (16 bytes; plans with F_SRH_ADVANCE)
+#define OP_SL 9         // the received SRH's Segments Left less one (plans with F_SRH_ADVANCE)
+
+// Plan flags.
+#define F_SRH_ADVANCE 1 // an SRH without TLVs follows the IPv6 header and has a segment left: checked first
+#define F_DECAP 2       // the plan applies to the inner IPv6 packet (behind the outer header, or behind an SRH
+                        // without TLVs and with no segment left), which is pulled out: End.DX6
+#define F_RELOOKUP 4    // the way out (template, egress, MTU) is the plan of the next segment's route, which must
+                        // have F_PLAIN: End (with F_SRH_ADVANCE)
+#define F_PLAIN 8       // plain forwarding
+// Port flags.
+#define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
+
+#define NO_PLAN 0xffffffffu
+
+struct lpm_key {
+    __u32 prefixlen;
+    __u8 addr[16];
+};
+
+struct route {
+    __u32 plan; // index in `plans`, or NO_PLAN
+    __u32 why;  // with NO_PLAN: the reason counted
+};
+
+struct port {
+    __u8 mac[6];
+    __u16 headroom;  // most bytes a plan may add in front of a frame received here
+    __u32 max_frame; // longest frame accepted (MTU + Ethernet header + 4)
+    __u32 ioam_wide; // the port's IOAM ids (ioam6_id_wide, ioam6_id), written by IOAM plans
+    __u16 ioam_id;
+    __u16 flags;     // P_*
+};
+
+struct op {
+    __u8 code;
+    __u8 len;
+    __u16 at;
+    __u16 from;
+    __u16 pad;
+    __u32 mask;
+};
+
+struct plan {
+    __u32 egress;  // devmap key (and index of the per-egress counter)
+    __u32 max_len; // longest IPv6 packet the plan sends
+    __u16 tlen;    // template length
+    __u16 skip;    // leading bytes of the received IPv6 packet the template replaces (0 or 40)
+    __u16 growth;  // bytes the IPv6 packet grows: tlen - 14 - skip
+    __u8 kind;     // counter index (C_KIND + kind)
+    __u8 nops;
+    __u32 flags;   // F_*
+    __u32 pad;
+    struct op ops[OPS_MAX];
+    __u8 tpl[TPL_MAX];
+};
+
+_Static_assert(sizeof(struct lpm_key) == 20, "lpm_key");
+_Static_assert(sizeof(struct route) == 8, "route");
+_Static_assert(sizeof(struct port) == 20, "port");
+_Static_assert(sizeof(struct op) == 12, "op");
+_Static_assert(sizeof(struct plan) == 24 + 12 * OPS_MAX + TPL_MAX, "plan");
+
+// ---- Maps (sizes are set by the loader) ----
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct lpm_key);
+    __type(value, struct route);
+} routes SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1024);
+    __type(key, __u32);
+    __type(value, struct plan);
+} plans SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, __u32);
+    __type(value, struct port);
+} ports SEC(".maps");
+
+// struct bpf_devmap_val: the egress ifindex, and a program to run there (none).
+struct devmap_val {
+    __u32 ifindex;
+    __u32 prog_fd;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_DEVMAP);
+    __uint(max_entries, 64);
+    __type(key, __u32);
+    __type(value, struct devmap_val);
+} egress SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_XSKMAP);
+    __uint(max_entries, 64);
+    __type(key, __u32);
+    __type(value, __u32);
+} xsks SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, COUNTERS);
+    __type(key, __u32);
+    __type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 64);
+    __type(key, __u32);
+    __type(value, __u64);
+} egress_tx SEC(".maps");
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+// A per-CPU counter, incremented without an atomic operation (the slot is this CPU's alone).
+static __always_inline void count(void *map, __u32 idx) {
+    __u64 *c = bpf_map_lookup_elem(map, &idx);
+    if (c)
+        *c += 1;
+}
+
+// The way every frame the tier does not forward leaves: as before the tier, to its queue's AF_XDP socket, or
+// on to the kernel when the queue has none. Nothing in the frame has been changed.
+static __always_inline int slow(struct xdp_md *ctx, __u32 why) {
+    count(&counters, why & (W_REASONS - 1));
+    return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+}
+
+// fe80::/10, ff00::/8, ::/8: left to the slow path, as lwt6's own fast path does.
+static __always_inline int special(__u8 hi, __u8 lo) {
+    return hi == 0xff || hi == 0 || (hi == 0xfe && (lo & 0xc0) == 0x80);
+}
+
+SEC("xdp")
+int lwt6_plan(struct xdp_md *ctx) {
+    __u8 *p = (__u8 *)(long)ctx->data;
+    __u8 *end = (__u8 *)(long)ctx->data_end;
+
+    if (p + 14 > end)
+        return slow(ctx, W_SHORT);
+    if (p[12] != 0x86 || p[13] != 0xdd)
+        return slow(ctx, W_NOT_IPV6);
+    if (p + 14 + RX_SAVE > end)
+        return slow(ctx, W_SHORT);
+
+    __u32 ifindex = ctx->ingress_ifindex;
+    struct port *port = bpf_map_lookup_elem(&ports, &ifindex);
+    if (!port)
+        return slow(ctx, W_NO_PORT);
+    if (p[0] != port->mac[0] || p[1] != port->mac[1] || p[2] != port->mac[2] || p[3] != port->mac[3] ||
+        p[4] != port->mac[4] || p[5] != port->mac[5])
+        return slow(ctx, W_NOT_FOR_US);
+    __u32 flen = (__u32)(end - p);
+    if (flen > port->max_frame)
+        return slow(ctx, W_FRAME_LEN);
+
+    __u8 *ip = p + 14;
+    if ((ip[0] >> 4) != 6)
+        return slow(ctx, W_SHORT);
+    __u32 len = 40 + (((__u32)ip[4] << 8) | ip[5]);
+    if (14 + len > flen)
+        return slow(ctx, W_SHORT);
+    __u8 hlim = ip[7];
+    if (hlim <= 1)
+        return slow(ctx, W_HOP_LIMIT);
+    if (special(ip[8], ip[9]) || special(ip[24], ip[25]))
+        return slow(ctx, W_ADDR);
+    if (ip[6] == 0)
+        return slow(ctx, W_HOP_BY_HOP);
+
+    struct lpm_key key = {.prefixlen = 128};
+    for (int i = 0; i < 16; i++)
+        key.addr[i] = ip[24 + i];
+    struct route *r = bpf_map_lookup_elem(&routes, &key);
+    if (!r)
+        return slow(ctx, W_NO_ROUTE);
+    __u32 id = r->plan;
+    if (id == NO_PLAN)
+        return slow(ctx, r->why);
+    struct plan *pl = bpf_map_lookup_elem(&plans, &id);
+    if (!pl)
+        return slow(ctx, W_NO_PLAN);
+
+    // An SRH to advance (End.X): right after the IPv6 header, without TLVs, a segment left; its next segment
+    // saved for OP_NEXT_SID.
+    __u64 next[2] = {0, 0};
+    __u32 sl = 0;
+    if (pl->flags & F_SRH_ADVANCE) {
+        if ((port->flags & P_REQUIRE_HMAC) || ip[6] != 43 || len < 48)
+            return slow(ctx, W_SRH);
+        if (ip + 48 > end)
+            return slow(ctx, W_SHORT);
+        __u32 srh_len = ((__u32)ip[41] + 1) * 8, le = ip[44];
+        sl = ip[43];
+        if (ip[42] != 4 || srh_len != 8 + 16 * (le + 1) || 40 + srh_len > len || sl == 0 || sl > le + 1)
+            return slow(ctx, W_SRH);
+        __u32 at = 48 + 16 * (sl - 1);
+        opaque(at);
+        if (at > 48 + 16 * 254)
+            return slow(ctx, W_SRH);
+        __u8 *seg = ip + at;
+        if (seg + 16 > end)
+            return slow(ctx, W_SHORT);
+        next[0] = *(__u64 *)seg;
+        next[1] = *(__u64 *)(seg + 8);
+    }
+    // The way out: the plan's own, or (End) the plan of the next segment's route, which must be plain forwarding.
+    struct plan *way = pl;
+    if (pl->flags & F_RELOOKUP) {
+        __u8 *nb = (__u8 *)next;
+        if (!(pl->flags & F_SRH_ADVANCE) || special(nb[0], nb[1]))
+            return slow(ctx, W_NEXT);
+        struct lpm_key key2 = {.prefixlen = 128};
+        for (int i = 0; i < 16; i++)
+            key2.addr[i] = nb[i];
+        struct route *r2 = bpf_map_lookup_elem(&routes, &key2);
+        if (!r2 || r2->plan == NO_PLAN)
+            return slow(ctx, W_NEXT);
+        __u32 id2 = r2->plan;
+        way = bpf_map_lookup_elem(&plans, &id2);
+        if (!way || !(way->flags & F_PLAIN))
+            return slow(ctx, W_NEXT);
+    }
+    __u32 tlen = way->tlen, skip = way->skip, growth = way->growth;
+    if (tlen < 14 || tlen > TPL_MAX || skip > RX_SAVE || tlen != 14 + skip + growth)
+        return slow(ctx, W_BAD_PLAN);
+    // A packet to decapsulate (End.DX6): from here on `ip`, `len` and `hlim` are the inner packet's, and `pull`
+    // bytes of outer headers go.
+    __u32 pull = 0;
+    if (pl->flags & F_DECAP) {
+        if ((port->flags & P_REQUIRE_HMAC) || len < 48 || growth || skip)
+            return slow(ctx, W_DECAP);
+        if (ip[6] == 41) {
+            pull = 40;
+        } else if (ip[6] == 43) {
+            if (ip + 48 > end)
+                return slow(ctx, W_SHORT);
+            __u32 srh_len = ((__u32)ip[41] + 1) * 8, le = ip[44];
+            if (ip[40] != 41 || ip[42] != 4 || srh_len != 8 + 16 * (le + 1) || ip[43] != 0)
+                return slow(ctx, W_DECAP);
+            pull = 40 + srh_len;
+        } else {
+            return slow(ctx, W_DECAP);
+        }
+        opaque(pull);
+        if (pull > 40 + 8 + 16 * 256 || pull + 40 > len)
+            return slow(ctx, W_DECAP);
+        __u8 *in = ip + pull;
+        if (in + 40 > end)
+            return slow(ctx, W_SHORT);
+        __u32 ilen = 40 + (((__u32)in[4] << 8) | in[5]);
+        if ((in[0] >> 4) != 6 || pull + ilen > len)
+            return slow(ctx, W_DECAP);
+        if (in[7] <= 1)
+            return slow(ctx, W_HOP_LIMIT);
+        ip = in;
+        len = ilen;
+        hlim = in[7];
+    }
+    if (len + growth > way->max_len)
+        return slow(ctx, W_MTU);
+    if (growth > port->headroom)
+        return slow(ctx, W_HEADROOM);
+    __u32 out = way->egress;
+    if (!bpf_map_lookup_elem(&egress, &out))
+        return slow(ctx, W_NO_EGRESS);
+
+    // The received header, saved before the template overwrites it; read at variable offsets by the patches
+    // (64 bytes, all written, so that a masked index stays inside).
+    __u64 rx[8] = {0};
+    if (ip + RX_SAVE > end)
+        return slow(ctx, W_SHORT);
+    for (int i = 0; i < RX_SAVE / 8; i++)
+        rx[i] = *(__u64 *)(ip + 8 * i);
+    __u8 *rxb = (__u8 *)rx;
+
+    // From here on the frame changes: every check that can send it to the slow path is above, but for the
+    // headroom, which only the helper knows (it fails without touching the frame).
+    int delta = (int)growth - (int)pull;
+    if (delta && bpf_xdp_adjust_head(ctx, -delta))
+        return slow(ctx, W_HEADROOM);
+    __u32 trailer = flen - 14 - pull - len;
+    if (trailer && bpf_xdp_adjust_tail(ctx, -(int)trailer)) {
+        if (delta)
+            bpf_xdp_adjust_head(ctx, delta);
+        return slow(ctx, W_SHORT);
+    }
+    p = (__u8 *)(long)ctx->data;
+    end = (__u8 *)(long)ctx->data_end;
+
+    // The template, in 8-byte words, the last one ending exactly at tlen (overlapping the one before it).
+    for (__u32 i = 0; i < TPL_MAX / 8; i++) {
+        __u32 off = 8 * i;
+        if (off + 8 > tlen)
+            break;
+        if (p + off + 8 > end)
+            return XDP_ABORTED;
+        *(__u64 *)(p + off) = *(__u64 *)(way->tpl + off);
+    }
+    {
+        __u32 off = tlen - 8;
+        opaque(off);
+        if (off > TPL_MAX - 8)
+            return XDP_ABORTED;
+        if (p + off + 8 > end)
+            return XDP_ABORTED;
+        *(__u64 *)(p + off) = *(__u64 *)(way->tpl + off);
+    }
+
+    __u32 plen = len + growth - 40;
+    __u32 ing16 = port->ioam_id, ing32 = port->ioam_wide;
+    __u32 nops = pl->nops;
+    for (__u32 i = 0; i < OPS_MAX; i++) {
+        if (i >= nops)
+            break;
+        struct op *o = &pl->ops[i];
+        __u32 at = o->at & 511;
+        __u8 *d = p + at;
+        switch (o->code) {
+        case OP_RX: {
+            __u32 n = o->len, from = o->from;
+            if (n > RX_SAVE || from > RX_SAVE)
+                return XDP_ABORTED;
+            for (__u32 j = 0; j < RX_SAVE; j++) {
+                if (j >= n)
+                    break;
+                if (d + j + 1 > end)
+                    return XDP_ABORTED;
+                d[j] = rxb[(from + j) & 63];
+            }
+            break;
+        }
+        case OP_FIRST_WORD: {
+            if (d + 4 > end)
+                return XDP_ABORTED;
+            __u32 w = ((__u32)rxb[0] << 24 | (__u32)rxb[1] << 16 | (__u32)rxb[2] << 8 | rxb[3]) & o->mask;
+            d[0] = w >> 24;
+            d[1] = w >> 16;
+            d[2] = w >> 8;
+            d[3] = w;
+            break;
+        }
+        case OP_PLEN:
+            if (d + 2 > end)
+                return XDP_ABORTED;
+            d[0] = plen >> 8;
+            d[1] = plen;
+            break;
+        case OP_HLIM:
+            if (d + 1 > end)
+                return XDP_ABORTED;
+            d[0] = hlim - 1;
+            break;
+        case OP_BYTE:
+            if (d + 1 > end)
+                return XDP_ABORTED;
+            d[0] = o->from;
+            break;
+        case OP_ING16:
+            if (d + 2 > end)
+                return XDP_ABORTED;
+            d[0] = ing16 >> 8;
+            d[1] = ing16;
+            break;
+        case OP_NEXT_SID:
+            if (d + 16 > end)
+                return XDP_ABORTED;
+            *(__u64 *)d = next[0];
+            *(__u64 *)(d + 8) = next[1];
+            break;
+        case OP_SL:
+            if (d + 1 > end)
+                return XDP_ABORTED;
+            d[0] = sl - 1;
+            break;
+        case OP_ING32:
+            if (d + 4 > end)
+                return XDP_ABORTED;
+            d[0] = ing32 >> 24;
+            d[1] = ing32 >> 16;
+            d[2] = ing32 >> 8;
+            d[3] = ing32;
+            break;
+        default:
+            return XDP_ABORTED;
+        }
+    }
+
+    count(&counters, W_FORWARDED);
+    count(&counters, C_KIND + (pl->kind & (KINDS - 1)));
+    count(&egress_tx, out & 63);
+    return bpf_redirect_map(&egress, out, 0);
+}

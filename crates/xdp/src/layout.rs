@@ -1,0 +1,338 @@
+//! The maps' keys and values as `bpf/plan.bpf.c` lays them out (C layout, native byte order for the integers;
+//! addresses, MACs and template bytes in wire order). Sizes are asserted here and in the C file.
+
+/// Longest template a plan may carry: Ethernet header, IPv6 header slot and 216 bytes of inserted header (the
+/// most `bpf_xdp_adjust_head` can prepend on veth and in `BPF_PROG_TEST_RUN`: 256 bytes less the `xdp_frame`).
+pub const TPL_MAX: usize = 272;
+/// Most patches a plan lists.
+pub const OPS_MAX: usize = 16;
+/// Slots of the per-CPU counter array.
+pub const COUNTERS: usize = 64;
+/// First counter of the per-kind forwarded counts (`C_KIND + kind`).
+pub const C_KIND: usize = 32;
+/// Plan kinds the counters distinguish.
+pub const KINDS: usize = 16;
+/// The route value's plan when the route is not executed in the driver.
+pub const NO_PLAN: u32 = u32::MAX;
+
+/// Patch code: `len` bytes of the received IPv6 header from offset `from`.
+pub const OP_RX: u8 = 1;
+/// Patch code: the received header's first 32-bit word (version, traffic class, flow label) ANDed with `mask`.
+pub const OP_FIRST_WORD: u8 = 2;
+/// Patch code: the outgoing Payload Length (the received one plus the plan's growth), 16 bits.
+pub const OP_PLEN: u8 = 3;
+/// Patch code: the received hop limit less one.
+pub const OP_HLIM: u8 = 4;
+/// Patch code: the byte `from`.
+pub const OP_BYTE: u8 = 5;
+/// Patch code: the receiving port's 16-bit IOAM interface id (`ioam6_id`).
+pub const OP_ING16: u8 = 6;
+/// Patch code: the receiving port's 32-bit IOAM interface id (`ioam6_id_wide`).
+pub const OP_ING32: u8 = 7;
+/// Patch code: the received SRH's next segment, 16 bytes (plans with [`F_SRH_ADVANCE`]).
+pub const OP_NEXT_SID: u8 = 8;
+/// Patch code: the received SRH's Segments Left less one (plans with [`F_SRH_ADVANCE`]).
+pub const OP_SL: u8 = 9;
+/// Plan flag: an SRH without TLVs must follow the IPv6 header with a segment left (checked before anything is
+/// written; [`Why::Srh`] otherwise), its next segment and Segments Left are what [`OP_NEXT_SID`] and [`OP_SL`]
+/// write.
+pub const F_SRH_ADVANCE: u32 = 1;
+/// Plan flag: the plan applies to the inner IPv6 packet (behind the outer header, or behind an SRH without TLVs
+/// and with no segment left), which is pulled out first (End.DX6); [`Why::Decap`] when there is none. The patches
+/// then read the inner header.
+pub const F_DECAP: u32 = 2;
+/// Plan flag: the way out (template, egress, MTU) is the plan of the route to the SRH's next segment, which
+/// must have [`F_PLAIN`] ([`Why::Next`] otherwise); the patches are this plan's (End, with [`F_SRH_ADVANCE`]).
+pub const F_RELOOKUP: u32 = 4;
+/// Plan flag: plain forwarding (a way out for [`F_RELOOKUP`] plans).
+pub const F_PLAIN: u32 = 8;
+/// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
+pub const P_REQUIRE_HMAC: u16 = 1;
+
+/// Key of the `routes` LPM trie (`struct bpf_lpm_trie_key` with a 16-byte address).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LpmKey {
+    /// Prefix length in bits.
+    pub prefixlen: u32,
+    /// The prefix, in wire order.
+    pub addr: [u8; 16],
+}
+
+/// Value of the `routes` LPM trie.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteValue {
+    /// Index of the route's plan in the `plans` array, or [`NO_PLAN`].
+    pub plan: u32,
+    /// With [`NO_PLAN`]: the [`Why`] counted for the route's frames, which go to the slow path.
+    pub why: u32,
+}
+
+/// Value of the `ports` hash (key: the receiving interface's ifindex).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortEntry {
+    /// The interface's MAC address: frames to another go to the slow path.
+    pub mac: [u8; 6],
+    /// Most bytes a plan may add in front of a frame received here (the driver's XDP headroom less the
+    /// `xdp_frame`; the helper refuses more anyway).
+    pub headroom: u16,
+    /// Longest frame accepted: MTU + Ethernet header + 4 (as lwt6's own fast path).
+    pub max_frame: u32,
+    /// The port's `ioam6_id_wide` (IOAM plans write it as the ingress id of wide traces).
+    pub ioam_wide: u32,
+    /// The port's `ioam6_id`.
+    pub ioam_id: u16,
+    /// `P_*` flags.
+    pub flags: u16,
+}
+
+/// One patch: what is written at `at` (an offset in the outgoing frame) once the template is copied.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Op {
+    /// `OP_*`, 0 for none.
+    pub code: u8,
+    /// [`OP_RX`]: how many bytes.
+    pub len: u8,
+    /// Offset in the outgoing frame.
+    pub at: u16,
+    /// [`OP_RX`]: offset in the received IPv6 header; [`OP_BYTE`]: the byte.
+    pub from: u16,
+    /// Zero.
+    pub pad: u16,
+    /// [`OP_FIRST_WORD`]: the mask.
+    pub mask: u32,
+}
+
+/// Value of the `plans` array: a forwarding plan as the driver executes it. The outgoing frame is the template
+/// followed by the received IPv6 packet without its first `skip` bytes, then the patches are applied.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlanEntry {
+    /// Egress: the `egress` devmap key (lwt6's device index).
+    pub egress: u32,
+    /// Longest IPv6 packet the plan sends.
+    pub max_len: u32,
+    /// Template length.
+    pub tlen: u16,
+    /// Leading bytes of the received IPv6 packet the template replaces: 0, or 40 when the template holds the
+    /// IPv6 header (patched from the received one) followed by an inserted header.
+    pub skip: u16,
+    /// Bytes the IPv6 packet grows: `tlen - 14 - skip`.
+    pub growth: u16,
+    /// Counter slot of the plan's kind ([`Kind`]).
+    pub kind: u8,
+    /// Patches used.
+    pub nops: u8,
+    /// `F_*` flags.
+    pub flags: u32,
+    /// Zero.
+    pub pad: u32,
+    /// Patches, in order.
+    pub ops: [Op; OPS_MAX],
+    /// Template bytes (the first `tlen`).
+    pub tpl: [u8; TPL_MAX],
+}
+
+/// The `egress` devmap's value (`struct bpf_devmap_val`): the ifindex, and no program.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevmapVal {
+    /// Egress ifindex.
+    pub ifindex: u32,
+    /// Program to run on the egress (none: 0).
+    pub prog_fd: u32,
+}
+
+const _: () = assert!(size_of::<LpmKey>() == 20);
+const _: () = assert!(size_of::<RouteValue>() == 8);
+const _: () = assert!(size_of::<PortEntry>() == 20);
+const _: () = assert!(size_of::<Op>() == 12);
+const _: () = assert!(size_of::<PlanEntry>() == 24 + 12 * OPS_MAX + TPL_MAX);
+
+// SAFETY: plain C-layout structs of integers and byte arrays without padding (sizes asserted above), valid for
+// every bit pattern: what aya's `Pod` asks of map keys and values.
+unsafe impl aya::Pod for LpmKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RouteValue {}
+// SAFETY: as above.
+unsafe impl aya::Pod for PortEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for Op {}
+// SAFETY: as above.
+unsafe impl aya::Pod for PlanEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for DevmapVal {}
+
+/// Why a frame left the driver (the counter it was counted under): `bpf/plan.bpf.c`'s `W_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u32)]
+pub enum Why {
+    /// Not an IPv6 frame (ARP, IPv4, ...): to the worker or the kernel, as without the tier.
+    NotIpv6 = 1,
+    /// Shorter than an Ethernet and an IPv6 header, or than its Payload Length says; not IPv6 version 6.
+    Short = 2,
+    /// Received on an interface the tier was not told about.
+    NoPort = 3,
+    /// Ethernet destination other than the port's address (multicast: NDP, ...).
+    NotForUs = 4,
+    /// Longer than the port's MTU allows.
+    FrameLen = 5,
+    /// Hop limit 0 or 1 (ICMP Time Exceeded, from the worker).
+    HopLimit = 6,
+    /// Link-local, multicast or `::/8` source or destination (NDP, ...).
+    Addr = 7,
+    /// A Hop-by-Hop header follows the IPv6 header (IOAM transit, router alert, ...).
+    HopByHop = 8,
+    /// No route.
+    NoRoute = 9,
+    /// The route has no plan (no neighbour yet, a per-packet flow hash, an HMAC over the packet, ...).
+    NoPlan = 10,
+    /// The route's plan is of a kind the driver does not execute.
+    Kind = 11,
+    /// The plan's template is longer than [`TPL_MAX`].
+    Template = 12,
+    /// Addressed to one of the router's own addresses.
+    Local = 13,
+    /// The packet would exceed the plan's MTU (ICMP Packet Too Big, from the worker).
+    Mtu = 14,
+    /// The frame's headroom cannot take what the plan adds.
+    Headroom = 15,
+    /// The plan's egress is not in the devmap.
+    NoEgress = 16,
+    /// A plan the executor refused (inconsistent lengths): a bug.
+    BadPlan = 17,
+    /// An SRH-advancing plan (End.X) on a packet without a plain SRH with a segment left, or received on an
+    /// interface that requires HMAC.
+    Srh = 18,
+    /// A decapsulating plan (End.DX6) on a packet without an IPv6 packet to pull out (or an SRH with a segment
+    /// left, or TLVs), or received on an interface that requires HMAC.
+    Decap = 19,
+    /// End: the next segment is special, or its route is not plain forwarding in the driver.
+    Next = 20,
+}
+
+impl Why {
+    /// Every reason, in counter order.
+    pub const ALL: [Why; 20] = [
+        Why::NotIpv6,
+        Why::Short,
+        Why::NoPort,
+        Why::NotForUs,
+        Why::FrameLen,
+        Why::HopLimit,
+        Why::Addr,
+        Why::HopByHop,
+        Why::NoRoute,
+        Why::NoPlan,
+        Why::Kind,
+        Why::Template,
+        Why::Local,
+        Why::Mtu,
+        Why::Headroom,
+        Why::NoEgress,
+        Why::BadPlan,
+        Why::Srh,
+        Why::Decap,
+        Why::Next,
+    ];
+
+    /// The reason's name, as counters print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::NotIpv6 => "not_ipv6",
+            Why::Short => "short",
+            Why::NoPort => "no_port",
+            Why::NotForUs => "not_for_us",
+            Why::FrameLen => "frame_len",
+            Why::HopLimit => "hop_limit",
+            Why::Addr => "special_address",
+            Why::HopByHop => "hop_by_hop",
+            Why::NoRoute => "no_route",
+            Why::NoPlan => "no_plan",
+            Why::Kind => "kind",
+            Why::Template => "template",
+            Why::Local => "local",
+            Why::Mtu => "mtu",
+            Why::Headroom => "headroom",
+            Why::NoEgress => "no_egress",
+            Why::BadPlan => "bad_plan",
+            Why::Srh => "srh",
+            Why::Decap => "decap",
+            Why::Next => "next_segment",
+        }
+    }
+}
+
+/// The plan kinds the driver executes (their forwarded-frame counters: [`C_KIND`] + kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Kind {
+    /// Plain forwarding.
+    Forward = 0,
+    /// seg6 H.Encaps / H.Encaps.Red.
+    Seg6Encap = 1,
+    /// seg6 inline (H.Insert).
+    Seg6Inline = 2,
+    /// rpl whose compressed header is the same for every destination of the route.
+    RplFixed = 3,
+    /// ioam6 inline insertion, this node's data in the template.
+    IoamInline = 4,
+    /// ioam6 encap insertion, this node's data in the template.
+    IoamEncap = 5,
+    /// seg6local End.X (no flavours, no counters).
+    EndX = 6,
+    /// seg6local End.DX6 (no counters).
+    EndDx6 = 7,
+    /// seg6local End (no flavours, no counters), out along the next segment's plain-forwarding plan.
+    End = 8,
+}
+
+impl Kind {
+    /// Every kind, in counter order.
+    pub const ALL: [Kind; 9] = [
+        Kind::Forward,
+        Kind::Seg6Encap,
+        Kind::Seg6Inline,
+        Kind::RplFixed,
+        Kind::IoamInline,
+        Kind::IoamEncap,
+        Kind::EndX,
+        Kind::EndDx6,
+        Kind::End,
+    ];
+
+    /// The kind's name, as counters print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Forward => "forward",
+            Kind::Seg6Encap => "seg6_encap",
+            Kind::Seg6Inline => "seg6_inline",
+            Kind::RplFixed => "rpl_fixed",
+            Kind::IoamInline => "ioam_inline",
+            Kind::IoamEncap => "ioam_encap",
+            Kind::EndX => "end_x",
+            Kind::EndDx6 => "end_dx6",
+            Kind::End => "end",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lists_hold_every_reason_and_kind_in_counter_order() {
+        for (i, w) in Why::ALL.into_iter().enumerate() {
+            assert_eq!(w as usize, i + 1, "{}", w.name());
+        }
+        assert!(Why::ALL.len() < C_KIND);
+        for (i, k) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{}", k.name());
+        }
+        assert!(Kind::ALL.len() <= KINDS && C_KIND + KINDS <= COUNTERS);
+    }
+}

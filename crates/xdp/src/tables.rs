@@ -1,0 +1,303 @@
+//! A snapshot's forwarding plans as the XDP program's maps hold them: every IPv6 route of the main table with the
+//! plan the driver executes for it, or the reason its frames go to the worker.
+//!
+//! The template and the patches of each plan kind say, as data, what `lwt6_dataplane`'s fast path writes per
+//! packet (`Seg6Tunnel::patch_encap`, `patch_inline`, `patch_inserting_header`); the differential tests compare
+//! the two byte for byte.
+
+use crate::layout::{
+    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD,
+    OP_HLIM, OP_ING16, OP_ING32, OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC,
+    PlanEntry, PortEntry, RouteValue, TPL_MAX, Why,
+};
+use ipnet::{IpNet, Ipv6Net};
+use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
+use lwt6_dataplane::snapshot::{Link, Snapshot};
+use std::collections::HashMap;
+
+const E: usize = 14;
+const H: usize = 40;
+/// IPv6 Routing header.
+const ROUTING: u16 = 43;
+/// IPv6 Hop-by-Hop Options header.
+const HOPOPTS: u16 = 0;
+
+/// The maps' contents for one snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Tables {
+    /// LPM entries: every IPv6 route of the main table (its best route's plan), and the router's own addresses
+    /// as /128s sent to the worker.
+    pub routes: Vec<(Ipv6Net, RouteValue)>,
+    /// Plans, by their index in the `plans` array.
+    pub plans: Vec<PlanEntry>,
+}
+
+impl Tables {
+    /// The LPM key of a prefix.
+    pub fn key(net: &Ipv6Net) -> LpmKey {
+        LpmKey {
+            prefixlen: u32::from(net.prefix_len()),
+            addr: net.network().octets(),
+        }
+    }
+
+    /// Where a route's frames are handled: `Ok(kind)` in the driver, `Err(why)` by the worker.
+    pub fn placement(&self, net: &Ipv6Net) -> Option<Result<Kind, Why>> {
+        let (_, v) = self.routes.iter().find(|(n, _)| n == net)?;
+        Some(match self.plans.get(v.plan as usize) {
+            Some(p) => Kind::ALL
+                .get(usize::from(p.kind))
+                .copied()
+                .ok_or(Why::BadPlan),
+            None => Err(why_of(v.why)),
+        })
+    }
+}
+
+fn why_of(n: u32) -> Why {
+    Why::ALL
+        .into_iter()
+        .find(|w| *w as u32 == n)
+        .unwrap_or(Why::BadPlan)
+}
+
+/// The driver's form of `plan` (with template `tpl`), or why it has none.
+pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry, Why> {
+    if plan.sampled.is_some() {
+        return Err(Why::Kind);
+    }
+    let op = |code, at: usize, from: u16, len: u8, mask: u32| Op {
+        code,
+        len,
+        at: at as u16,
+        from,
+        pad: 0,
+        mask,
+    };
+    let rx = |at: usize, from: u16, len: u8| op(OP_RX, at, from, len, 0);
+    // The IPv6 header of a plan that inserts a header behind it (`patch_inserting_header`): the received
+    // header's first 24 bytes, the new payload length, next header `nh`, the decremented hop limit.
+    let inserting = |nh: u16| {
+        [
+            rx(E, 0, 24),
+            op(OP_PLEN, E + 4, 0, 0, 0),
+            op(OP_BYTE, E + 6, nh, 0, 0),
+            op(OP_HLIM, E + 7, 0, 0, 0),
+        ]
+    };
+    let mut flags = 0;
+    let (kind, skip, ops): (Kind, usize, Vec<Op>) = match plan.kind {
+        PlanKind::Forward => {
+            flags |= F_PLAIN;
+            (Kind::Forward, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)])
+        }
+        // `Seg6Tunnel::patch_encap`: version, traffic class and flow label as the sysctl keeps them, the payload
+        // length, the hop limit.
+        PlanKind::Seg6Encap => (
+            Kind::Seg6Encap,
+            0,
+            vec![
+                op(OP_FIRST_WORD, E, 0, 0, snap.seg6_first_word()),
+                op(OP_PLEN, E + 4, 0, 0, 0),
+                op(OP_HLIM, E + 7, 0, 0, 0),
+            ],
+        ),
+        // `Seg6Tunnel::patch_inline`: the IPv6 header, the SRH's next header and Segment List[0].
+        PlanKind::Seg6Inline => {
+            let mut v = inserting(ROUTING).to_vec();
+            v.push(rx(FRONT, 6, 1));
+            v.push(rx(FRONT + 8, 24, 16));
+            (Kind::Seg6Inline, H, v)
+        }
+        // The routing header's next header and the original destination's last 16 - CmprE bytes.
+        PlanKind::RplFixed => {
+            let (at, ce) = (usize::from(plan.rpl_tail.0), plan.rpl_tail.1);
+            let mut v = inserting(ROUTING).to_vec();
+            v.push(rx(FRONT, 6, 1));
+            v.push(rx(FRONT + at, 24 + u16::from(ce), 16 - ce));
+            (Kind::RplFixed, H, v)
+        }
+        // `Ioam6Tunnel::patch_inline`: the whole received header (the template's slot is only room), next header
+        // 0, the Hop-by-Hop header's next header; then this node's per-packet fields.
+        PlanKind::IoamInline => {
+            let mut v = vec![
+                rx(E, 0, 40),
+                op(OP_PLEN, E + 4, 0, 0, 0),
+                op(OP_BYTE, E + 6, HOPOPTS, 0, 0),
+                op(OP_HLIM, E + 7, 0, 0, 0),
+                rx(FRONT, 6, 1),
+            ];
+            v.extend(ioam_fields(plan)?);
+            (Kind::IoamInline, H, v)
+        }
+        // `Ioam6Tunnel::patch_encap`: the outer header's first word from the inner one, the payload length, the
+        // hop limit in both headers; then this node's per-packet fields.
+        PlanKind::IoamEncap => {
+            let mut v = vec![
+                op(OP_FIRST_WORD, E, 0, 0, u32::MAX),
+                op(OP_PLEN, E + 4, 0, 0, 0),
+                op(OP_HLIM, E + 7, 0, 0, 0),
+                op(OP_HLIM, tpl.len() + 7, 0, 0, 0),
+            ];
+            v.extend(ioam_fields(plan)?);
+            (Kind::IoamEncap, 0, v)
+        }
+        // The fast path's End.X: the SRH advanced (destination := the next segment, Segments Left less one) and
+        // the hop limit, behind the Ethernet header to nh6.
+        PlanKind::EndX => {
+            flags |= F_SRH_ADVANCE;
+            (
+                Kind::EndX,
+                0,
+                vec![
+                    op(OP_HLIM, E + 7, 0, 0, 0),
+                    op(OP_NEXT_SID, E + 24, 0, 0, 0),
+                    op(OP_SL, FRONT + 3, 0, 0, 0),
+                ],
+            )
+        }
+        // The fast path's End.DX6: the inner packet behind the Ethernet header to nh6, its hop limit decremented.
+        PlanKind::EndDx6 => {
+            flags |= F_DECAP;
+            (Kind::EndDx6, 0, vec![op(OP_HLIM, E + 7, 0, 0, 0)])
+        }
+        // The fast path's End: End.X's SRH advance, out along the next segment's plain-forwarding plan (the
+        // executor looks it up; this plan has no template of its own).
+        PlanKind::End => {
+            flags |= F_SRH_ADVANCE | F_RELOOKUP;
+            (
+                Kind::End,
+                0,
+                vec![
+                    op(OP_HLIM, E + 7, 0, 0, 0),
+                    op(OP_NEXT_SID, E + 24, 0, 0, 0),
+                    op(OP_SL, FRONT + 3, 0, 0, 0),
+                ],
+            )
+        }
+        PlanKind::Rpl => return Err(Why::Kind),
+    };
+    if tpl.len() > TPL_MAX {
+        return Err(Why::Template);
+    }
+    let growth = if flags & F_RELOOKUP != 0 {
+        // The way out's template is used.
+        0
+    } else {
+        tpl.len()
+            .checked_sub(E + skip)
+            .filter(|g| *g == plan.growth)
+            .ok_or(Why::BadPlan)?
+    };
+    if ops.len() > OPS_MAX {
+        return Err(Why::Kind);
+    }
+    let mut e = PlanEntry {
+        egress: plan.egress as u32,
+        max_len: plan.max_len as u32,
+        tlen: tpl.len() as u16,
+        skip: skip as u16,
+        growth: growth as u16,
+        kind: kind as u8,
+        nops: ops.len() as u8,
+        flags,
+        pad: 0,
+        ops: [Op::default(); OPS_MAX],
+        tpl: [0; TPL_MAX],
+    };
+    e.ops[..ops.len()].copy_from_slice(&ops);
+    e.tpl[..tpl.len()].copy_from_slice(tpl);
+    Ok(e)
+}
+
+/// The per-packet IOAM fields of an IOAM plan whose template holds this node's data, as patches; `Err` when
+/// the driver cannot write them: a plan filling its traces per packet, or timestamps (the driver has no
+/// realtime clock a test could compare; see docs/xdp.md).
+fn ioam_fields(plan: &Plan) -> Result<Vec<Op>, Why> {
+    if !plan.ioam.baked || plan.ioam.has_ts {
+        return Err(Why::Kind);
+    }
+    let n = usize::from(plan.ioam.n);
+    Ok(plan.ioam.at[..n]
+        .iter()
+        .zip(&plan.ioam.what[..n])
+        .map(|(&at, what)| {
+            let code = match what {
+                IoamField::HopLimit => OP_HLIM,
+                IoamField::IngressId => OP_ING16,
+                IoamField::IngressWide => OP_ING32,
+                IoamField::TsSec | IoamField::TsFrac => unreachable!("has_ts is checked above"),
+            };
+            Op {
+                code,
+                at,
+                ..Op::default()
+            }
+        })
+        .collect())
+}
+
+/// The maps' contents for `snap`: its main table's IPv6 routes, their plans, and its own addresses.
+pub fn tables(snap: &Snapshot) -> Tables {
+    let mut t = Tables::default();
+    // Snapshot plan id -> slot (plans are shared by routes).
+    let mut slots: HashMap<u32, Result<u32, Why>> = HashMap::new();
+    let mut last: Option<Ipv6Net> = None;
+    for r in snap.fib().routes_v6() {
+        let IpNet::V6(net) = r.prefix else { continue };
+        // Lowest metric first within a prefix: the first is the one lookups find.
+        if last == Some(net) {
+            continue;
+        }
+        last = Some(net);
+        let slot = match r.plan {
+            None => Err(Why::NoPlan),
+            Some(id) => *slots.entry(id).or_insert_with(|| {
+                let plan = snap.plan(id).ok_or(Why::NoPlan)?;
+                let e = plan_entry(snap, plan, snap.template(plan))?;
+                t.plans.push(e);
+                Ok(t.plans.len() as u32 - 1)
+            }),
+        };
+        let value = match slot {
+            Ok(plan) => RouteValue { plan, why: 0 },
+            Err(why) => RouteValue {
+                plan: NO_PLAN,
+                why: why as u32,
+            },
+        };
+        t.routes.push((net, value));
+    }
+    // The router's own addresses: delivered locally, by the worker (lwt6's fast path checks them too).
+    for l in &snap.links {
+        for (a, _) in &l.addrs6 {
+            let net = Ipv6Net::new(*a, 128).expect("a /128");
+            let value = RouteValue {
+                plan: NO_PLAN,
+                why: Why::Local as u32,
+            };
+            match t.routes.iter_mut().find(|(n, _)| *n == net) {
+                Some(e) => e.1 = value,
+                None => t.routes.push((net, value)),
+            }
+        }
+    }
+    t
+}
+
+/// The port entry of a link: its MAC, its longest frame (MTU + 18, as lwt6's fast path), its IOAM ids, and
+/// `headroom`.
+pub fn port_entry(link: &Link, headroom: u16) -> PortEntry {
+    PortEntry {
+        mac: link.mac,
+        headroom,
+        max_frame: link.mtu + 18,
+        ioam_wide: link.sysctl.ioam6_id_wide,
+        ioam_id: link.sysctl.ioam6_id,
+        flags: if link.sysctl.seg6_require_hmac > 0 {
+            P_REQUIRE_HMAC
+        } else {
+            0
+        },
+    }
+}

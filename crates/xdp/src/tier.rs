@@ -1,0 +1,449 @@
+//! The loaded program and its maps (with aya, docs/xdp.md says why): load, fill from [`Tables`], read the
+//! counters, run frames in memory (`BPF_PROG_TEST_RUN`).
+
+use crate::layout::{C_KIND, COUNTERS, Kind, PlanEntry, PortEntry, RouteValue, Why};
+use crate::tables::Tables;
+use crate::{Absent, available};
+use aya::maps::lpm_trie::{Key, LpmTrie};
+use aya::maps::{Array, DevMap, HashMap as BpfHashMap, MapData, PerCpuArray, XskMap};
+use aya::programs::xdp::{XdpLinkId, XdpMode};
+use aya::programs::{ProgramFd, TestRun, TestRunOptions, Xdp};
+use aya::{Ebpf, EbpfLoader};
+use ipnet::Ipv6Net;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Name of the program in the object.
+const PROGRAM: &str = "lwt6_plan";
+
+/// What the tier failed at.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Built without the program.
+    #[error("{0}")]
+    Absent(#[from] Absent),
+    /// The kernel refused the object (the verifier's log is in the message).
+    #[error("loading the XDP program: {0}")]
+    Load(String),
+    /// A map operation failed.
+    #[error("XDP map {map}: {err}")]
+    Map {
+        /// The map.
+        map: &'static str,
+        /// What failed.
+        err: String,
+    },
+    /// A test run failed.
+    #[error("BPF_PROG_TEST_RUN: {0}")]
+    TestRun(String),
+}
+
+fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {
+    move |e| Error::Map {
+        map,
+        err: e.to_string(),
+    }
+}
+
+/// How many entries each map holds (fixed when the program is loaded).
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    /// LPM trie entries (routes and local /128s); allocated as used.
+    pub routes: u32,
+    /// Plan slots.
+    pub plans: u32,
+    /// Receiving interfaces.
+    pub ports: u32,
+    /// Egress slots (lwt6 device indexes).
+    pub egress: u32,
+    /// Receive queues with an AF_XDP socket.
+    pub queues: u32,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Sizes {
+            routes: 1 << 16,
+            plans: 1 << 10,
+            ports: 64,
+            egress: 64,
+            queues: 64,
+        }
+    }
+}
+
+/// The outcome of one frame run in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// The XDP action returned (`XDP_PASS` 2 for the slow path without a socket, `XDP_REDIRECT` 4 when a plan
+    /// sent the frame).
+    pub action: u32,
+    /// The frame as the program left it.
+    pub frame: Vec<u8>,
+}
+
+/// `XDP_PASS`.
+pub const XDP_PASS: u32 = 2;
+/// `XDP_REDIRECT`.
+pub const XDP_REDIRECT: u32 = 4;
+
+/// The counters, summed over the CPUs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames a plan sent from the driver.
+    pub forwarded: u64,
+    /// Of those, per plan kind.
+    pub by_kind: BTreeMap<Kind, u64>,
+    /// Frames sent to the slow path, per reason (reasons never counted are absent).
+    pub slow: BTreeMap<Why, u64>,
+    /// Frames sent per egress slot (the ones that sent any).
+    pub egress: BTreeMap<u32, u64>,
+}
+
+/// Runs the tier's program on frames in memory from any thread (its own descriptor of the program), also while
+/// the [`Tier`] that made it installs a new snapshot.
+#[derive(Debug)]
+pub struct Runner {
+    prog: std::os::fd::OwnedFd,
+}
+
+impl Runner {
+    /// Runs the program once on `frame` (as [`Tier::test_run`]).
+    pub fn run(&self, frame: &[u8]) -> Result<Run, Error> {
+        let mut out = Vec::new();
+        let (action, _) = crate::sys::test_run(&self.prog, frame, &mut out, 1)
+            .map_err(|e| Error::TestRun(e.to_string()))?;
+        Ok(Run { action, frame: out })
+    }
+}
+
+/// The loaded XDP plan executor.
+#[derive(Debug)]
+pub struct Tier {
+    ebpf: Ebpf,
+    sizes: Sizes,
+    /// The routes in the LPM trie, with the plan slots they name.
+    routes: HashMap<Ipv6Net, RouteValue>,
+    /// Plans in the `plans` array, by content: their slot.
+    slots: HashMap<PlanEntry, u32>,
+    /// Slots no route names and no running program can hold.
+    free: Vec<u32>,
+    /// Slots never used so far start here.
+    fresh: u32,
+    barrier: crate::sys::Barrier,
+}
+
+/// What one [`Tier::install`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// Plans written (new ones: an unchanged plan keeps its slot).
+    pub plans_written: usize,
+    /// LPM entries added or changed.
+    pub routes_set: usize,
+    /// LPM entries removed.
+    pub routes_removed: usize,
+    /// Plan slots freed (after waiting for the programs that might hold them).
+    pub slots_freed: usize,
+}
+
+impl Tier {
+    /// Loads the program (not attached to any interface) with maps of `sizes`.
+    pub fn load(sizes: Sizes) -> Result<Tier, Error> {
+        let object = available().map(|()| crate::object())?;
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries("routes", sizes.routes)
+            .map_max_entries("plans", sizes.plans)
+            .map_max_entries("ports", sizes.ports)
+            .map_max_entries("egress", sizes.egress)
+            .map_max_entries("egress_tx", sizes.egress)
+            .map_max_entries("xsks", sizes.queues)
+            .load(object)
+            .map_err(|e| Error::Load(format!("{e:#}")))?;
+        let prog: &mut Xdp = ebpf
+            .program_mut(PROGRAM)
+            .ok_or_else(|| Error::Load(format!("no program {PROGRAM} in the object")))?
+            .try_into()
+            .map_err(|e| Error::Load(format!("{e}")))?;
+        prog.load().map_err(|e| Error::Load(verifier(&e)))?;
+        let barrier = crate::sys::Barrier::new().map_err(|e| Error::Map {
+            map: "barrier",
+            err: e.to_string(),
+        })?;
+        Ok(Tier {
+            ebpf,
+            sizes,
+            routes: HashMap::new(),
+            slots: HashMap::new(),
+            free: Vec::new(),
+            fresh: 0,
+            barrier,
+        })
+    }
+
+    /// The map sizes the program was loaded with.
+    pub fn sizes(&self) -> Sizes {
+        self.sizes
+    }
+
+    fn prog(&self) -> &Xdp {
+        self.ebpf
+            .program(PROGRAM)
+            .and_then(|p| <&Xdp>::try_from(p).ok())
+            .expect("loaded in Tier::load")
+    }
+
+    /// A [`Runner`] of this program for another thread.
+    pub fn runner(&self) -> Result<Runner, Error> {
+        use std::os::fd::AsFd;
+        let prog = self
+            .program_fd()?
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::TestRun(e.to_string()))?;
+        Ok(Runner { prog })
+    }
+
+    /// The program's descriptor (to attach it).
+    pub fn program_fd(&self) -> Result<&ProgramFd, Error> {
+        self.prog().fd().map_err(|e| Error::Load(e.to_string()))
+    }
+
+    fn map_mut(&mut self, name: &'static str) -> Result<&mut aya::maps::Map, Error> {
+        self.ebpf.map_mut(name).ok_or(Error::Map {
+            map: name,
+            err: "not in the object".into(),
+        })
+    }
+
+    fn map(&self, name: &'static str) -> Result<&aya::maps::Map, Error> {
+        self.ebpf.map(name).ok_or(Error::Map {
+            map: name,
+            err: "not in the object".into(),
+        })
+    }
+
+    /// Makes the maps hold `t` (a snapshot's tables), changing only what differs from what they hold, so that
+    /// no packet ever sees half a plan:
+    ///
+    /// 1. plans not in the maps yet are written into slots that no route names and no running program holds
+    ///    (an unchanged plan keeps its slot);
+    /// 2. the LPM entries that differ are set (each update replaces one node: a lookup finds the old value or
+    ///    the new one, and either names a complete plan), those of routes gone are removed;
+    /// 3. the slots no route names any more are freed once every program that was running has finished (so a
+    ///    packet that found a route before step 2 still reads the plan it found).
+    ///
+    /// A packet may meet the old table for some routes and the new one for others while step 2 runs, as a
+    /// packet meets routes changed one by one in the kernel.
+    pub fn install(&mut self, t: &Tables) -> Result<Installed, Error> {
+        let mut done = Installed::default();
+        // 1. Plans: the slot of each of `t`'s plans.
+        let mut slot_of = Vec::with_capacity(t.plans.len());
+        {
+            let (sizes, free, fresh, slots) =
+                (self.sizes, &mut self.free, &mut self.fresh, &mut self.slots);
+            let mut plans: Array<&mut MapData, PlanEntry> =
+                Array::try_from(self.ebpf.map_mut("plans").ok_or(Error::Map {
+                    map: "plans",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("plans"))?;
+            for p in &t.plans {
+                if let Some(&s) = slots.get(p) {
+                    slot_of.push(s);
+                    continue;
+                }
+                let s = match free.pop() {
+                    Some(s) => s,
+                    None if *fresh < sizes.plans => {
+                        *fresh += 1;
+                        *fresh - 1
+                    }
+                    None => {
+                        return Err(Error::Map {
+                            map: "plans",
+                            err: format!("full ({} slots)", sizes.plans),
+                        });
+                    }
+                };
+                plans.set(s, p, 0).map_err(map_err("plans"))?;
+                slots.insert(*p, s);
+                slot_of.push(s);
+                done.plans_written += 1;
+            }
+        }
+        // 2. Routes.
+        let want: HashMap<Ipv6Net, RouteValue> = t
+            .routes
+            .iter()
+            .map(|(net, v)| {
+                let plan = match slot_of.get(v.plan as usize) {
+                    Some(&s) => s,
+                    None => v.plan,
+                };
+                (*net, RouteValue { plan, why: v.why })
+            })
+            .collect();
+        {
+            let mut routes: LpmTrie<&mut MapData, [u8; 16], RouteValue> =
+                LpmTrie::try_from(self.ebpf.map_mut("routes").ok_or(Error::Map {
+                    map: "routes",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("routes"))?;
+            let key = |net: &Ipv6Net| Key::new(u32::from(net.prefix_len()), net.network().octets());
+            for (net, v) in &want {
+                if self.routes.get(net) != Some(v) {
+                    routes.insert(&key(net), v, 0).map_err(map_err("routes"))?;
+                    done.routes_set += 1;
+                }
+            }
+            for net in self.routes.keys() {
+                if !want.contains_key(net) {
+                    routes.remove(&key(net)).map_err(map_err("routes"))?;
+                    done.routes_removed += 1;
+                }
+            }
+        }
+        self.routes = want;
+        // 3. Slots no route names.
+        let used: HashSet<u32> = self.routes.values().map(|v| v.plan).collect();
+        let gone: Vec<(PlanEntry, u32)> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| !used.contains(s))
+            .map(|(p, s)| (*p, *s))
+            .collect();
+        if !gone.is_empty() {
+            self.barrier.wait().map_err(|e| Error::Map {
+                map: "barrier",
+                err: e.to_string(),
+            })?;
+            for (p, s) in gone {
+                self.slots.remove(&p);
+                self.free.push(s);
+                done.slots_freed += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Plan slots in use.
+    pub fn plans_in_use(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Hands the slow-path frames of receive queue `queue` to AF_XDP socket `socket` (without one, they go on to
+    /// the kernel).
+    pub fn set_socket(
+        &mut self,
+        queue: u32,
+        socket: impl std::os::fd::AsRawFd,
+    ) -> Result<(), Error> {
+        let mut xsks: XskMap<&mut MapData> =
+            XskMap::try_from(self.map_mut("xsks")?).map_err(map_err("xsks"))?;
+        xsks.set(queue, socket, 0).map_err(map_err("xsks"))
+    }
+
+    /// Attaches the program to interface `ifindex` (`driver`: native XDP only, else the kernel's choice); the
+    /// attachment lasts as long as the tier.
+    pub fn attach(&mut self, ifindex: u32, driver: bool) -> Result<XdpLinkId, Error> {
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(PROGRAM)
+            .ok_or_else(|| Error::Load(format!("no program {PROGRAM}")))?
+            .try_into()
+            .map_err(|e| Error::Load(format!("{e}")))?;
+        let mode = if driver {
+            XdpMode::Driver
+        } else {
+            XdpMode::Default
+        };
+        prog.attach_to_if_index(ifindex, mode)
+            .map_err(|e| Error::Load(verifier(&e)))
+    }
+
+    /// Describes receiving interface `ifindex`.
+    pub fn set_port(&mut self, ifindex: u32, port: PortEntry) -> Result<(), Error> {
+        let mut ports: BpfHashMap<&mut MapData, u32, PortEntry> =
+            BpfHashMap::try_from(self.map_mut("ports")?).map_err(map_err("ports"))?;
+        ports.insert(ifindex, port, 0).map_err(map_err("ports"))
+    }
+
+    /// Sends the plans whose egress is `slot` (an lwt6 device index) out of interface `ifindex`.
+    pub fn set_egress(&mut self, slot: u32, ifindex: u32) -> Result<(), Error> {
+        let mut egress: DevMap<&mut MapData> =
+            DevMap::try_from(self.map_mut("egress")?).map_err(map_err("egress"))?;
+        egress.set(slot, ifindex, None, 0).map_err(|e| Error::Map {
+            map: "egress",
+            err: e.to_string(),
+        })
+    }
+
+    /// The counters, summed over the CPUs.
+    pub fn counters(&self) -> Result<Counters, Error> {
+        let sum = |name: &'static str, n: u32| -> Result<Vec<u64>, Error> {
+            let arr: PerCpuArray<&MapData, u64> =
+                PerCpuArray::try_from(self.map(name)?).map_err(map_err(name))?;
+            (0..n)
+                .map(|i| {
+                    arr.get(&i, 0)
+                        .map(|v| v.iter().sum())
+                        .map_err(map_err(name))
+                })
+                .collect()
+        };
+        let c = sum("counters", COUNTERS as u32)?;
+        let mut out = Counters {
+            forwarded: c[0],
+            ..Counters::default()
+        };
+        for w in Why::ALL {
+            if c[w as usize] > 0 {
+                out.slow.insert(w, c[w as usize]);
+            }
+        }
+        for k in Kind::ALL {
+            let n = c[C_KIND + k as usize];
+            if n > 0 {
+                out.by_kind.insert(k, n);
+            }
+        }
+        for (i, n) in sum("egress_tx", self.sizes.egress)?.into_iter().enumerate() {
+            if n > 0 {
+                out.egress.insert(i as u32, n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs the program once on `frame` in memory (`BPF_PROG_TEST_RUN`: received on the loopback device, queue
+    /// 0, with 256 bytes of headroom as a driver gives; needs root). A redirect is not carried out: the action
+    /// says where the frame would go and the frame is the program's output.
+    pub fn test_run(&self, frame: &[u8]) -> Result<Run, Error> {
+        let mut out = vec![0u8; frame.len() + 512];
+        let r = self
+            .prog()
+            .test_run(TestRunOptions {
+                data_in: Some(frame),
+                data_out: Some(&mut out),
+                ..TestRunOptions::default()
+            })
+            .map_err(|e| Error::TestRun(verifier(&e)))?;
+        out.truncate(r.data_size_out as usize);
+        Ok(Run {
+            action: r.return_value,
+            frame: out,
+        })
+    }
+}
+
+/// An aya error with its sources (the verifier's log is one of them: its last 40 lines, which say why).
+fn verifier(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s += &format!(": {x}");
+        src = x.source();
+    }
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}

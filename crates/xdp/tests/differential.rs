@@ -1,0 +1,1025 @@
+//! Same bytes, proven: the XDP program runs on frames in memory (`BPF_PROG_TEST_RUN`) and every frame it forwards
+//! must be byte-identical to the userspace pipeline's (`lwt6_dataplane::router::Router` on the same configuration
+//! and frames), on the same egress; every frame it leaves to the slow path must leave unchanged, counted under
+//! the right reason.
+//!
+//! Needs root (loading a BPF program). Not root: every test says so loudly and returns. Built without the pinned
+//! clang: the tests fail under CI (`CI` set), and say so loudly elsewhere. A program that fails to load fails.
+
+use lwt6_dataplane::router::Router;
+use lwt6_xdp::tier::{XDP_PASS, XDP_REDIRECT};
+use lwt6_xdp::{Counters, Kind, Sizes, Tier, Why};
+use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
+
+/// The loopback device: `BPF_PROG_TEST_RUN` receives every frame on it (ifindex 1 in every namespace).
+const LO: u32 = 1;
+/// What `bpf_xdp_adjust_head` lets a program prepend in a test run (256 bytes of headroom less the `xdp_frame`),
+/// as on veth.
+const HEADROOM: u16 = 216;
+
+/// `n` SIDs fc00::1, fc00::2, ...
+fn sids(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("fc00::{i:x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn conf(flowlabel: i32) -> String {
+    format!(
+        "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+link add r2 address 02:00:00:00:03:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+addr add fd00:3::1/64 dev r2
+addr add fd00:92::9/128 dev r0
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
+sysctl net.ipv6.seg6_flowlabel={flowlabel}
+sysctl net.ipv6.ioam6_id=0x111111
+sysctl net.ipv6.ioam6_id_wide=0x22222222222222
+sysctl net.ipv6.conf.r0.ioam6_id=7
+sysctl net.ipv6.conf.r0.ioam6_id_wide=0x70000007
+sysctl net.ipv6.conf.r1.ioam6_id=9
+ioam namespace add 1
+ioam namespace add 123 data 0xdeadbeef wide 0xcafecafecafecafe
+-6 route add fc00::/16 via fd00:2::2 dev r1
+-6 route add 2001:db8::/32 via fd00:2::2 dev r1
+-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2
+-6 route add 2001:db8:4::/48 via fd00:3::99 dev r2
+-6 route add 2001:db8:5::/48 via fd00:2::2 dev r1 mtu 1300
+-6 route add fd00:91::/64 encap seg6 mode encap segs {s1} dev r1
+-6 route add fd00:92::/64 encap seg6 mode encap segs {s3} dev r1
+-6 route add fd00:9a::/64 encap seg6 mode encap segs {s10} dev r1
+-6 route add fd00:9b::/64 encap seg6 mode encap segs {s13} dev r1
+-6 route add fd00:93::/64 encap seg6 mode encap.red segs {s3} dev r1
+-6 route add fd00:94::/64 encap seg6 mode encap.red segs {s1} dev r1
+-6 route add fd00:95::/64 encap seg6 mode encap.red segs {s10} dev r1
+-6 route add fd00:96::/64 encap seg6 mode inline segs {s1} dev r1
+-6 route add fd00:97::/64 encap seg6 mode inline segs {s3} dev r1
+-6 route add fd00:9c::/64 encap seg6 mode inline segs {s12} dev r1
+-6 route add fd00:9d::/64 encap seg6 mode inline segs {s13} dev r1
+-6 route add fd00:9e::/64 encap seg6 mode encap segs fc00::a,fc00::b dev r2
+-6 route add fd00:a0::/64 encap seg6 mode l2encap segs {s3} dev r1
+-6 route add fd00:a1::/64 encap ioam6 mode inline trace prealloc type 0x800000 ns 1 size 4 via fd00:2::2 dev r1
+-6 route add fd00:a3::/64 encap ioam6 mode inline trace prealloc type 0xc04000 ns 123 size 48 via fd00:2::2 dev r1
+-6 route add fd00:a4::/64 encap ioam6 mode encap tundst fc00::1 trace prealloc type 0xc00000 ns 123 size 28 trace prealloc type 0x804000 ns 1 size 12 dev r1
+-6 route add fd00:a5::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns 123 size 96 via fd00:2::2 dev r1
+-6 route add fd00:a6::/64 encap ioam6 mode inline trace prealloc type 0xc00000 ns 123 size 4 via fd00:2::2 dev r1
+-6 route add fd00:a2::/64 encap seg6local action End dev r1
+-6 route add fd00:98::/64 encap rpl segs fc00::a,fc00::1:b dev r1
+-6 route add fd00:a7::/64 encap seg6local action End.X nh6 fd00:3::2 dev r2
+-6 route add fd00:a8::/64 encap seg6local action End.DX6 nh6 fd00:2::2 dev r1
+",
+        s1 = sids(1),
+        s3 = sids(3),
+        s10 = sids(10),
+        s12 = sids(12),
+        s13 = sids(13),
+    )
+}
+
+/// A frame to r0 from its neighbour: UDP-like payload of `payload` bytes.
+fn frame(dst: &str, hlim: u8, first_word: u32, payload: usize) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd];
+    f.extend((0x6000_0000 | first_word).to_be_bytes());
+    f.extend((payload as u16).to_be_bytes());
+    f.extend([17, hlim]);
+    f.extend("fd00:1::1".parse::<Ipv6Addr>().unwrap().octets());
+    f.extend(dst.parse::<Ipv6Addr>().unwrap().octets());
+    f.extend((0..payload).map(|i| (i * 7 + 3) as u8));
+    f
+}
+
+/// A frame to r0 carrying an SRH (next header UDP, Segments Left `sl`, segments `segs` in wire order) to `dst`.
+fn srh_frame(dst: &str, hlim: u8, sl: u8, segs: &[&str], payload: usize) -> Vec<u8> {
+    let n = segs.len();
+    let mut srh = vec![17, (2 * n) as u8, 4, sl, (n - 1) as u8, 0, 0, 0];
+    for s in segs {
+        srh.extend(s.parse::<Ipv6Addr>().unwrap().octets());
+    }
+    let mut f = frame(dst, hlim, 0x0012_3456, payload);
+    f[14 + 6] = 43;
+    let plen = srh.len() + payload;
+    f[18..20].copy_from_slice(&(plen as u16).to_be_bytes());
+    f.splice(54..54, srh);
+    f
+}
+
+/// A frame to r0 to `dst` carrying the IPv6 packet `inner`, behind an SRH with Segments Left `sl` over `segs`
+/// when `segs` is not empty (next header 41 either way).
+fn encapsulated(dst: &str, hlim: u8, sl: u8, segs: &[&str], inner: &[u8]) -> Vec<u8> {
+    let mut f = if segs.is_empty() {
+        let mut f = frame(dst, hlim, 0, 0);
+        f[14 + 6] = 41;
+        f
+    } else {
+        let mut f = srh_frame(dst, hlim, sl, segs, 0);
+        f[54] = 41;
+        f
+    };
+    f.extend_from_slice(inner);
+    let plen = (f.len() - 54) as u16;
+    f[18..20].copy_from_slice(&plen.to_be_bytes());
+    f
+}
+
+struct Bench {
+    router: Router,
+    tier: Tier,
+}
+
+/// Says why a test does not run, on the real stderr (the test harness captures `eprintln!`).
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {why} ***");
+}
+
+/// The router and the loaded tier for `flowlabel`, or `None` (loudly) when the test cannot run here.
+fn bench(flowlabel: i32) -> Option<Bench> {
+    bench_of(&conf(flowlabel), Sizes::default())
+}
+
+/// The router and the loaded tier of configuration `text`, with maps of `sizes`.
+fn bench_of(text: &str, sizes: Sizes) -> Option<Bench> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        skipped(
+            "the XDP differential tests load a BPF program and need root (CI runs them as root)",
+        );
+        return None;
+    }
+    if let Err(e) = lwt6_xdp::available() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{e} (CI installs clang-19 with scripts/install-test-deps.sh)");
+        }
+        skipped(&e.to_string());
+        return None;
+    }
+    let router = router_of(text);
+    let snap = router.snapshot();
+    let mut tier = Tier::load(sizes).expect("the XDP program loads");
+    tier.install(&lwt6_xdp::tables(&snap)).expect("maps filled");
+    tier.set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
+        .expect("port");
+    for d in 0..snap.links.len() {
+        tier.set_egress(d as u32, LO).expect("egress");
+    }
+    Some(Bench { router, tier })
+}
+
+/// The userspace router of configuration `text`.
+fn router_of(text: &str) -> Router {
+    let cfg = lwt6_config::parse(text).expect("configuration parses");
+    Router::build(&cfg).expect("router builds")
+}
+
+/// What the userspace router sends for `frame` received on r0.
+fn userspace(b: &mut Bench, frame: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    let mut out = Vec::new();
+    b.router.process_batch(
+        [(0usize, 1_700_000_000_000_000_000u64, frame)],
+        &mut |d, _, f| out.push((d, f.to_vec())),
+    );
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The change of each counter of one map from `b` to `a`.
+fn sub<K: Ord + Copy>(a: &BTreeMap<K, u64>, b: &BTreeMap<K, u64>) -> BTreeMap<K, u64> {
+    a.iter()
+        .filter_map(|(k, v)| {
+            let d = v - b.get(k).copied().unwrap_or(0);
+            (d > 0).then_some((*k, d))
+        })
+        .collect()
+}
+
+/// The counters' change from `before` to `after`.
+fn delta(before: &Counters, after: &Counters) -> Counters {
+    Counters {
+        forwarded: after.forwarded - before.forwarded,
+        by_kind: sub(&after.by_kind, &before.by_kind),
+        slow: sub(&after.slow, &before.slow),
+        egress: sub(&after.egress, &before.egress),
+    }
+}
+
+/// `frame` must be forwarded in the driver as plan kind `kind`, byte-identical to the userspace router's only
+/// output, on the same egress.
+fn forwarded(b: &mut Bench, what: &str, frame: &[u8], kind: Kind) {
+    let user = userspace(b, frame);
+    assert_eq!(user.len(), 1, "{what}: userspace sends one frame: {user:?}");
+    let (dev, want) = &user[0];
+    let before = b.tier.counters().unwrap();
+    let run = b.tier.test_run(frame).unwrap();
+    let d = delta(&before, &b.tier.counters().unwrap());
+    assert_eq!(
+        run.action, XDP_REDIRECT,
+        "{what}: redirected in the driver; counters {d:?}"
+    );
+    assert_eq!(hex(&run.frame), hex(want), "{what}: same bytes");
+    let want_counters = Counters {
+        forwarded: 1,
+        by_kind: [(kind, 1)].into(),
+        slow: Default::default(),
+        egress: [(*dev as u32, 1)].into(),
+    };
+    assert_eq!(d, want_counters, "{what}: counted once, on egress {dev}");
+}
+
+/// `frame` must leave the driver unchanged, to the slow path, counted under `why`.
+fn slow(b: &mut Bench, what: &str, frame: &[u8], why: Why) {
+    let before = b.tier.counters().unwrap();
+    let run = b.tier.test_run(frame).unwrap();
+    let d = delta(&before, &b.tier.counters().unwrap());
+    assert_eq!(
+        run.action, XDP_PASS,
+        "{what}: to the slow path; counters {d:?}"
+    );
+    assert_eq!(hex(&run.frame), hex(frame), "{what}: unchanged");
+    let want = Counters {
+        slow: [(why, 1)].into(),
+        ..Counters::default()
+    };
+    assert_eq!(d, want, "{what}: counted under {}", why.name());
+}
+
+#[test]
+fn plain_forwarding_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    for (dst, hlim, fw, n) in [
+        ("2001:db8::7", 64, 0x0b81_2345, 16),
+        ("2001:db8::7", 2, 0, 16),
+        ("2001:db8::7", 255, 0x0fff_ffff, 0),
+        ("2001:db8:3::1", 30, 0, 100),
+        ("fc00:1234::1", 64, 0, 1000),
+        // Exactly r1's MTU (1400).
+        ("2001:db8::7", 64, 0, 1360),
+        // Exactly the route's MTU (1300).
+        ("2001:db8:5::1", 64, 0, 1260),
+    ] {
+        let what = format!("forward to {dst}, hop limit {hlim}, {n} bytes of payload");
+        forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Forward);
+    }
+    // Ethernet padding behind a short packet: the userspace router sends the IPv6 packet alone; so must the
+    // driver (it trims the tail).
+    let mut padded = frame("2001:db8::7", 64, 0, 0);
+    padded.extend([0u8; 6]);
+    forwarded(&mut b, "padded frame", &padded, Kind::Forward);
+}
+
+#[test]
+fn seg6_encap_matches_userspace() {
+    for fl in [0, -1] {
+        let Some(mut b) = bench(fl) else { return };
+        for (dst, what) in [
+            ("fd00:91::1", "encap, 1 SID"),
+            ("fd00:92::1", "encap, 3 SIDs"),
+            ("fd00:9a::1", "encap, 10 SIDs"),
+            ("fd00:93::1", "encap.red, 3 SIDs"),
+            ("fd00:94::1", "encap.red, 1 SID (no SRH)"),
+            ("fd00:95::1", "encap.red, 10 SIDs"),
+            ("fd00:9e::1", "encap, 2 SIDs, other egress"),
+        ] {
+            for (hlim, fw, n) in [
+                (64u8, 0x0b81_2345u32, 16usize),
+                (2, 0x0fff_ffff, 0),
+                (17, 0, 700),
+            ] {
+                let what = format!("{what}, seg6_flowlabel {fl}, hop limit {hlim}, {n} bytes");
+                forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Seg6Encap);
+            }
+        }
+    }
+}
+
+#[test]
+fn seg6_inline_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    for (dst, what) in [
+        ("fd00:96::1", "inline, 1 SID"),
+        ("fd00:97::1", "inline, 3 SIDs"),
+        // 8 + 16 * 13 = 216 bytes of SRH: the headroom exactly full.
+        ("fd00:9c::1", "inline, 12 SIDs (headroom exactly full)"),
+    ] {
+        for (hlim, fw, n) in [
+            (64u8, 0x0b81_2345u32, 16usize),
+            (2, 0, 0),
+            (9, 0x0fff_ffff, 300),
+        ] {
+            let what = format!("{what}, hop limit {hlim}, {n} bytes");
+            forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Seg6Inline);
+        }
+    }
+}
+
+#[test]
+fn rpl_with_a_fixed_header_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let snap = b.router.snapshot();
+    let t = lwt6_xdp::tables(&snap);
+    let net = "fd00:98::/64".parse().unwrap();
+    match t.placement(&net) {
+        Some(Ok(Kind::RplFixed)) => {
+            for (hlim, n) in [(64u8, 16usize), (2, 0)] {
+                let f = frame("fd00:98::1", hlim, 0x0012_3456, n);
+                forwarded(&mut b, "rpl", &f, Kind::RplFixed);
+            }
+        }
+        other => panic!("fd00:98::/64 is an RplFixed plan: {other:?}"),
+    }
+}
+
+#[test]
+fn ioam_insertion_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    for (dst, kind, what) in [
+        (
+            "fd00:a1::1",
+            Kind::IoamInline,
+            "inline, hop limit and node id",
+        ),
+        (
+            "fd00:a3::1",
+            Kind::IoamInline,
+            "inline, short and wide interface ids",
+        ),
+        ("fd00:a4::1", Kind::IoamEncap, "encap, two traces"),
+        // A trace without room for this node's data: the template says so, nothing per packet.
+        ("fd00:a6::1", Kind::IoamInline, "inline, trace full"),
+    ] {
+        for (hlim, fw, n) in [
+            (64u8, 0x0b81_2345u32, 16usize),
+            (2, 0, 0),
+            (200, 0x0fff_ffff, 500),
+        ] {
+            let what = format!("ioam6 {what}, hop limit {hlim}, {n} bytes");
+            forwarded(&mut b, &what, &frame(dst, hlim, fw, n), kind);
+        }
+    }
+}
+
+#[test]
+fn end_x_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let segs = ["fc00::3", "fc00::2", "fd00:a7::1"];
+    for sl in 1..=2u8 {
+        for (hlim, n) in [(64u8, 16usize), (2, 0), (100, 900)] {
+            let f = srh_frame("fd00:a7::1", hlim, sl, &segs, n);
+            let what = format!("End.X, Segments Left {sl}, hop limit {hlim}, {n} bytes");
+            forwarded(&mut b, &what, &f, Kind::EndX);
+        }
+    }
+    let one = ["fd00:a7::1"];
+    let f = srh_frame("fd00:a7::1", 64, 1, &one, 16);
+    forwarded(&mut b, "End.X, one segment", &f, Kind::EndX);
+    slow(
+        &mut b,
+        "End.X, Segments Left 0",
+        &srh_frame("fd00:a7::1", 64, 0, &segs, 16),
+        Why::Srh,
+    );
+    slow(
+        &mut b,
+        "End.X, Segments Left past the list",
+        &srh_frame("fd00:a7::1", 64, 4, &segs, 16),
+        Why::Srh,
+    );
+    slow(
+        &mut b,
+        "End.X, no SRH",
+        &frame("fd00:a7::1", 64, 0, 16),
+        Why::Srh,
+    );
+    slow(
+        &mut b,
+        "End.X, hop limit 1",
+        &srh_frame("fd00:a7::1", 1, 1, &segs, 16),
+        Why::HopLimit,
+    );
+    let mut tlv = srh_frame("fd00:a7::1", 64, 1, &segs, 16);
+    tlv[14 + 40 + 1] += 1;
+    slow(&mut b, "End.X, an SRH with TLVs", &tlv, Why::Srh);
+    let mut cut = srh_frame("fd00:a7::1", 64, 2, &segs, 0);
+    cut.truncate(cut.len() - 8);
+    let plen = (cut.len() - 54) as u16;
+    cut[18..20].copy_from_slice(&plen.to_be_bytes());
+    slow(&mut b, "End.X, SRH longer than the packet", &cut, Why::Srh);
+    let mut other = srh_frame("fd00:a7::1", 64, 1, &segs, 16);
+    other[14 + 40 + 2] = 3;
+    slow(&mut b, "End.X, routing header type 3", &other, Why::Srh);
+}
+
+#[test]
+fn end_dx6_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let segs = ["fc00::3", "fd00:a8::1"];
+    for (ihl, n) in [(64u8, 16usize), (2, 0), (33, 1000)] {
+        let inner = frame("2001:db8::99", ihl, 0x0abc_def0, n)[14..].to_vec();
+        for (what, f) in [
+            ("no SRH", encapsulated("fd00:a8::1", 64, 0, &[], &inner)),
+            (
+                "SRH, Segments Left 0",
+                encapsulated("fd00:a8::1", 9, 0, &segs, &inner),
+            ),
+        ] {
+            let what = format!("End.DX6, {what}, inner hop limit {ihl}, {n} bytes");
+            forwarded(&mut b, &what, &f, Kind::EndDx6);
+        }
+    }
+    let inner = frame("2001:db8::99", 64, 0, 16)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DX6, a segment left",
+        &encapsulated("fd00:a8::1", 64, 1, &segs, &inner),
+        Why::Decap,
+    );
+    slow(
+        &mut b,
+        "End.DX6, no inner packet",
+        &frame("fd00:a8::1", 64, 0, 16),
+        Why::Decap,
+    );
+    let hl1 = frame("2001:db8::99", 1, 0, 16)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DX6, inner hop limit 1",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &hl1),
+        Why::HopLimit,
+    );
+    let mut v4 = inner.clone();
+    v4[0] = 0x45;
+    slow(
+        &mut b,
+        "End.DX6, not IPv6 inside",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &v4),
+        Why::Decap,
+    );
+    let mut long = encapsulated("fd00:a8::1", 64, 0, &[], &inner);
+    long[54 + 5] += 1;
+    slow(
+        &mut b,
+        "End.DX6, inner longer than the packet",
+        &long,
+        Why::Decap,
+    );
+    // The inner packet exactly r1's MTU (1400), and one byte over.
+    let big = frame("2001:db8::99", 64, 0, 1360)[14..].to_vec();
+    forwarded(
+        &mut b,
+        "End.DX6, inner at the MTU",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &big),
+        Kind::EndDx6,
+    );
+    let over = frame("2001:db8::99", 64, 0, 1361)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DX6, inner MTU + 1",
+        &encapsulated("fd00:a8::1", 64, 0, &[], &over),
+        Why::Mtu,
+    );
+}
+
+#[test]
+fn end_matches_userspace() {
+    let Some(mut b) = bench(0) else { return };
+    let f = |next: &str, sl: u8, n: usize| {
+        srh_frame(
+            "fd00:a2::1",
+            64,
+            sl,
+            &["2001:db8:3::5", next, "fd00:a2::1"],
+            n,
+        )
+    };
+    for (hlim, n) in [(64u8, 16usize), (2, 0), (77, 700)] {
+        let f = srh_frame(
+            "fd00:a2::1",
+            hlim,
+            2,
+            &["2001:db8:3::5", "fc00::2", "fd00:a2::1"],
+            n,
+        );
+        forwarded(
+            &mut b,
+            &format!("End to fc00::2 (r1), hop limit {hlim}, {n} bytes"),
+            &f,
+            Kind::End,
+        );
+    }
+    forwarded(
+        &mut b,
+        "End, last segment, out of r2",
+        &f("fc00::2", 1, 16),
+        Kind::End,
+    );
+    // 40 + 56 bytes of headers: 1304 bytes of payload make 1400, r1's MTU.
+    forwarded(
+        &mut b,
+        "End, exactly the MTU",
+        &f("fc00::2", 2, 1304),
+        Kind::End,
+    );
+    slow(&mut b, "End, MTU + 1", &f("fc00::2", 2, 1305), Why::Mtu);
+    slow(
+        &mut b,
+        "End, next segment a tunnel's",
+        &f("fd00:92::5", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment ours",
+        &f("fd00:1::2", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment link-local",
+        &f("fe80::1", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment without a route",
+        &f("2001:db9::1", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, next segment another SID",
+        &f("fd00:a7::1", 2, 16),
+        Why::Next,
+    );
+    slow(
+        &mut b,
+        "End, Segments Left 0",
+        &f("fc00::2", 0, 16),
+        Why::Srh,
+    );
+}
+
+#[test]
+fn boundaries_and_the_slow_path() {
+    let Some(mut b) = bench(0) else { return };
+    // MTU: one byte over r1's 1400, over the route's 1300, and over with an encapsulation's growth (3 SIDs: 96).
+    slow(
+        &mut b,
+        "forward, MTU + 1",
+        &frame("2001:db8::7", 64, 0, 1361),
+        Why::Mtu,
+    );
+    slow(
+        &mut b,
+        "route MTU + 1",
+        &frame("2001:db8:5::1", 64, 0, 1261),
+        Why::Mtu,
+    );
+    forwarded(
+        &mut b,
+        "encap 3 SIDs, exactly the MTU",
+        &frame("fd00:92::1", 64, 0, 1400 - 96 - 40),
+        Kind::Seg6Encap,
+    );
+    slow(
+        &mut b,
+        "encap 3 SIDs, MTU + 1",
+        &frame("fd00:92::1", 64, 0, 1400 - 96 - 40 + 1),
+        Why::Mtu,
+    );
+    // Hop limit.
+    for h in [0u8, 1] {
+        slow(
+            &mut b,
+            "hop limit ≤ 1",
+            &frame("2001:db8::7", h, 0, 16),
+            Why::HopLimit,
+        );
+        slow(
+            &mut b,
+            "hop limit ≤ 1, encap",
+            &frame("fd00:92::1", h, 0, 16),
+            Why::HopLimit,
+        );
+    }
+    // Headroom: 13 SIDs inline need 232 bytes (a template longer than the driver takes).
+    slow(
+        &mut b,
+        "inline 13 SIDs",
+        &frame("fd00:9d::1", 64, 0, 16),
+        Why::Template,
+    );
+    // The port's headroom one byte short of the 216 bytes 12 inline SIDs add.
+    let snap = b.router.snapshot();
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM - 1))
+        .unwrap();
+    slow(
+        &mut b,
+        "inline 12 SIDs, headroom 215",
+        &frame("fd00:9c::1", 64, 0, 16),
+        Why::Headroom,
+    );
+    forwarded(
+        &mut b,
+        "inline 3 SIDs, headroom 215",
+        &frame("fd00:97::1", 64, 0, 16),
+        Kind::Seg6Inline,
+    );
+    // 13 SIDs encap add 256 bytes: more than the port's headroom; with the port claiming 256, more than the
+    // helper lets the program prepend (216 in a test run): the frame goes unchanged to the slow path either way.
+    slow(
+        &mut b,
+        "encap 13 SIDs",
+        &frame("fd00:9b::1", 64, 0, 16),
+        Why::Headroom,
+    );
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], 256))
+        .unwrap();
+    slow(
+        &mut b,
+        "encap 13 SIDs, headroom claimed 256",
+        &frame("fd00:9b::1", 64, 0, 16),
+        Why::Headroom,
+    );
+    let f = frame("fd00:9c::1", 64, 0, 16);
+    forwarded(
+        &mut b,
+        "inline 12 SIDs, headroom claimed 256",
+        &f,
+        Kind::Seg6Inline,
+    );
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
+        .unwrap();
+
+    // Frames the driver leaves alone.
+    slow(
+        &mut b,
+        "no route",
+        &frame("2001:db9::1", 64, 0, 16),
+        Why::NoRoute,
+    );
+    slow(
+        &mut b,
+        "to a local address",
+        &frame("fd00:1::2", 64, 0, 16),
+        Why::Local,
+    );
+    slow(
+        &mut b,
+        "to a local address inside a tunnel prefix",
+        &frame("fd00:92::9", 64, 0, 16),
+        Why::Local,
+    );
+    slow(
+        &mut b,
+        "link-local destination",
+        &frame("fe80::1", 64, 0, 16),
+        Why::Addr,
+    );
+    slow(
+        &mut b,
+        "multicast destination",
+        &frame("ff02::1", 255, 0, 16),
+        Why::Addr,
+    );
+    slow(
+        &mut b,
+        "unresolved neighbour",
+        &frame("2001:db8:4::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    slow(
+        &mut b,
+        "seg6 l2encap",
+        &frame("fd00:a0::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    slow(
+        &mut b,
+        "ioam6 with timestamps",
+        &frame("fd00:a5::1", 64, 0, 16),
+        Why::Kind,
+    );
+    slow(
+        &mut b,
+        "seg6local End without an SRH",
+        &frame("fd00:a2::1", 64, 0, 16),
+        Why::Srh,
+    );
+    let mut ndp = frame("ff02::1:ff00:2", 255, 0, 32);
+    ndp[..6].copy_from_slice(&[0x33, 0x33, 0xff, 0, 0, 2]);
+    slow(
+        &mut b,
+        "NDP solicitation (multicast MAC)",
+        &ndp,
+        Why::NotForUs,
+    );
+    let mut hbh = frame("2001:db8::7", 64, 0, 16);
+    hbh[14 + 6] = 0;
+    slow(&mut b, "Hop-by-Hop header", &hbh, Why::HopByHop);
+    let mut v4 = frame("2001:db8::7", 64, 0, 16);
+    v4[12..14].copy_from_slice(&[0x08, 0x00]);
+    slow(&mut b, "IPv4", &v4, Why::NotIpv6);
+    let mut arp = vec![0xff; 6];
+    arp.extend([2, 0, 0, 0, 1, 1, 0x08, 0x06]);
+    arp.extend([0u8; 28]);
+    slow(&mut b, "ARP", &arp, Why::NotIpv6);
+    let short = frame("2001:db8::7", 64, 0, 16);
+    slow(&mut b, "truncated", &short[..short.len() - 1], Why::Short);
+    slow(&mut b, "header only, cut", &short[..50], Why::Short);
+    let mut other_mac = frame("2001:db8::7", 64, 0, 16);
+    other_mac[5] = 9;
+    slow(&mut b, "another MAC", &other_mac, Why::NotForUs);
+    slow(
+        &mut b,
+        "over the port's MTU",
+        &frame("2001:db8::7", 64, 0, 1470),
+        Why::FrameLen,
+    );
+}
+
+#[test]
+fn the_flow_label_hash_stays_in_userspace() {
+    // seg6_flowlabel 1 hashes the inner flow into the outer label: the plan is left to the general path.
+    let Some(mut b) = bench(1) else { return };
+    slow(
+        &mut b,
+        "encap with seg6_flowlabel 1",
+        &frame("fd00:92::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    forwarded(
+        &mut b,
+        "inline with seg6_flowlabel 1",
+        &frame("fd00:97::1", 64, 0, 16),
+        Kind::Seg6Inline,
+    );
+}
+
+/// Any frame: forwarded in the driver, then byte-identical to the userspace router's only output on the same
+/// egress; or left to the slow path unchanged. Counted exactly once either way.
+fn agrees(b: &mut Bench, f: &[u8]) -> Result<bool, String> {
+    let before = b.tier.counters().unwrap();
+    let run = b.tier.test_run(f).unwrap();
+    let d = delta(&before, &b.tier.counters().unwrap());
+    let slow: u64 = d.slow.values().sum();
+    match run.action {
+        XDP_REDIRECT => {
+            let user = userspace(b, f);
+            if user.len() != 1 || hex(&user[0].1) != hex(&run.frame) {
+                return Err(format!(
+                    "driver sent {}\nuserspace sent {user:02x?}",
+                    hex(&run.frame)
+                ));
+            }
+            if d.forwarded != 1 || slow != 0 || d.egress != [(user[0].0 as u32, 1)].into() {
+                return Err(format!("counters {d:?}"));
+            }
+        }
+        XDP_PASS => {
+            if run.frame != f {
+                return Err(format!("slow path frame changed: {}", hex(&run.frame)));
+            }
+            if d.forwarded != 0 || slow != 1 || !d.egress.is_empty() {
+                return Err(format!("counters {d:?}"));
+            }
+        }
+        a => return Err(format!("action {a}")),
+    }
+    Ok(run.action == XDP_REDIRECT)
+}
+
+#[test]
+fn random_frames_agree_with_userspace() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    for (fl, cases) in [(0, 3000), (-1, 500)] {
+        let Some(b) = bench(fl) else { return };
+        let b = std::cell::RefCell::new(b);
+        let sent = std::cell::Cell::new(0u32);
+        let dsts = [
+            "2001:db8::7",
+            "2001:db8:3::1",
+            "2001:db8:5::1",
+            "fd00:91::1",
+            "fd00:92::1",
+            "fd00:9a::1",
+            "fd00:93::1",
+            "fd00:94::1",
+            "fd00:95::1",
+            "fd00:96::1",
+            "fd00:97::1",
+            "fd00:9c::1",
+            "fd00:98::1",
+            "fd00:a1::1",
+            "fd00:a3::1",
+            "fd00:a4::1",
+            "fd00:a6::1",
+            "fd00:a7::1",
+            "fd00:a8::1",
+            "fd00:a2::1",
+            "fd00:92::9",
+            "fd00:1::2",
+            "2001:db9::1",
+        ];
+        let strategy = (
+            0..dsts.len(),
+            any::<u8>(),
+            any::<u32>(),
+            prop_oneof![0usize..64, 0usize..1500],
+            prop::collection::vec((0usize..80, any::<u8>()), 0..3),
+            0usize..40,
+            0u8..5,
+        );
+        let mut runner = TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&strategy, |(i, hlim, fw, n, flips, cut, sl)| {
+                let mut f = if dsts[i] == "fd00:a7::1" || dsts[i] == "fd00:a2::1" {
+                    srh_frame(dsts[i], hlim, sl, &["2001:db8:3::5", "fc00::2", dsts[i]], n)
+                } else if dsts[i] == "fd00:a8::1" {
+                    let inner = frame("2001:db8::5", hlim, fw & 0x0fff_ffff, n)[14..].to_vec();
+                    let segs: &[&str] = if sl < 2 {
+                        &[]
+                    } else {
+                        &["fc00::3", "fd00:a8::1"]
+                    };
+                    encapsulated(dsts[i], 64, sl.saturating_sub(2), segs, &inner)
+                } else {
+                    frame(dsts[i], hlim, fw & 0x0fff_ffff, n)
+                };
+                for (at, v) in flips {
+                    if at < f.len() {
+                        f[at] = v;
+                    }
+                }
+                // A few frames cut short, a few padded.
+                match cut {
+                    0..4 => f.truncate(f.len().saturating_sub(cut + 1)),
+                    4..8 => f.extend(std::iter::repeat_n(0xee, cut)),
+                    _ => {}
+                }
+                let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
+                sent.set(sent.get() + u32::from(driver));
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("seg6_flowlabel {fl}: {e}"));
+        // Most frames reach a plan the driver executes (the others: flipped bytes, short hop limits, MTU).
+        assert!(
+            sent.get() * 3 > cases,
+            "seg6_flowlabel {fl}: only {} of {cases} frames forwarded in the driver",
+            sent.get()
+        );
+        eprintln!(
+            "seg6_flowlabel {fl}: {} of {cases} random frames forwarded in the driver",
+            sent.get()
+        );
+    }
+}
+
+/// The configuration after a round of changes: a route removed, one added, a tunnel changed, a neighbour moved
+/// (every plan through it changes).
+fn conf_changed() -> String {
+    conf(0)
+        .replace("-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2\n", "")
+        .replace(
+            &format!("encap seg6 mode encap segs {} dev r1", sids(3)),
+            "encap seg6 mode encap segs fc00::77,fc00::78 dev r1",
+        )
+        .replace("lladdr 02:00:00:00:02:02", "lladdr 02:00:00:00:02:99")
+        + "-6 route add 2001:db8:6::/48 via fd00:3::2 dev r2\n-6 route add 2001:dbf::/48 via fd00:3::2 dev r2\n"
+}
+
+#[test]
+fn a_new_snapshot_replaces_only_what_changed() {
+    let Some(mut b) = bench_of(
+        &conf(0),
+        Sizes {
+            plans: 48,
+            ..Sizes::default()
+        },
+    ) else {
+        return;
+    };
+    let (a, changed) = (conf(0), conf_changed());
+    let frames = [
+        ("2001:db8::7", Kind::Forward),
+        ("fd00:92::1", Kind::Seg6Encap),
+        ("fd00:97::1", Kind::Seg6Inline),
+        ("fd00:9e::1", Kind::Seg6Encap),
+        ("fd00:a3::1", Kind::IoamInline),
+    ];
+    for round in 0..20 {
+        let text = if round % 2 == 0 { &changed } else { &a };
+        let router = router_of(text);
+        let t = lwt6_xdp::tables(&router.snapshot());
+        let done = b.tier.install(&t).expect("installed");
+        assert!(
+            b.tier.plans_in_use() <= t.plans.len(),
+            "round {round}: {} slots for {} plans",
+            b.tier.plans_in_use(),
+            t.plans.len()
+        );
+        // The plans through r1's neighbour changed, the one out of r2 did not.
+        assert!(
+            done.plans_written > 0 && done.slots_freed > 0,
+            "round {round}: {done:?}"
+        );
+        assert!(done.routes_set < t.routes.len(), "round {round}: {done:?}");
+        assert_eq!(
+            done.routes_removed,
+            1 + round % 2,
+            "round {round}: {done:?}"
+        );
+        b.router = router;
+        for (dst, kind) in frames {
+            forwarded(
+                &mut b,
+                &format!("round {round}, {dst}"),
+                &frame(dst, 64, 0x0012_3456, 40),
+                kind,
+            );
+        }
+        // Routes added and removed: out of r2 by its own /48, or out of r1 by the covering /32; no route at all.
+        for dst in ["2001:db8:3::1", "2001:db8:6::1"] {
+            forwarded(
+                &mut b,
+                &format!("round {round}, {dst}"),
+                &frame(dst, 64, 0, 16),
+                Kind::Forward,
+            );
+        }
+        let f = frame("2001:dbf::1", 64, 0, 16);
+        if round % 2 == 0 {
+            forwarded(&mut b, &format!("round {round}: added"), &f, Kind::Forward);
+        } else {
+            slow(&mut b, &format!("round {round}: removed"), &f, Why::NoRoute);
+        }
+    }
+}
+
+/// Snapshots swapped while packets run: every frame is the old router's or the new one's, never a mix (a plan is
+/// never rewritten while a route names it).
+#[test]
+fn no_packet_sees_half_a_plan() {
+    let Some(mut b) = bench(0) else { return };
+    let texts = [conf(0), conf_changed()];
+    let tables = texts
+        .each_ref()
+        .map(|t| lwt6_xdp::tables(&router_of(t).snapshot()));
+    // Frames whose plans differ between the two: r1's neighbour moved, fd00:92's SIDs changed.
+    let frames: Vec<Vec<u8>> = ["2001:db8::7", "fd00:92::1", "fd00:97::1", "fd00:a4::1"]
+        .map(|d| frame(d, 64, 0x0012_3456, 100))
+        .into();
+    let mut want: Vec<[Vec<u8>; 2]> = Vec::new();
+    for f in &frames {
+        let mut outs = [0, 1].map(|i| {
+            b.router = router_of(&texts[i]);
+            let u = userspace(&mut b, f);
+            assert_eq!(u.len(), 1);
+            u[0].1.clone()
+        });
+        assert_ne!(outs[0], outs[1], "the frame's plan changes");
+        want.push(std::mem::take(&mut outs));
+    }
+    let runner = b.tier.runner().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let checker = s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (f, w) in frames.iter().zip(&want) {
+                    let r = runner.run(f).unwrap();
+                    assert_eq!(r.action, XDP_REDIRECT);
+                    assert!(
+                        r.frame == w[0] || r.frame == w[1],
+                        "a frame neither router sends: {}",
+                        hex(&r.frame)
+                    );
+                    n += 1;
+                }
+            }
+            n
+        });
+        for i in 0..200 {
+            b.tier.install(&tables[i % 2]).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n = checker.join().unwrap();
+        assert!(n > 0);
+    });
+}
