@@ -403,3 +403,33 @@ fn bench_ioam_replots_from_csv() {
         "{err}"
     );
 }
+
+/// `-j` is `--json` in every subcommand that has one, and nothing else (`bench sweep --jobs` has no short flag).
+#[test]
+fn short_j_means_json_everywhere() {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: &str, seen: &mut usize) {
+        for a in cmd.get_arguments() {
+            let long = a.get_long();
+            if a.get_short() == Some('j') {
+                assert_eq!(long, Some("json"), "{path}: -j is --{long:?}");
+                *seen += 1;
+            }
+            if long == Some("json") {
+                assert_eq!(a.get_short(), Some('j'), "{path}: --json has no -j");
+            }
+        }
+        for s in cmd.get_subcommands() {
+            walk(s, &format!("{path} {}", s.get_name()), seen);
+        }
+    }
+    let mut seen = 0;
+    walk(&lwt6::cli::Cli::command(), "lwt6", &mut seen);
+    assert!(seen >= 8, "{seen} subcommands with -j");
+    let o = lwt6()
+        .args(["bench", "sweep", "-j", "2", "--quick"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("'-j'"));
+}
