@@ -348,6 +348,16 @@ fn pcap_trace_prints_the_frames_it_traced() {
         text.contains("=> dropped: no_route") && text.contains("=> dropped: ipv6_malformed"),
         "{text}"
     );
+    // Without a filter every frame is traced, numbered as `lwt6 decode` and tshark's frame.number do: from 1.
+    let numbers: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("frame ")?.split(':').next())
+        .collect();
+    assert_eq!(
+        numbers,
+        ["1", "2", "3", "4", "5", "6", "7", "8", "9"],
+        "{text}"
+    );
     // A bad filter: nothing processed, the token named.
     let o = pcap(&["--trace", "1", "--trace-filter", "dst fd00::/64 via r1"]);
     assert_eq!(o.status.code(), Some(1));
