@@ -52,7 +52,7 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) generated from this command line.
     Completions(install::CompletionsArgs),
-    /// Print the manual page (roff), or write one page per subcommand into a directory.
+    /// Print the manual page (roff), or write every page (each subcommand's, and lwt6.conf(5)) under a directory.
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(crate::live::RunArgs),
