@@ -144,9 +144,12 @@ pub enum ShowWhat {
 pub struct DecodeArgs {
     /// Capture to decode.
     pub input: PathBuf,
-    /// JSON output (an array, one object per frame).
+    /// JSON output (an array, one object per frame: `frame`, `time`, `interface`, `len`, `layers`).
     #[arg(short = 'j', long = "json")]
     pub json: bool,
+    /// Stop after N frames.
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = crate::cli::within::<u64>(1, u64::MAX))]
+    pub count: Option<u64>,
 }
 
 /// `lwt6 check`.
@@ -705,7 +708,7 @@ fn as_ethernet(
 fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
     // Streaming: one frame in memory at a time. A damaged capture fails where the damage is, after the frames
     // before it have been shown.
-    let frames = pcap::CaptureReader::open(&a.input)
+    let mut frames = pcap::CaptureReader::open(&a.input)
         .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     let mut put = |s: &str| {
@@ -717,20 +720,41 @@ fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
         // One JSON array, written frame by frame: the output is never built whole in memory.
         put("[");
     }
-    for (i, f) in frames.enumerate() {
+    let mut n: u64 = 0;
+    while a.count.is_none_or(|c| n < c) {
+        let Some(f) = frames.next() else { break };
+        n += 1;
         let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
+        let iface = frames.interface();
         // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
-        let f = as_ethernet(f, [0; 6], &a.input, i + 1)?;
+        let f = as_ethernet(f, [0; 6], &a.input, n as usize)?;
+        // Seconds since the epoch with nanoseconds, as tshark's frame.time_epoch.
+        let time = format!("{}.{:09}", f.ts_ns / 1_000_000_000, f.ts_ns % 1_000_000_000);
         if a.json {
-            if i > 0 {
+            if n > 1 {
                 put(",");
             }
-            let v = json!({"frame": i + 1, "len": f.data.len(), "layers": decode::frame(&f.data)});
+            let interface = iface.map(|i| {
+                let mut v = json!({"id": i.id});
+                if let Some(name) = i.name {
+                    v["name"] = json!(name);
+                }
+                if let Some(d) = i.description {
+                    v["description"] = json!(d);
+                }
+                v
+            });
+            let v = json!({"frame": n, "time": time, "interface": interface, "len": f.data.len(),
+                "layers": decode::frame(&f.data)});
             put(&v.to_string());
         } else {
+            // The interface by name, else description, else id; `-` in a classic pcap (no interfaces).
+            let iface = iface.map_or_else(
+                || "-".to_string(),
+                |i| i.name.or(i.description).unwrap_or_else(|| i.id.to_string()),
+            );
             put(&format!(
-                "{:>4} {:>5}B  {}\n",
-                i + 1,
+                "{n:>4} {time} {iface} {:>5}B  {}\n",
                 f.data.len(),
                 decode::summary(&decode::frame(&f.data))
             ));
