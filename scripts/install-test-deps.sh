@@ -18,6 +18,8 @@ command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # scripts/fuzz.sh: libfuzzer-sys compiles libFuzzer's C++ sources with the system C++ compiler.
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+# scripts/test.sh strips the installed binary's debug info (docs/install.md).
+command -v strip >/dev/null 2>&1 || need_apt+=(binutils)
 # The live router's testbed (tests/kernel/test_live.py): ping through lwt6, checksum offload off on the hosts.
 command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
 command -v ethtool >/dev/null 2>&1 || need_apt+=(ethtool)

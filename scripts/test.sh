@@ -38,9 +38,15 @@ LWT6_FUZZ_JOBS=2 scripts/fuzz.sh "${LWT6_FUZZ_SECONDS:-8}"
 say "cargo build --release"
 cargo build --release --quiet
 
-say "cargo install --path . (into target/install-check; reuses the release build)"
+# Users install with `--profile dist` (docs/install.md): release without debug info. Building that profile here
+# would be a second fat-LTO build of the whole workspace (its own target/dist directory shares nothing with
+# target/release), so CI installs the release build it already has and strips its debug info as the dist profile
+# does (strip = "debuginfo": the symbol table stays).
+say "cargo install --path . (into target/install-check; reuses the release build, debug info stripped as --profile dist does)"
 CARGO_TARGET_DIR="$PWD/target" cargo install --quiet --locked --offline --path . --root target/install-check --force
+strip --strip-debug target/install-check/bin/lwt6
 target/install-check/bin/lwt6 --version
+du -h target/install-check/bin/lwt6
 
 say "demo (README's first command)"
 scripts/demo.sh >target/demo.log

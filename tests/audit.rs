@@ -1,8 +1,12 @@
-//! `lwt6 audit` against the running kernel: needs root, network namespaces, and bpftrace (installed on demand).
+//! `lwt6 audit` against the running kernel: needs root, network namespaces, and bpftrace (scripts/install-test-deps.sh
+//! installs it; the audit itself only says what to install).
 //! These tests FAIL, not skip, when not run as root.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "support/tmpdir.rs"]
+mod tmpdir;
 
 fn lwt6() -> Command {
     Command::new(env!("CARGO_BIN_EXE_lwt6"))
@@ -216,5 +220,54 @@ fn help_lists_the_options() {
         "--settle-ms",
     ] {
         assert!(help.contains(opt), "{opt} missing from help");
+    }
+}
+
+/// With a tool missing, the audit installs nothing: it exits non-zero naming the tool, its package and the command
+/// that installs it, before building any namespace.
+#[test]
+fn a_missing_tool_is_named_with_its_package() {
+    require_root();
+    let d = tmpdir::TmpDir::new("audit", "path");
+    // A PATH where `ip` runs and bpftrace does not exist.
+    let ip = Command::new("sh")
+        .args(["-c", "command -v ip"])
+        .output()
+        .expect("sh");
+    let ip = String::from_utf8_lossy(&ip.stdout).trim().to_string();
+    assert!(!ip.is_empty(), "ip (iproute2) is needed for this test");
+    std::os::unix::fs::symlink(&ip, d.join("ip")).unwrap();
+    for (path, want) in [
+        (
+            d.to_path_buf(),
+            "missing bpftrace (package bpftrace): install with `apt-get install bpftrace`",
+        ),
+        (
+            d.join("empty"),
+            "missing bpftrace, ip (packages bpftrace, iproute2): install with `apt-get install bpftrace iproute2`",
+        ),
+    ] {
+        let child = lwt6()
+            .args([
+                "audit",
+                "--segments",
+                "1",
+                "--modes",
+                "inline",
+                "--count",
+                "10",
+            ])
+            .env("PATH", &path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run lwt6");
+        let pid = child.id();
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert!(!err.contains("installing"), "{err}");
+        assert!(our_namespaces(pid).is_empty());
     }
 }

@@ -348,6 +348,16 @@ fn pcap_trace_prints_the_frames_it_traced() {
         text.contains("=> dropped: no_route") && text.contains("=> dropped: ipv6_malformed"),
         "{text}"
     );
+    // Without a filter every frame is traced, numbered as `lwt6 decode` and tshark's frame.number do: from 1.
+    let numbers: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("frame ")?.split(':').next())
+        .collect();
+    assert_eq!(
+        numbers,
+        ["1", "2", "3", "4", "5", "6", "7", "8", "9"],
+        "{text}"
+    );
     // A bad filter: nothing processed, the token named.
     let o = pcap(&["--trace", "1", "--trace-filter", "dst fd00::/64 via r1"]);
     assert_eq!(o.status.code(), Some(1));
@@ -402,4 +412,213 @@ fn bench_ioam_replots_from_csv() {
         err.contains("line 2, column 4 (mpps_median): 'ten'"),
         "{err}"
     );
+}
+
+/// `-j` is `--json` in every subcommand that has one, and nothing else (`bench sweep --jobs` has no short flag).
+#[test]
+fn short_j_means_json_everywhere() {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: &str, seen: &mut usize) {
+        for a in cmd.get_arguments() {
+            let long = a.get_long();
+            if a.get_short() == Some('j') {
+                assert_eq!(long, Some("json"), "{path}: -j is --{long:?}");
+                *seen += 1;
+            }
+            if long == Some("json") {
+                assert_eq!(a.get_short(), Some('j'), "{path}: --json has no -j");
+            }
+        }
+        for s in cmd.get_subcommands() {
+            walk(s, &format!("{path} {}", s.get_name()), seen);
+        }
+    }
+    let mut seen = 0;
+    walk(&lwt6::cli::Cli::command(), "lwt6", &mut seen);
+    assert!(seen >= 8, "{seen} subcommands with -j");
+    let o = lwt6()
+        .args(["bench", "sweep", "-j", "2", "--quick"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("'-j'"));
+}
+
+/// A pcapng block (pcapng §3.1, little-endian): type, total length, body padded to 4, total length.
+fn pcapng_block(ty: u32, body: &[u8]) -> Vec<u8> {
+    let mut b = body.to_vec();
+    b.resize(body.len().next_multiple_of(4), 0);
+    let total = (b.len() + 12) as u32;
+    let mut v = ty.to_le_bytes().to_vec();
+    v.extend(total.to_le_bytes());
+    v.extend(b);
+    v.extend(total.to_le_bytes());
+    v
+}
+
+/// A pcapng option (§3.5): code, length, value padded to 4.
+fn pcapng_option(code: u16, value: &[u8]) -> Vec<u8> {
+    let mut v = code.to_le_bytes().to_vec();
+    v.extend((value.len() as u16).to_le_bytes());
+    v.extend(value);
+    v.resize(4 + value.len().next_multiple_of(4), 0);
+    v
+}
+
+/// `lwt6 decode` shows each frame's time and interface as tshark reads them from the same pcapng (two interfaces:
+/// one named with nanosecond timestamps, one with only a description and the default microseconds), and `-c N`
+/// stops after N frames.
+#[test]
+fn decode_shows_time_and_interface_as_tshark_and_stops_at_count() {
+    // An Ethernet + IPv6 + UDP frame (RFC 8200 §3, RFC 768); the same bytes in each packet.
+    let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x86, 0xdd];
+    frame.extend([0x60, 0, 0, 0, 0, 8, 17, 64]);
+    frame.extend([0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    frame.extend([0xfd, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    frame.extend([0x9c, 0x40, 0x0d, 0x05, 0, 8, 0, 0]);
+    let idb = |opts: &[Vec<u8>]| {
+        // §4.2: link type 1 (Ethernet), reserved, snaplen 0 (none), options, opt_endofopt.
+        let mut b = vec![1, 0, 0, 0, 0, 0, 0, 0];
+        for o in opts {
+            b.extend(o);
+        }
+        b.extend(pcapng_option(0, &[]));
+        pcapng_block(1, &b)
+    };
+    let epb = |iface: u32, ts: u64| {
+        // §4.3: interface id, timestamp high and low (in the interface's resolution), captured and original length.
+        let mut b = iface.to_le_bytes().to_vec();
+        b.extend(((ts >> 32) as u32).to_le_bytes());
+        b.extend((ts as u32).to_le_bytes());
+        b.extend((frame.len() as u32).to_le_bytes());
+        b.extend((frame.len() as u32).to_le_bytes());
+        b.extend(&frame);
+        pcapng_block(6, &b)
+    };
+    // §4.1: byte-order magic, version 1.0, section length -1 (unknown).
+    let mut shb = 0x1a2b_3c4d_u32.to_le_bytes().to_vec();
+    shb.extend([1, 0, 0, 0]);
+    shb.extend((-1i64).to_le_bytes());
+    let mut file = pcapng_block(0x0a0d_0d0a, &shb);
+    // Interface 0: if_name "tap-west", if_tsresol 9 (nanoseconds). Interface 1: if_description only, microseconds.
+    file.extend(idb(&[
+        pcapng_option(2, b"tap-west"),
+        pcapng_option(9, &[9]),
+    ]));
+    file.extend(idb(&[pcapng_option(3, b"uplink to r2")]));
+    file.extend(epb(0, 1_767_225_600_123_456_789));
+    file.extend(epb(1, 1_767_225_601_000_002));
+    file.extend(epb(0, 1_767_225_602_000_000_001));
+    let d = tmp("decode-time");
+    let path = d.join("two.pcapng");
+    std::fs::write(&path, &file).unwrap();
+
+    // What tshark reads: frame number, epoch time, interface id, name, description.
+    let t = Command::new("tshark")
+        .arg("-r")
+        .arg(&path)
+        .args(["-T", "fields", "-E", "separator=|"])
+        .args([
+            "-e",
+            "frame.number",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "frame.interface_id",
+        ])
+        .args([
+            "-e",
+            "frame.interface_name",
+            "-e",
+            "frame.interface_description",
+        ])
+        .output()
+        .expect("tshark (scripts/install-test-deps.sh installs it)");
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let tshark: Vec<Vec<String>> = String::from_utf8(t.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('|').map(str::to_string).collect())
+        .collect();
+    assert_eq!(tshark.len(), 3, "{tshark:?}");
+    // An epoch time in nanoseconds, from tshark's decimal seconds (however many fraction digits it prints).
+    let ns = |t: &str| {
+        let (s, f) = t.split_once('.').unwrap_or((t, ""));
+        let f = format!("{f:0<9}");
+        s.parse::<u64>().unwrap() * 1_000_000_000 + f[..9].parse::<u64>().unwrap()
+    };
+
+    let o = lwt6().arg("decode").arg(&path).arg("-j").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ours = v.as_array().unwrap();
+    assert_eq!(ours.len(), 3);
+    for (j, t) in ours.iter().zip(&tshark) {
+        assert_eq!(j["frame"].to_string(), t[0]);
+        assert_eq!(ns(j["time"].as_str().unwrap()), ns(&t[1]), "{j} {t:?}");
+        assert_eq!(j["interface"]["id"].to_string(), t[2]);
+        // tshark's interface_name falls back to the description when the block has no if_name.
+        let i = &j["interface"];
+        let shown = i["name"].as_str().or(i["description"].as_str());
+        assert_eq!(shown.unwrap_or(""), t[3], "{tshark:?}");
+        assert_eq!(j["interface"]["description"].as_str().unwrap_or(""), t[4]);
+    }
+    // The values themselves, from the blocks written above.
+    assert_eq!(ns(&tshark[1][1]), 1_767_225_601_000_002_000);
+    assert_eq!(
+        (tshark[0][3].as_str(), tshark[1][4].as_str()),
+        ("tap-west", "uplink to r2")
+    );
+
+    // Text: number, time, interface (name, else description), length; -c 2 / --count 2 stops after two.
+    for count in ["-c", "--count"] {
+        let o = lwt6()
+            .arg("decode")
+            .arg(&path)
+            .args([count, "2"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(o.stdout).unwrap();
+        let lines: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(
+            lines[0][..4],
+            ["1", "1767225600.123456789", "tap-west", "62B"],
+            "{text}"
+        );
+        assert_eq!(
+            lines[1][..6],
+            ["2", "1767225601.000002000", "uplink", "to", "r2", "62B"],
+            "{text}"
+        );
+    }
+    let o = lwt6()
+        .arg("decode")
+        .arg(&path)
+        .args(["-c", "1", "-j"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(1));
+    // A classic pcap has no interfaces: null in JSON, `-` in text.
+    let o = lwt6()
+        .arg("decode")
+        .arg(root().join("examples/seg6/input.pcap"))
+        .args(["-j", "-c", "1"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v[0]["interface"].is_null() && v[0]["time"].is_string(),
+        "{v}"
+    );
+    let o = lwt6()
+        .args(["decode", "-c", "0"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "clap refuses 0");
 }

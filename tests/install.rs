@@ -83,25 +83,81 @@ fn other_shells_get_scripts_naming_the_subcommands() {
     );
 }
 
+/// Pages of other packages the lwt6 pages may name (everything else they name must be one of ours).
+const EXTERNAL_PAGES: &[&str] = &["ip(8)", "ip-route(8)", "sysctl(8)"];
+
+/// Every `name(N)` a roff page names: in running text and in `.BR name (N)` macro lines, font escapes removed.
+fn references(roff: &str) -> Vec<String> {
+    let mut refs = Vec::new();
+    for line in roff.lines() {
+        let mut l = line.replace("\\-", "-");
+        for f in ["\\fB", "\\fI", "\\fR", "\\fP"] {
+            l = l.replace(f, "");
+        }
+        if let Some(rest) = l.strip_prefix(".BR ").or_else(|| l.strip_prefix(".IR ")) {
+            // `.BR name (N),`: the macro's words alternate fonts, so the name and its section are two words.
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            if w.len() >= 2 && w[1].starts_with('(') {
+                l = format!("{}{}", w[0], w[1]);
+            }
+        }
+        let b = l.as_bytes();
+        for i in 0..b.len().saturating_sub(2) {
+            if b[i] == b'(' && b[i + 1].is_ascii_digit() && b[i + 2] == b')' {
+                let start = l[..i]
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || "._-".contains(c)))
+                    .map_or(0, |j| j + 1);
+                let name = &l[start..i];
+                if name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                    refs.push(format!("{name}({})", b[i + 1] as char));
+                }
+            }
+        }
+    }
+    refs
+}
+
 #[test]
-fn man_pages_render_without_warnings_one_per_subcommand() {
+fn man_pages_render_without_warnings_and_name_only_pages_that_exist() {
+    use clap::CommandFactory;
     let d = tmp("man");
     let o = lwt6(&["man", "--out-dir", d.to_str().unwrap()]);
     let listed = String::from_utf8(o.stdout).unwrap();
-    let mut expect: Vec<String> = subcommands()
-        .iter()
-        .map(|c| format!("lwt6-{c}.1"))
-        .collect();
-    expect.push("lwt6.1".into());
+    // One page per subcommand at every level (`lwt6 bench sweep`: lwt6-bench-sweep.1), read from the command
+    // line's definition; `help` is clap's, not a page.
+    fn walk(cmd: &clap::Command, name: &str, out: &mut Vec<String>) {
+        out.push(format!("man1/{name}.1"));
+        for s in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            walk(s, &format!("{name}-{}", s.get_name()), out);
+        }
+    }
+    let mut expect = Vec::new();
+    walk(&lwt6::cli::Cli::command(), "lwt6", &mut expect);
+    assert!(
+        expect.contains(&"man1/lwt6-bench-sweep.1".to_string()),
+        "{expect:?}"
+    );
+    expect.push("man5/lwt6.conf.5".into());
+    let mut written: Vec<String> = Vec::new();
+    for sec in ["man1", "man5"] {
+        for e in std::fs::read_dir(d.join(sec)).unwrap() {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            written.push(format!("{sec}/{n}"));
+        }
+    }
+    written.sort();
+    expect.sort();
+    assert_eq!(written, expect);
+    let exists = |r: &str| {
+        let (name, sec) = r.trim_end_matches(')').split_once('(').unwrap();
+        written.contains(&format!("man{sec}/{name}.{sec}"))
+    };
     for page in &expect {
         let p = d.join(page);
-        assert!(
-            p.exists() && listed.contains(page.as_str()),
-            "{page} not written"
-        );
+        assert!(listed.contains(p.to_str().unwrap()), "{page} not listed");
         // groff with all warnings on: a malformed page prints warnings to stderr.
         let g = Command::new("groff")
-            .args(["-man", "-Tutf8", "-ww"])
+            .args(["-man", "-Tutf8", "-ww", "-z"])
             .arg(&p)
             .output()
             .unwrap();
@@ -110,12 +166,31 @@ fn man_pages_render_without_warnings_one_per_subcommand() {
             "{page}: {}",
             String::from_utf8_lossy(&g.stderr)
         );
-        assert!(terminal_text(&g.stdout).contains("SYNOPSIS"), "{page}");
+        let roff = std::fs::read_to_string(&p).unwrap();
+        assert!(roff.contains(".SH SYNOPSIS"), "{page}");
+        for r in references(&roff) {
+            assert!(
+                exists(&r) || EXTERNAL_PAGES.contains(&r.as_str()),
+                "{page} names {r}, which is not written"
+            );
+        }
+    }
+    // The pages point at each other both ways: lwt6(1) lists lwt6-bench(1), which lists lwt6-bench-sweep(1) and
+    // names lwt6(1) in SEE ALSO; the configuration page is named from the pages that read a configuration.
+    let refs_of = |page: &str| references(&std::fs::read_to_string(d.join(page)).unwrap());
+    assert!(refs_of("man1/lwt6.1").contains(&"lwt6-bench(1)".into()));
+    assert!(refs_of("man1/lwt6-bench.1").contains(&"lwt6-bench-sweep(1)".into()));
+    assert!(refs_of("man1/lwt6-bench-sweep.1").contains(&"lwt6-bench(1)".into()));
+    for p in ["lwt6", "lwt6-run", "lwt6-check", "lwt6-ctl", "lwt6-pcap"] {
+        assert!(
+            refs_of(&format!("man1/{p}.1")).contains(&"lwt6.conf(5)".into()),
+            "{p}"
+        );
     }
     // The pcap page documents its options.
     let g = Command::new("groff")
         .args(["-man", "-Tascii"])
-        .arg(d.join("lwt6-pcap.1"))
+        .arg(d.join("man1/lwt6-pcap.1"))
         .output()
         .unwrap();
     let text = terminal_text(&g.stdout);
@@ -123,6 +198,65 @@ fn man_pages_render_without_warnings_one_per_subcommand() {
         text.contains("--in-dev") && text.contains("lwt6 pcap"),
         "{text}"
     );
+    // The configuration page names every top-level statement the parser accepts, and its example is valid.
+    let conf = std::fs::read_to_string(d.join("man5/lwt6.conf.5")).unwrap();
+    let g = Command::new("groff")
+        .args(["-man", "-Tascii"])
+        .arg(d.join("man5/lwt6.conf.5"))
+        .output()
+        .unwrap();
+    // Words as a reader sees them (justification spreads them apart).
+    let text = terminal_text(&g.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for stmt in [
+        "link add",
+        "addr|address add",
+        "neigh add",
+        "route add|replace|change",
+        "route del|delete",
+        "encap seg6 mode",
+        "encap seg6local action",
+        "encap ioam6",
+        "encap rpl segs",
+        "sr tunsrc set",
+        "sr hmac set",
+        "ioam namespace add",
+        "ioam namespace set",
+        "ioam schema add",
+        "ioam domain add",
+        "sysctl [-w]",
+        "show routes|stats|neigh|trace",
+        "trace add",
+    ] {
+        assert!(text.contains(stmt), "lwt6.conf(5) lacks {stmt}");
+    }
+    for action in [
+        "End.X",
+        "End.T",
+        "End.DX2",
+        "End.DX6",
+        "End.DX4",
+        "End.DT6",
+        "End.DT4",
+        "End.DT46",
+        "End.B6",
+        "End.B6.Encaps",
+        "End.B6.Encaps.Red",
+    ] {
+        assert!(text.contains(&format!("{action} ")), "{action}");
+    }
+    let example: String = conf
+        .split(".EX\n")
+        .nth(1)
+        .and_then(|s| s.split(".EE").next())
+        .unwrap()
+        .replace("\\-", "-");
+    let f = d.join("example.conf");
+    std::fs::write(&f, example).unwrap();
+    let o = lwt6(&["check", "-c", f.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok"));
     // Without --out-dir the main page goes to stdout.
     let main = String::from_utf8(lwt6(&["man"]).stdout).unwrap();
     assert!(
@@ -149,7 +283,7 @@ fn systemd_unit_verifies() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     // systemd-analyze checks the Documentation= pages with man: point it at freshly generated ones.
     let d = tmp("unit");
-    lwt6(&["man", "--out-dir", d.join("man1").to_str().unwrap()]);
+    lwt6(&["man", "--out-dir", d.to_str().unwrap()]);
     let o = Command::new("systemd-analyze")
         .arg("verify")
         .arg(root.join("dist/systemd/lwt6@.service"))

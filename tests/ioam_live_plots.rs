@@ -258,33 +258,34 @@ fn malformed_csv_errors_name_the_line_and_column() {
     assert!(plot_error(&format!("{HEADER}\n")).contains("line 2: no data rows"));
     // A missing column, named.
     let no_zero = HEADER.replace("zero_loss_pps,", "");
-    assert!(
-        plot_error(&format!("{no_zero}\n")).contains("line 1, column 'zero_loss_pps': missing")
-    );
+    assert!(plot_error(&format!("{no_zero}\n")).contains("line 1: column 'zero_loss_pps' missing"));
     // A non-numeric rate on line 3.
     let bad = good.replacen("110000", "fast", 1);
     let e = plot_error(&bad);
     assert!(
-        e.contains("line 3, column 'zero_loss_pps': 'fast' is not a number"),
+        e.contains("line 3, column 4 (zero_loss_pps): 'fast' is not a number"),
         "{e}"
     );
     // A CPU time that is not a number, on line 5.
     let bad = good.replacen(",5000,,\n", ",5x,,\n", 1);
     let e = plot_error(&bad);
-    assert!(e.contains("line 5, column 'athos_cpu_ns': '5x'"), "{e}");
+    assert!(e.contains("line 5, column 10 (athos_cpu_ns): '5x'"), "{e}");
     // A short row, a bad flag, an unknown roles point, an unknown experiment.
     let e = plot_error(&format!("{}\n{}\n0,share,1%,1\n", lines[0], lines[1]));
-    assert!(e.contains("line 3: 4 fields, the header has 12"), "{e}");
+    assert!(e.contains("line 3: 4 fields, expected 12"), "{e}");
     let e = plot_error(&good.replacen(",200000,0,", ",200000,yes,", 1));
-    assert!(e.contains("line 2, column 'sender_limited': 'yes'"), "{e}");
+    assert!(
+        e.contains("line 2, column 6 (sender_limited): 'yes'"),
+        "{e}"
+    );
     let e = plot_error(&good.replacen("encap-1", "encap-x", 1));
     assert!(
-        e.contains("line 7, column 'label': unknown roles point 'encap-x'"),
+        e.contains("line 7, column 3 (label): unknown roles point 'encap-x'"),
         "{e}"
     );
     let e = plot_error(&good.replacen("registration", "fig8", 1));
     assert!(
-        e.contains("line 2, column 'experiment': unknown experiment 'fig8'"),
+        e.contains("line 2, column 2 (experiment): unknown experiment 'fig8'"),
         "{e}"
     );
 }

@@ -170,8 +170,9 @@ pub struct SweepArgs {
     /// Directory for sweep.csv, the SVG plots and summary.md.
     #[arg(long = "out-dir", default_value = "docs/plots")]
     pub out_dir: PathBuf,
-    /// Worker threads (each measures whole points; more than one adds noise).
-    #[arg(short = 'j', long = "jobs", default_value_t = 1, value_parser = crate::cli::within::<usize>(1, 64))]
+    /// Worker threads (each measures whole points; more than one adds noise). No short flag: `-j` is `--json`
+    /// in every lwt6 command.
+    #[arg(long = "jobs", default_value_t = 1, value_parser = crate::cli::within::<usize>(1, 64))]
     pub jobs: usize,
     /// Fewer packets and runs, every 4th size (smoke test; under 30 s).
     #[arg(long)]

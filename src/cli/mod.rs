@@ -58,7 +58,7 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) generated from this command line.
     Completions(install::CompletionsArgs),
-    /// Print the manual page (roff), or write one page per subcommand into a directory.
+    /// Print the manual page (roff), or write every page (each subcommand's, and lwt6.conf(5)) under a directory.
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(live::RunArgs),
@@ -153,9 +153,12 @@ pub enum ShowWhat {
 pub struct DecodeArgs {
     /// Capture to decode (`-`: stdin).
     pub input: PathBuf,
-    /// JSON output (an array, one object per frame).
+    /// JSON output (an array, one object per frame: `frame`, `time`, `interface`, `len`, `layers`).
     #[arg(short = 'j', long = "json")]
     pub json: bool,
+    /// Stop after N frames.
+    #[arg(short = 'c', long = "count", value_name = "N", value_parser = crate::cli::within::<u64>(1, u64::MAX))]
+    pub count: Option<u64>,
 }
 
 /// `lwt6 check`.
@@ -642,7 +645,7 @@ fn as_ethernet(
 fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
     // Streaming: one frame in memory at a time. A damaged capture fails where the damage is, after the frames
     // before it have been shown. `-` reads the capture from stdin.
-    let frames = pcap::CaptureReader::open_input(&a.input)
+    let mut frames = pcap::CaptureReader::open_input(&a.input)
         .map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     // A failed write names the frame being written; frames still buffered before it are lost with it.
@@ -658,29 +661,49 @@ fn cmd_decode(a: &DecodeArgs) -> Result<(), Failure> {
         // One JSON array, written frame by frame: the output is never built whole in memory.
         put("[", 1)?;
     }
-    let mut n = 0;
-    for (i, f) in frames.enumerate() {
+    let mut n: u64 = 0;
+    while a.count.is_none_or(|c| n < c) {
+        let Some(f) = frames.next() else { break };
+        n += 1;
         let f = f.map_err(|e| fail(format!("{}: {e}", a.input.display())))?;
-        n = i + 1;
+        let iface = frames.interface();
         // Raw IP and cooked frames are shown with an Ethernet header of zero addresses.
-        let f = as_ethernet(f, [0; 6], &a.input, n)?;
+        let f = as_ethernet(f, [0; 6], &a.input, n as usize)?;
+        // Seconds since the epoch with nanoseconds, as tshark's frame.time_epoch.
+        let time = format!("{}.{:09}", f.ts_ns / 1_000_000_000, f.ts_ns % 1_000_000_000);
         if a.json {
-            if i > 0 {
-                put(",", n)?;
+            if n > 1 {
+                put(",", n as usize)?;
             }
-            let v = json!({"frame": n, "len": f.data.len(), "layers": decode::frame(&f.data)});
-            put(&v.to_string(), n)?;
+            let interface = iface.map(|i| {
+                let mut v = json!({"id": i.id});
+                if let Some(name) = i.name {
+                    v["name"] = json!(name);
+                }
+                if let Some(d) = i.description {
+                    v["description"] = json!(d);
+                }
+                v
+            });
+            let v = json!({"frame": n, "time": time, "interface": interface, "len": f.data.len(),
+                "layers": decode::frame(&f.data)});
+            put(&v.to_string(), n as usize)?;
         } else {
+            // The interface by name, else description, else id; `-` in a classic pcap (no interfaces).
+            let iface = iface.map_or_else(
+                || "-".to_string(),
+                |i| i.name.or(i.description).unwrap_or_else(|| i.id.to_string()),
+            );
             let line = format!(
-                "{n:>4} {:>5}B  {}\n",
+                "{n:>4} {time} {iface} {:>5}B  {}\n",
                 f.data.len(),
                 decode::summary(&decode::frame(&f.data))
             );
-            put(&line, n)?;
+            put(&line, n as usize)?;
         }
     }
     if a.json {
-        put("]\n", n)?;
+        put("]\n", n as usize)?;
     }
     w.flush()
         .map_err(|e| stdio::lost(e, &format!("the decoded frames (up to frame {n})")))

@@ -293,7 +293,7 @@ def test_trace_live(live, workdir):
         assert doc["filter"] == "dst fd00:92::/64 proto udp"
         for i, fr in enumerate(doc["frames"]):
             sent_frame = frames[2 * i + 1]
-            assert (fr["seq"], fr["worker"], fr["in_dev"], fr["len"]) == (i, 0, "r0", len(sent_frame)), fr
+            assert (fr["seq"], fr["worker"], fr["in_dev"], fr["len"]) == (i + 1, 0, "r0", len(sent_frame)), fr
             assert fr["headers"][1]["dst"] == f"fd00:92::{i + 1:x}", fr["headers"]
             steps = {s["step"]: s for s in fr["steps"]}
             routes = [s for s in fr["steps"] if s["step"] == "route"]
@@ -338,7 +338,7 @@ def test_trace_two_workers(workdir):
         finally:
             final = r.stop()
         assert (doc["status"], doc["recorded"]) == ("done", 8), doc
-        assert [f["seq"] for f in doc["frames"]] == list(range(8))
+        assert [f["seq"] for f in doc["frames"]] == list(range(1, 9))
         assert {f["worker"] for f in doc["frames"]} <= {0, 1}
         for f in doc["frames"]:
             assert f["outcome"] == "sent" and f["steps"][-1]["step"] == "sent", f

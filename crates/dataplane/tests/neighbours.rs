@@ -1031,7 +1031,7 @@ fn a_traced_frame_that_waits_for_its_next_hop_is_traced_to_the_end() {
     run(&mut r, 0, SEC, &[udp6("fc00::1", 64)]);
     let first = r.worker.take_traces();
     assert_eq!(first.len(), 1);
-    assert_eq!((first[0].seq, first[0].outcome), (0, Outcome::Pending));
+    assert_eq!((first[0].seq, first[0].outcome), (1, Outcome::Pending));
     assert_eq!(first[0].resumed_after_ns, None);
     let adv = na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R1);
     let out = run(&mut r, 1, SEC + 1_000_000, &[adv]);
@@ -1041,7 +1041,7 @@ fn a_traced_frame_that_waits_for_its_next_hop_is_traced_to_the_end() {
     let t = &rest[0];
     assert_eq!(
         (t.seq, t.outcome, t.in_dev.as_str()),
-        (0, Outcome::Sent, "r0")
+        (1, Outcome::Sent, "r0")
     );
     assert_eq!(t.resumed_after_ns, Some(1_000_000));
     assert!(

@@ -867,7 +867,7 @@ fn a_traced_frame_is_processed_exactly_as_an_untraced_one() {
         traces
             .iter()
             .enumerate()
-            .all(|(i, t)| t.seq == i as u64 && t.frame == frames[i])
+            .all(|(i, t)| t.seq == i as u64 + 1 && t.frame == frames[i])
     );
     let traced_sent: Vec<(usize, Vec<u8>)> = traces
         .iter()
@@ -948,7 +948,7 @@ fn workers_share_the_budget_and_their_traces_merge_by_sequence() {
     all.sort_by_key(|t| t.seq);
     assert_eq!(
         all.iter().map(|t| t.seq).collect::<Vec<_>>(),
-        [0, 1, 2, 3, 4]
+        [1, 2, 3, 4, 5]
     );
     assert_eq!(
         all.iter().map(|t| t.worker).collect::<Vec<_>>(),

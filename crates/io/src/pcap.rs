@@ -61,6 +61,7 @@ const PCAPNG_BOM: u32 = 0x1a2b_3c4d;
 /// pcapng option codes (§3.5, §4.2).
 const OPT_ENDOFOPT: u16 = 0;
 const OPT_IF_NAME: u16 = 2;
+const OPT_IF_DESCRIPTION: u16 = 3;
 const OPT_IF_TSRESOL: u16 = 9;
 const OPT_IF_TSOFFSET: u16 = 14;
 /// Minimum block total lengths: generic (§3.1), SHB, IDB, SPB, EPB.
@@ -191,6 +192,8 @@ pub struct CaptureReader<R: Read> {
     off: usize,
     /// Frames returned so far.
     frames: usize,
+    /// pcapng: the interface id of the frame returned last.
+    last_iface: Option<u32>,
     format: Format,
 }
 
@@ -252,6 +255,7 @@ impl<R: Read> CaptureReader<R> {
             buf: Vec::with_capacity(2048),
             off: 0,
             frames: 0,
+            last_iface: None,
             format: Format::Done,
         };
         if !r.fill(4)? {
@@ -290,6 +294,21 @@ impl<R: Read> CaptureReader<R> {
             .read_to_end(&mut self.buf)
             .map_err(|err| PcapError::Io(format!("{}: {err}", self.name)))?;
         Ok(got as u64 == want)
+    }
+
+    /// The interface of the frame returned last, from its section's Interface Description Block (pcapng);
+    /// None for classic pcap, which has no interfaces, and before the first frame.
+    pub fn interface(&self) -> Option<Interface> {
+        let Format::Pcapng { ifaces, .. } = &self.format else {
+            return None;
+        };
+        let id = self.last_iface?;
+        let i = ifaces.get(usize::try_from(id).ok()?)?;
+        Some(Interface {
+            id,
+            name: i.name.clone(),
+            description: i.description.clone(),
+        })
     }
 
     /// Starts the next unit at the end of the current one.
@@ -536,13 +555,14 @@ impl<R: Read> CaptureReader<R> {
                 if total < MIN_IDB_LEN {
                     return Err(too_short("interface description", MIN_IDB_LEN));
                 }
-                let (tsresol, tsoffset_s) =
-                    parse_idb_options(&body[8..], body_off + 8, e, block_no)?;
+                let o = parse_idb_options(&body[8..], body_off + 8, e, block_no)?;
                 ifaces.push(Iface {
                     linktype: e.u16(at(body, 0)),
                     snaplen: e.u32(at(body, 4)),
-                    tsresol,
-                    tsoffset_s,
+                    tsresol: o.tsresol,
+                    tsoffset_s: o.tsoffset,
+                    name: o.name,
+                    description: o.description,
                 });
                 Ok(None)
             }
@@ -597,6 +617,7 @@ impl<R: Read> CaptureReader<R> {
                 let ts_ns = iface.tsresol.to_ns(ts, iface.tsoffset_s).ok_or_else(|| {
                     corrupt(format!("{name}: timestamp out of range"), body_off + 4)
                 })?;
+                self.last_iface = Some(if_id);
                 Ok(Some(CapturedFrame {
                     ts_ns,
                     data: body[20..20 + caplen as usize].to_vec(),
@@ -628,6 +649,7 @@ impl<R: Read> CaptureReader<R> {
                         body_off,
                     ));
                 }
+                self.last_iface = Some(0);
                 Ok(Some(CapturedFrame {
                     ts_ns: 0,
                     data: body[4..4 + caplen as usize].to_vec(),
@@ -699,24 +721,53 @@ impl TsResol {
 }
 
 /// What an Interface Description Block tells us.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Iface {
     linktype: u16,
     snaplen: u32,
     tsresol: TsResol,
     tsoffset_s: i64,
+    /// `if_name` and `if_description`, when the block has them.
+    name: Option<String>,
+    description: Option<String>,
 }
 
-/// Walks IDB options (§3.5: code(2) length(2) value padded to 4), returning `if_tsresol` (default 10^-6) and
-/// `if_tsoffset` (default 0).
+/// The interface a pcapng frame was captured on, as its Interface Description Block says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// Interface id: the IDB's index in its section (what tshark calls `frame.interface_id`).
+    pub id: u32,
+    /// The `if_name` option (`frame.interface_name`).
+    pub name: Option<String>,
+    /// The `if_description` option (`frame.interface_description`).
+    pub description: Option<String>,
+}
+
+/// What an IDB's options say: `if_tsresol` (default 10^-6), `if_tsoffset` (default 0), `if_name`, `if_description`.
+struct IdbOptions {
+    tsresol: TsResol,
+    tsoffset: i64,
+    name: Option<String>,
+    description: Option<String>,
+}
+
+/// Walks IDB options (§3.5: code(2) length(2) value padded to 4). Names and descriptions are UTF-8 (§3.5);
+/// invalid bytes are shown replaced, never refused.
 fn parse_idb_options(
     opts: &[u8],
     base: usize,
     e: Endian,
     block_no: usize,
-) -> Result<(TsResol, i64), PcapError> {
+) -> Result<IdbOptions, PcapError> {
     let mut tsresol = TsResol::Pow10(6);
     let mut tsoffset = 0i64;
+    let (mut name, mut description) = (None, None);
+    // Strings may carry trailing NULs (some writers count one in the length).
+    let text = |v: &[u8]| {
+        String::from_utf8_lossy(v)
+            .trim_end_matches('\0')
+            .to_string()
+    };
     let mut p = 0usize;
     while p < opts.len() {
         let what = || format!("block {block_no} (interface description) option");
@@ -753,11 +804,18 @@ fn parse_idb_options(
                     ));
                 }
             },
+            OPT_IF_NAME => name = Some(text(value)),
+            OPT_IF_DESCRIPTION => description = Some(text(value)),
             _ => {}
         }
         p += 4 + len.next_multiple_of(4);
     }
-    Ok((tsresol, tsoffset))
+    Ok(IdbOptions {
+        tsresol,
+        tsoffset,
+        name,
+        description,
+    })
 }
 
 /// Reads and parses a capture file, every frame in memory ([`CaptureReader::open`] collected; tools that go

@@ -160,11 +160,12 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// A budget of `frames` frames (at most [`MAX_FRAMES`]), numbered from 0.
+    /// A budget of `frames` frames (at most [`MAX_FRAMES`]), numbered from 1 (as every frame number a user
+    /// reads: `lwt6 decode`, the capture errors, tshark's `frame.number`).
     pub fn new(frames: u64) -> Budget {
         Budget {
             remaining: AtomicU64::new(frames.min(MAX_FRAMES)),
-            seq: AtomicU64::new(0),
+            seq: AtomicU64::new(1),
         }
     }
 
@@ -236,7 +237,7 @@ pub enum Outcome {
 /// One traced frame: what was received, every step, how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FrameTrace {
-    /// Order of the trace's frames over every worker (0, 1, ...).
+    /// Order of the trace's frames over every worker (1, 2, ...).
     pub seq: u64,
     /// The worker that processed it.
     pub worker: u16,
@@ -430,9 +431,9 @@ mod tests {
             ethernet::ETHERTYPE_IPV6,
             &ip6(proto::UDP, "fd00::1", "fd00::2", &[0; 8]),
         );
-        assert_eq!(t0.admit(0, &f), Some(0));
-        assert_eq!(t1.admit(0, &f), Some(1));
-        assert_eq!(t0.admit(0, &f), Some(2));
+        assert_eq!(t0.admit(0, &f), Some(1));
+        assert_eq!(t1.admit(0, &f), Some(2));
+        assert_eq!(t0.admit(0, &f), Some(3));
         assert_eq!(t1.admit(0, &f), None);
         assert_eq!(b.remaining(), 0);
         assert_eq!(Budget::new(u64::MAX).remaining(), MAX_FRAMES);

@@ -294,58 +294,33 @@ fn cache_line() -> (usize, String) {
     )
 }
 
-/// Installs bpftrace with apt-get when it is missing (saying so on stderr).
-pub fn ensure_bpftrace(log: &mut dyn FnMut(&str)) -> Result<(), String> {
-    let present = || {
-        Command::new("bpftrace")
-            .arg("--version")
+/// The programs an audit runs, each with the Debian/Ubuntu package that provides it.
+pub const TOOLS: &[(&str, &str)] = &[("bpftrace", "bpftrace"), ("ip", "iproute2")];
+
+/// Checks that every program of [`TOOLS`] runs. When some do not, the error names them, their packages and the
+/// command that installs them (the audit never installs anything itself).
+pub fn check_tools() -> Result<(), String> {
+    let runs = |prog: &str| {
+        let arg = if prog == "ip" { "-V" } else { "--version" };
+        Command::new(prog)
+            .arg(arg)
+            .stdin(std::process::Stdio::null())
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    if present() {
+    let missing: Vec<&(&str, &str)> = TOOLS.iter().filter(|(prog, _)| !runs(prog)).collect();
+    if missing.is_empty() {
         return Ok(());
     }
-    log("bpftrace is missing: installing it with apt-get (non-interactive)");
-    // Concurrent installers (two audits, or an audit beside another apt user) wait for dpkg's lock instead of
-    // failing at once: seen in CI when two audit tests started on a fresh machine together.
-    let apt = |args: &[&str]| -> Result<(), String> {
-        let out = Command::new("apt-get")
-            .args(["-o", "DPkg::Lock::Timeout=300"])
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run apt-get: {e}"))?;
-        if out.status.success() {
-            return Ok(());
-        }
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        Err(format!(
-            "apt-get {} exited with {}: {last}",
-            args.join(" "),
-            out.status
-        ))
-    };
-    if apt(&["install", "-y", "-q", "bpftrace"]).is_err() {
-        log("apt-get install failed; running apt-get update and retrying");
-        if let Err(e) =
-            apt(&["update", "-q"]).and_then(|()| apt(&["install", "-y", "-q", "bpftrace"]))
-        {
-            return Err(format!(
-                "bpftrace is not installed and installing it failed ({e})"
-            ));
-        }
-    }
-    if present() {
-        Ok(())
-    } else {
-        Err("bpftrace was installed but does not run".into())
-    }
+    let progs: Vec<&str> = missing.iter().map(|(p, _)| *p).collect();
+    let pkgs: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+    Err(format!(
+        "missing {} (package{} {}): install with `apt-get install {}` (Debian/Ubuntu), then run the audit again",
+        progs.join(", "),
+        if pkgs.len() == 1 { "" } else { "s" },
+        pkgs.join(", "),
+        pkgs.join(" ")
+    ))
 }
 
 /// Mounts tracefs on /sys/kernel/tracing when it is not mounted (bpftrace reads tracepoint formats there).
@@ -431,7 +406,7 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     sys::install_interrupt_handler()
         .map_err(|e| AuditError::Failed(format!("cannot install signal handlers: {e}")))?;
     testbed::remove_stale();
-    ensure_bpftrace(log).map_err(AuditError::Failed)?;
+    check_tools().map_err(AuditError::Failed)?;
     ensure_tracefs(log).map_err(AuditError::Failed)?;
     check_interrupt()?;
     let machine = machine_facts();

@@ -4,7 +4,6 @@
 //! zero-loss rate above and the lwt6 nodes' CPU time per packet below (the steadier of the two on a shared host).
 
 use super::lines::{Panel, Series, panels_svg};
-use std::fmt;
 
 /// The columns the CSV must have (in any order; others are ignored).
 pub const COLUMNS: [&str; 12] = [
@@ -79,35 +78,7 @@ pub struct LivePoint {
     pub rounds: usize,
 }
 
-/// A malformed CSV: the line (1 is the header), the column if one is to blame, and what is wrong.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CsvError {
-    /// The line, from 1.
-    pub line: usize,
-    /// The column's name.
-    pub column: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for CsvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.column {
-            Some(c) => write!(f, "line {}, column '{c}': {}", self.line, self.message),
-            None => write!(f, "line {}: {}", self.line, self.message),
-        }
-    }
-}
-
-impl std::error::Error for CsvError {}
-
-fn err(line: usize, column: Option<&str>, message: String) -> CsvError {
-    CsvError {
-        line,
-        column: column.map(str::to_string),
-        message,
-    }
-}
+pub use crate::csvfile::CsvError;
 
 /// Whether `label` names a point of the roles experiment: a baseline or `ROLE-N`, N ≥ 1.
 fn role_label(label: &str) -> Option<(&str, Option<u32>)> {
@@ -121,64 +92,35 @@ fn role_label(label: &str) -> Option<(&str, Option<u32>)> {
 
 /// Parses the CSV of scripts/bench-ioam-live.py.
 pub fn parse_csv(text: &str) -> Result<Vec<LiveRow>, CsvError> {
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let header = match lines.next() {
-        Some((_, h)) if !h.trim().is_empty() => h.trim_end_matches('\r'),
-        _ => {
-            return Err(err(
-                1,
-                None,
-                format!("empty file: expected the header {}", COLUMNS.join(",")),
-            ));
+    let t = crate::csvfile::read(text, None).map_err(|mut e| {
+        if e.line == 1 && e.message.starts_with("empty file") {
+            e.message = format!("empty file: expected the header {}", COLUMNS.join(","));
         }
-    };
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+        e
+    })?;
     let mut at = [0usize; 12];
     for (k, c) in COLUMNS.iter().enumerate() {
-        at[k] = names.iter().position(|n| n == c).ok_or_else(|| {
-            err(
-                1,
-                Some(c),
-                format!("missing from the header (expected {})", COLUMNS.join(",")),
-            )
+        at[k] = t.column(c).ok_or_else(|| CsvError {
+            line: 1,
+            column: None,
+            message: format!(
+                "column '{c}' missing from the header (expected {})",
+                COLUMNS.join(",")
+            ),
         })?;
     }
     let mut rows = Vec::new();
-    let mut last = 1;
-    for (ln, line) in lines {
-        last = ln;
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        if f.len() != names.len() {
-            return Err(err(
-                ln,
-                None,
-                format!("{} fields, the header has {}", f.len(), names.len()),
-            ));
-        }
-        let get = |k: usize| f[at[k]];
-        let num = |k: usize| -> Result<f64, CsvError> {
-            let v = get(k);
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| err(ln, Some(COLUMNS[k]), format!("'{v}' is not a number ≥ 0")))
-        };
-        let round = get(0).parse::<u32>().map_err(|_| {
-            err(
-                ln,
-                Some(COLUMNS[0]),
-                format!("'{}' is not a round number", get(0)),
-            )
-        })?;
+    for r in &t.rows {
+        let get = |k: usize| r.fields[at[k]].as_str();
+        let bad = |k: usize, m: String| t.error(r, at[k], m);
+        let num = |k: usize| t.number(r, at[k]);
+        let round = get(0)
+            .parse::<u32>()
+            .map_err(|_| bad(0, format!("'{}' is not a round number", get(0))))?;
         let experiment = get(1);
         if !EXPERIMENTS.contains(&experiment) {
-            return Err(err(
-                ln,
-                Some(COLUMNS[1]),
+            return Err(bad(
+                1,
                 format!(
                     "unknown experiment '{experiment}' (expected one of {})",
                     EXPERIMENTS.join(", ")
@@ -187,12 +129,11 @@ pub fn parse_csv(text: &str) -> Result<Vec<LiveRow>, CsvError> {
         }
         let label = get(2);
         if label.is_empty() {
-            return Err(err(ln, Some(COLUMNS[2]), "empty label".into()));
+            return Err(bad(2, "empty label".into()));
         }
         if experiment == "roles" && role_label(label).is_none() {
-            return Err(err(
-                ln,
-                Some(COLUMNS[2]),
+            return Err(bad(
+                2,
                 format!(
                     "unknown roles point '{label}' (expected {} or ROLE-N, ROLE one of {})",
                     ROLE_BASES.join(", "),
@@ -205,26 +146,14 @@ pub fn parse_csv(text: &str) -> Result<Vec<LiveRow>, CsvError> {
         let sender_limited = match get(5) {
             "0" => false,
             "1" => true,
-            v => {
-                return Err(err(
-                    ln,
-                    Some(COLUMNS[5]),
-                    format!("'{v}' is neither 0 nor 1"),
-                ));
-            }
+            v => return Err(bad(5, format!("'{v}' is neither 0 nor 1"))),
         };
         let mut nodes: [String; 3] = Default::default();
         let mut cpu_ns = [None; 3];
         for i in 0..3 {
             nodes[i] = match get(6 + i) {
                 v @ ("lwt6" | "kernel") => v.to_string(),
-                v => {
-                    return Err(err(
-                        ln,
-                        Some(COLUMNS[6 + i]),
-                        format!("'{v}' is neither lwt6 nor kernel"),
-                    ));
-                }
+                v => return Err(bad(6 + i, format!("'{v}' is neither lwt6 nor kernel"))),
             };
             if !get(9 + i).is_empty() {
                 cpu_ns[i] = Some(num(9 + i)?);
@@ -242,7 +171,12 @@ pub fn parse_csv(text: &str) -> Result<Vec<LiveRow>, CsvError> {
         });
     }
     if rows.is_empty() {
-        return Err(err(last + 1, None, "no data rows after the header".into()));
+        let last = text.lines().count() as u64;
+        return Err(CsvError {
+            line: last + 1,
+            column: None,
+            message: "no data rows after the header".into(),
+        });
     }
     Ok(rows)
 }

@@ -1077,95 +1077,118 @@ pub fn sweep(req: &Sweep) -> Result<Vec<Point>, BenchError> {
     Ok(v)
 }
 
+/// The columns of `sweep.csv`.
+const SWEEP_HEADER: [&str; 15] = [
+    "proto",
+    "mode",
+    "size",
+    "size_unit",
+    "strategy",
+    "added_bytes",
+    "rx_headroom",
+    "mpps_median",
+    "mpps_min",
+    "mpps_max",
+    "reallocs_per_packet",
+    "predicted_reallocs",
+    "runs",
+    "packets_per_run",
+    "mpps_runs",
+];
+
 /// CSV of sweep points (header line first).
 pub fn to_csv(points: &[Point], opts: &Options) -> String {
-    let mut s = String::from(
-        "proto,mode,size,size_unit,strategy,added_bytes,rx_headroom,mpps_median,mpps_min,mpps_max,\
-         reallocs_per_packet,predicted_reallocs,runs,packets_per_run,mpps_runs\n",
-    );
-    for p in points {
-        let predicted = match p.strategy {
-            Strategy::PreFix => {
-                predicted_prefix_reallocs(p.family, p.size, p.rx_headroom, opts.cache_line)
+    let (runs, packets) = if opts.batches > 0 {
+        (opts.batches, FLOWS)
+    } else {
+        (opts.runs, opts.packets.div_ceil(FLOWS) * FLOWS)
+    };
+    crate::csvfile::write(
+        &SWEEP_HEADER,
+        points.iter().map(|p| {
+            let predicted = match p.strategy {
+                Strategy::PreFix => {
+                    predicted_prefix_reallocs(p.family, p.size, p.rx_headroom, opts.cache_line)
+                }
+                Strategy::PostFix => predicted_postfix_reallocs(p.family, p.size, p.rx_headroom),
+                _ => None,
             }
-            Strategy::PostFix => predicted_postfix_reallocs(p.family, p.size, p.rx_headroom),
-            _ => None,
-        }
-        .map_or(String::new(), |n| n.to_string());
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.3},{},{},{},{}",
-            p.family.proto(),
-            p.family.mode(),
-            p.size,
-            p.family.size_unit(),
-            p.strategy.name(),
-            p.added,
-            p.rx_headroom,
-            p.rate.median,
-            p.rate.min,
-            p.rate.max,
-            p.reallocs_per_packet,
-            predicted,
-            if opts.batches > 0 {
-                opts.batches
-            } else {
-                opts.runs
-            },
-            if opts.batches > 0 {
-                FLOWS
-            } else {
-                opts.packets.div_ceil(FLOWS) * FLOWS
-            },
-            p.runs_mpps
-                .iter()
-                .map(|r| format!("{r:.4}"))
-                .collect::<Vec<_>>()
-                .join(";")
-        );
-    }
-    s
+            .map_or(String::new(), |n| n.to_string());
+            [
+                p.family.proto().to_string(),
+                p.family.mode().to_string(),
+                p.size.to_string(),
+                p.family.size_unit().to_string(),
+                p.strategy.name().to_string(),
+                p.added.to_string(),
+                p.rx_headroom.to_string(),
+                format!("{:.4}", p.rate.median),
+                format!("{:.4}", p.rate.min),
+                format!("{:.4}", p.rate.max),
+                format!("{:.3}", p.reallocs_per_packet),
+                predicted,
+                runs.to_string(),
+                packets.to_string(),
+                p.runs_mpps
+                    .iter()
+                    .map(|r| format!("{r:.4}"))
+                    .collect::<Vec<_>>()
+                    .join(";"),
+            ]
+        }),
+    )
 }
 
-/// Parses [`to_csv`] output back into points (for re-plotting without re-measuring).
-pub fn from_csv(text: &str) -> Result<Vec<Point>, String> {
+/// Parses [`to_csv`] output back into points (for re-plotting without re-measuring). Files from before the
+/// `mpps_runs` column (11 to 14 fields) are read too. Errors name the line and the column.
+pub fn from_csv(text: &str) -> Result<Vec<Point>, crate::csvfile::CsvError> {
+    let t = crate::csvfile::read(text, Some(11))?;
+    if t.header.len() < 11 || t.header[..11] != SWEEP_HEADER[..11] {
+        return Err(crate::csvfile::CsvError {
+            line: 1,
+            column: None,
+            message: format!(
+                "expected the header '{}', found '{}'",
+                SWEEP_HEADER.join(","),
+                t.header.join(",")
+            ),
+        });
+    }
     let mut v = Vec::new();
-    for (i, line) in text.lines().enumerate().skip(1) {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let c: Vec<&str> = line.split(',').collect();
-        let bad = || format!("line {}: malformed", i + 1);
-        if c.len() < 11 {
-            return Err(bad());
-        }
-        let family = if c[0] == "ipv6" {
-            Family::Plain
-        } else if c[0] == "rpl" {
-            Family::Rpl
-        } else {
-            Family::from_name(&format!("{}-{}", c[0], c[1])).ok_or_else(bad)?
+    for r in &t.rows {
+        let f = &r.fields;
+        let family = match f[0].as_str() {
+            "ipv6" => Family::Plain,
+            "rpl" => Family::Rpl,
+            proto => Family::from_name(&format!("{proto}-{}", f[1]))
+                .ok_or_else(|| t.error(r, 1, format!("unknown {proto} mode '{}'", f[1])))?,
         };
-        let num = |k: usize| c[k].parse::<f64>().map_err(|_| bad());
+        let strategy = Strategy::from_name(&f[4])
+            .ok_or_else(|| t.error(r, 4, format!("unknown strategy '{}'", f[4])))?;
+        let runs_mpps = match f.get(14) {
+            Some(runs) if !runs.is_empty() => runs
+                .split(';')
+                .map(|x| {
+                    x.trim()
+                        .parse::<f64>()
+                        .map_err(|_| t.error(r, 14, format!("'{x}' is not a number")))
+                })
+                .collect::<Result<_, _>>()?,
+            _ => Vec::new(),
+        };
         v.push(Point {
             family,
-            size: c[2].parse().map_err(|_| bad())?,
-            strategy: Strategy::from_name(c[4]).ok_or_else(bad)?,
-            added: c[5].parse().map_err(|_| bad())?,
-            rx_headroom: c[6].parse().map_err(|_| bad())?,
+            size: t.parse(r, 2, "a size")?,
+            strategy,
+            added: t.parse(r, 5, "a byte count")?,
+            rx_headroom: t.parse(r, 6, "a byte count")?,
             rate: Spread {
-                median: num(7)?,
-                min: num(8)?,
-                max: num(9)?,
+                median: t.number(r, 7)?,
+                min: t.number(r, 8)?,
+                max: t.number(r, 9)?,
             },
-            reallocs_per_packet: num(10)?,
-            runs_mpps: match c.get(14) {
-                Some(r) if !r.is_empty() => r
-                    .split(';')
-                    .map(|x| x.parse::<f64>().map_err(|_| bad()))
-                    .collect::<Result<_, _>>()?,
-                _ => Vec::new(),
-            },
+            reallocs_per_packet: t.number(r, 10)?,
+            runs_mpps,
         });
     }
     Ok(v)
@@ -1492,5 +1515,22 @@ mod tests {
         let back = from_csv(&to_csv(std::slice::from_ref(&p), &Options::default())).unwrap();
         assert_eq!(back[0].runs_mpps, p.runs_mpps);
         assert_eq!(back[0].size, 3);
+    }
+
+    /// The committed docs/plots/sweep.csv (5 runs of 200,192 packets, cache line 64) reads back and is written
+    /// again byte for byte; a bad field is named by line and column.
+    #[test]
+    fn the_committed_sweep_csv_is_rewritten_byte_for_byte() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/plots/sweep.csv");
+        let text = std::fs::read_to_string(path).unwrap();
+        let points = from_csv(&text).unwrap();
+        assert_eq!(points.len(), text.lines().count() - 1);
+        assert_eq!(to_csv(&points, &Options::default()), text);
+        let bad = text.replacen(",pre-fix,0,192,", ",pre-fix,0,1x2,", 1);
+        let e = from_csv(&bad).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "line 2, column 7 (rx_headroom): '1x2' is not a byte count"
+        );
     }
 }
