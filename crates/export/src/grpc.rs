@@ -23,7 +23,7 @@
 
 use crate::IoamRecord;
 use crate::exporter::{Sink, SinkError};
-use crate::trace::{Trace, option_type};
+use crate::ioam_trace::{Trace, option_type};
 use lwt6_wire::ioam::DecodedNode;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};

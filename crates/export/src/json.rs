@@ -11,7 +11,7 @@
 //! type has. An option whose node records cannot be decoded carries `"error"` and its bytes in hex (`"raw"`).
 
 use crate::IoamRecord;
-use crate::trace::{Trace, option_type_name};
+use crate::ioam_trace::{Trace, option_type_name};
 use lwt6_wire::ioam::{FLAG_OVERFLOW, OtherOption};
 use serde_json::{Map, Value, json};
 

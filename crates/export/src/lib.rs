@@ -6,7 +6,7 @@
 
 pub mod exporter;
 pub mod grpc;
+pub mod ioam_trace;
 pub mod json;
-pub mod trace;
 
 pub use lwt6_dataplane::hop::ioam_domain::{ExportEvent, FlowIds, IoamRecord};

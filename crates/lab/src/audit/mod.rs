@@ -16,20 +16,20 @@
 //! The testbed and bpftrace are removed on every exit path: normal end, error, panic, and SIGINT / SIGTERM /
 //! SIGHUP (caught by [`sys::install_interrupt_handler`], polled between steps).
 
+pub mod bpftrace;
 pub mod report;
 pub mod sys;
 pub mod testbed;
-pub mod trace;
 pub mod xdp;
 
 use crate::analysis::headroom::{self, Proto, Scenario};
 use crate::analysis::skb::ll_reserved_space;
+use bpftrace::{Counters, Tracer};
 use report::{ConfigResult, Observation, Predicted, Verdict};
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
 use testbed::Testbed;
-use trace::{Counters, Tracer};
 
 /// The seg6 modes, in the order the audit runs them.
 pub const MODES: &[&str] = &["inline", "encap", "encap.red", "l2encap", "l2encap.red"];
@@ -422,13 +422,14 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     check_interrupt()?;
     let kmalloc_node = Path::new("/sys/kernel/tracing/events/kmem/kmalloc_node").exists();
     log("starting bpftrace");
-    let tracer = Tracer::start(&trace::script(kmalloc_node), &sys::interrupted).map_err(|e| {
-        if sys::interrupted() {
-            AuditError::Interrupted
-        } else {
-            AuditError::Failed(e)
-        }
-    })?;
+    let tracer =
+        Tracer::start(&bpftrace::script(kmalloc_node), &sys::interrupted).map_err(|e| {
+            if sys::interrupted() {
+                AuditError::Interrupted
+            } else {
+                AuditError::Failed(e)
+            }
+        })?;
 
     let frame = testbed::burst_frame();
     // Warm-up bursts (plain forwarding, their counts are ignored) until every probe has fired once.
@@ -497,7 +498,7 @@ pub fn run(opts: &AuditOptions, log: &mut dyn FnMut(&str)) -> Result<AuditReport
     check_interrupt()?;
     let output = tracer.stop().map_err(AuditError::Failed)?;
     drop(tb);
-    let counters = trace::parse_output(&output).map_err(AuditError::Failed)?;
+    let counters = bpftrace::parse_output(&output).map_err(AuditError::Failed)?;
 
     let mut tids: Vec<u32> = bursts.iter().map(|b| b.tid).collect();
     tids.sort_unstable();

@@ -1,6 +1,6 @@
 //! Results of an audit: per-configuration numbers, the verdict logic, and the text table.
 
-use super::trace::Counters;
+use super::bpftrace::Counters;
 use serde::Serialize;
 use std::fmt::Write as _;
 
