@@ -540,3 +540,33 @@ fn an_interrupted_pcap_leaves_no_temporary_file() {
     assert!(!out.exists());
     assert!(leftovers(&d).is_empty(), "{:?}", leftovers(&d));
 }
+
+#[test]
+fn a_capture_to_a_closed_stdout_ends_quietly_with_141() {
+    let d = tmp("pipe-capture");
+    // Far more pcapng than a pipe holds, so the write meets the closed pipe whatever the timing.
+    let big = d.join("big.pcap");
+    std::fs::write(&big, repeated(&example("seg6/input.pcap"), 2000)).unwrap();
+    let mut child = lwt6()
+        .args(seg6_pcap(&big))
+        .arg("-")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `| head -c 16`: a few bytes read, then the pipe closed.
+    let mut head = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    // A pcapng starts with its Section Header Block (block type 0x0A0D0D0A).
+    assert_eq!(head[..4], [0x0a, 0x0d, 0x0d, 0x0a]);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(141), "{err}");
+    assert_eq!(err, "", "a closed pipe is not an error message");
+}

@@ -283,7 +283,7 @@ impl PcapSink<'_> {
                 data: bytes,
             })
         {
-            self.err = Some(fail(w.get_ref().error(e).to_string()));
+            self.err = Some(stdio::output_failure(w.get_ref().error(e)));
             return;
         }
         if let Some(dir) = &a.out_dir {
@@ -305,7 +305,7 @@ impl PcapSink<'_> {
             if let Some(w) = self.per_dev[dev].as_mut()
                 && let Err(e) = w.write(ts, bytes)
             {
-                self.err = Some(fail(w.get_ref().error(e).to_string()));
+                self.err = Some(stdio::output_failure(w.get_ref().error(e)));
                 return;
             }
         }
@@ -503,10 +503,10 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
     // The whole capture was read: make the output files visible.
     let sent_by_dev = std::mem::take(&mut sink.sent_by_dev);
     if let Some(w) = sink.ng.take() {
-        w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
+        w.into_inner().commit().map_err(stdio::output_failure)?;
     }
     for w in std::mem::take(&mut sink.per_dev).into_iter().flatten() {
-        w.into_inner().commit().map_err(|e| fail(e.to_string()))?;
+        w.into_inner().commit().map_err(stdio::output_failure)?;
     }
     let traced = router.worker.take_traces();
     let trace_doc = trace_summary.map(|mut s| {

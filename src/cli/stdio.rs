@@ -31,6 +31,18 @@ pub fn lost(e: std::io::Error, what: &str) -> Failure {
     super::fail(format!("standard output: {e}: lost {what}"))
 }
 
+/// The failure for an output that could not be written: quiet with [`EXIT_PIPE`] when it was standard output and
+/// its reader went away, else status 1 and the error.
+pub fn output_failure(e: crate::io::output::OutputError) -> Failure {
+    if e.closed_pipe {
+        return Failure {
+            message: String::new(),
+            code: EXIT_PIPE,
+        };
+    }
+    super::fail(e.to_string())
+}
+
 /// Writes `bytes` to standard output and flushes it; `what` names them in the error.
 pub fn write_stdout(bytes: &[u8], what: &str) -> Result<(), Failure> {
     let mut o = std::io::stdout().lock();

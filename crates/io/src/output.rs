@@ -43,6 +43,9 @@ pub struct OutputError {
     /// What went wrong, naming the file actually involved when it is another one (a link's target, a temporary
     /// file).
     pub reason: String,
+    /// The output was standard output and its reader went away (EPIPE): not a failure to report, by convention
+    /// (`lwt6 ... | head`).
+    pub closed_pipe: bool,
 }
 
 impl std::fmt::Display for OutputError {
@@ -78,6 +81,15 @@ fn error(path: &Path, reason: impl Into<String>) -> OutputError {
     OutputError {
         path: path.to_path_buf(),
         reason: reason.into(),
+        closed_pipe: false,
+    }
+}
+
+/// The error for a failed write to standard output: marked [`OutputError::closed_pipe`] for EPIPE.
+fn stdout_error(path: &Path, err: &std::io::Error) -> OutputError {
+    OutputError {
+        closed_pipe: err.kind() == std::io::ErrorKind::BrokenPipe,
+        ..error(path, format!("writing: {err}"))
     }
 }
 
@@ -387,6 +399,7 @@ impl Output {
     pub fn error(&self, err: std::io::Error) -> OutputError {
         match &self.sink {
             Sink::Atomic(a) => a.error(err),
+            Sink::Stdout(_) => stdout_error(&self.path, &err),
             _ => error(&self.path, format!("writing: {err}")),
         }
     }
@@ -397,7 +410,7 @@ impl Output {
         match self.sink {
             Sink::Atomic(a) => a.commit(),
             Sink::Through(mut w) => w.flush().map_err(|e| error(&path, format!("writing: {e}"))),
-            Sink::Stdout(mut w) => w.flush().map_err(|e| error(&path, format!("writing: {e}"))),
+            Sink::Stdout(mut w) => w.flush().map_err(|e| stdout_error(&path, &e)),
         }
     }
 
