@@ -7,7 +7,7 @@
 //! --mount`), never on the host's filesystems; they need root and fail (never skip) without it. Run them under
 //! `flock /tmp/lwt6-netns.lock` as the other namespace tests.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -569,4 +569,35 @@ fn a_capture_to_a_closed_stdout_ends_quietly_with_141() {
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(141), "{err}");
     assert_eq!(err, "", "a closed pipe is not an error message");
+}
+
+#[test]
+fn a_capture_on_stdin_leaves_no_stdin_for_an_hmac_secret() {
+    let d = tmp("stdin-secret");
+    let conf = d.join("router.conf");
+    let mut text = std::fs::read_to_string(example("seg6/router.conf")).unwrap();
+    text += "sr hmac set 42 sha256\n";
+    std::fs::write(&conf, &text).unwrap();
+    let line = text.lines().count();
+    let mut child = lwt6()
+        .args(["pcap", "-c"])
+        .arg(&conf)
+        .args(["--in-dev", "r0", "-"])
+        .arg(d.join("out.pcapng"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let capture = std::fs::read(example("seg6/input.pcap")).unwrap();
+    // The router may refuse before reading: a closed stdin is then no error of the test.
+    let _ = child.stdin.take().unwrap().write_all(&capture);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("line {line}:")) && err.contains("standard input"),
+        "{err}"
+    );
+    assert!(!d.join("out.pcapng").exists());
 }

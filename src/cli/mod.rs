@@ -249,8 +249,8 @@ pub fn load_config(path: &Path) -> Result<Config, Failure> {
     config::load_file(path, config::StdinSecret::Read).map_err(|e| fail(e.to_string()))
 }
 
-fn build_router(path: &Path) -> Result<Router, Failure> {
-    let cfg = load_config(path)?;
+fn build_router(path: &Path, stdin: config::StdinSecret) -> Result<Router, Failure> {
+    let cfg = config::load_file(path, stdin).map_err(|e| fail(e.to_string()))?;
     Router::build_from(cfg).map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
@@ -346,7 +346,13 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
             on_stdout.join(" and ")
         )));
     }
-    let mut router = build_router(&a.config)?;
+    // A capture read from stdin leaves no stdin for an HMAC secret.
+    let stdin = if a.input.as_os_str() == "-" {
+        config::StdinSecret::Taken
+    } else {
+        config::StdinSecret::Read
+    };
+    let mut router = build_router(&a.config, stdin)?;
     let snap = router.snapshot();
     let in_dev = snap.dev_id(&a.in_dev).ok_or_else(|| {
         let names: Vec<&str> = snap.links.iter().map(|l| l.name.as_str()).collect();

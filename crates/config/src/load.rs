@@ -15,6 +15,9 @@ pub enum StdinSecret {
     /// Nowhere: a file with such a line is refused ([`LoadError::StdinSecretRefused`]). For a reload, standard
     /// input having been read, and consumed, when the file was first loaded.
     Refuse,
+    /// Nowhere, because standard input carries something else (`lwt6 pcap ... -`: the capture): a file with such
+    /// a line is refused ([`LoadError::StdinSecretTaken`]).
+    Taken,
 }
 
 /// Why a configuration file was not loaded. Each message names the file (and the line) it is about.
@@ -44,6 +47,11 @@ pub enum LoadError {
         /// The line (1-based).
         line: usize,
     },
+    /// A line wants the HMAC secret from standard input, which carries something else ([`StdinSecret::Taken`]).
+    StdinSecretTaken {
+        /// The line (1-based).
+        line: usize,
+    },
     /// A line is not a valid configuration line (the error names line, token and reason).
     Config {
         /// The file.
@@ -66,6 +74,10 @@ impl std::fmt::Display for LoadError {
             LoadError::StdinSecretRefused { line } => write!(
                 f,
                 "line {line}: the HMAC secret comes from standard input, which a reload cannot read again: restart the router"
+            ),
+            LoadError::StdinSecretTaken { line } => write!(
+                f,
+                "line {line}: the HMAC secret would come from standard input, which carries the capture: put the secret in the file (secret S)"
             ),
             LoadError::Config { path, error } => write!(f, "{}: {error}", path.display()),
         }
@@ -117,6 +129,7 @@ pub fn load_file(path: &Path, stdin: StdinSecret) -> Result<Config, LoadError> {
     let mut secret = None;
     match (wanted_at, stdin) {
         (Some(line), StdinSecret::Refuse) => return Err(LoadError::StdinSecretRefused { line }),
+        (Some(line), StdinSecret::Taken) => return Err(LoadError::StdinSecretTaken { line }),
         (Some(_), StdinSecret::Read) if !std::io::stdin().is_terminal() => {
             let mut s = String::new();
             std::io::stdin()
