@@ -541,6 +541,37 @@ mod tests {
         );
     }
 
+    #[test]
+    fn seg6local_count_routes_are_labelled_by_route() {
+        let cfg = lwt6_config::parse(
+            "link add r0 address 02:00:00:00:01:02\n\
+             -6 route add fc00:1::e/128 encap seg6local action End count dev r0\n\
+             -6 route add fc00:1::f/128 encap seg6local action End dev r0\n",
+        )
+        .unwrap();
+        let snap = Snapshot::build(&cfg).unwrap();
+        let (_, route) = crate::show::counted_routes(&snap).next().unwrap();
+        let mut r = WorkerReport::default();
+        r.stats.seg6local = vec![Default::default(); snap.tunnels.len()];
+        let c = &mut r.stats.seg6local[route.tunnel.unwrap()];
+        (c.packets, c.bytes, c.errors) = (3, 300, 1);
+        let t = render(&[r], &["r0".into()], Some(&snap), &ReloadStatus::default());
+        let labels = "{table=\"main\",prefix=\"fc00:1::e/128\",action=\"End\"}";
+        assert!(
+            t.contains(&format!("lwt6_seg6local_packets_total{labels} 3\n")),
+            "{t}"
+        );
+        assert!(
+            t.contains(&format!("lwt6_seg6local_bytes_total{labels} 300\n")),
+            "{t}"
+        );
+        assert!(
+            t.contains(&format!("lwt6_seg6local_errors_total{labels} 1\n")),
+            "{t}"
+        );
+        assert!(!t.contains("fc00:1::f"), "{t}");
+    }
+
     fn server() -> std::net::SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
