@@ -17,7 +17,7 @@ import pytest
 
 from ktlive import LIVE_BASE, LiveRouter, LiveTopo, run_lwt6
 from ktlwt6 import lwt6_bin
-from ktnet import NetnsError, in_ns, require_root, xfer
+from ktnet import NetnsError, in_ns, require_root, sysctl_set, xfer
 from ktpkt import MAC_D0, MARKER, compare_frames, ioam_frame, ioam_hbh, rpl_srh, udp4, udp6, udp_over_rh, with_marker
 
 SECRET = "mysecret"
@@ -367,7 +367,10 @@ def test_metrics(live, workdir):
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
     live.lwt6_mode()
     odd = 'a"b\\c'
-    subprocess.run(["ip", "-n", live.rns, "link", "add", odd, "type", "dummy"], check=True)
+    subprocess.run(["ip", "-n", live.rns, "link", "add", odd, "type", "veth", "peer", "name", "m0"], check=True)
+    subprocess.run(["ip", "-n", live.rns, "link", "set", "m0", "up"], check=True)
+    # lwt6 owns the interface: IPv6 off on it (docs/live.md).
+    sysctl_set(live.rns, f"net.ipv6.conf.{odd}.disable_ipv6", 1)
     subprocess.run(["ip", "-n", live.rns, "link", "set", odd, "up"], check=True)
     conf = "\n".join(LIVE_BASE + [f"link add '{odd}'"]) + "\n"
     r = None
