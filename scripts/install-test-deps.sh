@@ -1,7 +1,8 @@
 #!/bin/bash
 # Install what the tests need: tshark, iproute2 (ip), bpftrace (tests/audit.rs), ping and ethtool (the live
 # testbed), groff and systemd-analyze (tests/install.rs), g++ (scripts/fuzz.sh), scapy, pytest, grpcio and
-# grpcio-tools (the IOAM collector of tests/kernel/test_ioam_export.py), clang-19 (crates/xdp builds its XDP program
+# grpcio-tools (the IOAM collector of tests/kernel/test_ioam_export.py), prometheus-client (its
+# OpenMetrics parser reads the live router's metrics), clang-19 (crates/xdp builds its XDP program
 # with it: the pinned BPF compiler, docs/xdp.md).
 # Idempotent and quick when everything is already present. Run as root.
 set -euo pipefail
@@ -38,6 +39,8 @@ need_pip=()
 "$PY" -c 'import pytest' 2>/dev/null || need_pip+=(pytest)
 "$PY" -c 'import grpc' 2>/dev/null || need_pip+=(grpcio)
 "$PY" -c 'import grpc_tools' 2>/dev/null || need_pip+=(grpcio-tools)
+# tests/kernel/test_live.py::test_metrics parses the scrape with the reference client's OpenMetrics parser.
+"$PY" -c 'import prometheus_client' 2>/dev/null || need_pip+=(prometheus-client)
 if ((${#need_pip[@]})); then
     # A Debian system Python refuses pip outside a virtual environment (PEP 668); the test machine's own packages
     # are what the tests need, so install there anyway.

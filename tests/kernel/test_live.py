@@ -17,7 +17,7 @@ import pytest
 
 from ktlive import LIVE_BASE, LiveRouter, LiveTopo, run_lwt6
 from ktlwt6 import lwt6_bin
-from ktnet import NetnsError, in_ns, require_root, xfer
+from ktnet import NetnsError, in_ns, require_root, sysctl_set, xfer
 from ktpkt import MAC_D0, MARKER, compare_frames, ioam_frame, ioam_hbh, rpl_srh, udp4, udp6, udp_over_rh, with_marker
 
 SECRET = "mysecret"
@@ -348,33 +348,113 @@ def test_trace_two_workers(workdir):
         t.destroy()
 
 
+def http(port, request, timeout=5):
+    """The whole answer to one raw HTTP request on 127.0.0.1:port (run it in the router's namespace)."""
+    c = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    c.sendall(request)
+    data = b""
+    while chunk := c.recv(65536):
+        data += chunk
+    c.close()
+    return data.decode()
+
+
 def test_metrics(live, workdir):
-    """--metrics serves the counters in the Prometheus text format, totals and per worker."""
+    """--metrics serves OpenMetrics text at /metrics only, as prometheus_client's OpenMetrics parser reads it: totals,
+    per worker, drops by reason, an interface named with a quote and a backslash (its label value round-trips),
+    build info, the result of a failed reload; 404 on another path, 405 for another method; a client that sends
+    nothing and one that sends a byte at a time do not delay a scrape, and the silent one is closed after 2 s."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
     live.lwt6_mode()
-    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--metrics", "127.0.0.1:9106"],
-                   label="metrics")
+    odd = 'a"b\\c'
+    subprocess.run(["ip", "-n", live.rns, "link", "add", odd, "type", "veth", "peer", "name", "m0"], check=True)
+    subprocess.run(["ip", "-n", live.rns, "link", "set", "m0", "up"], check=True)
+    # lwt6 owns the interface: IPv6 off on it (docs/live.md).
+    sysctl_set(live.rns, f"net.ipv6.conf.{odd}.disable_ipv6", 1)
+    subprocess.run(["ip", "-n", live.rns, "link", "set", odd, "up"], check=True)
+    conf = "\n".join(LIVE_BASE + [f"link add '{odd}'"]) + "\n"
+    r = None
     try:
+        r = LiveRouter(live.rns, conf, workdir, args=["--metrics", "127.0.0.1:9106"], label="metrics")
         xfer(live.s0, [udp6("fc00::1", size=8, tag=1), udp6("2001:db8::1", size=8, tag=2)], live.d0, expect=1,
              timeout=1.0, keep=with_marker)
         r.wait_rx(2)
-        time.sleep(0.05)
+        with open(r.conf, "a") as f:
+            f.write("this is not a statement\n")
+        r.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
 
         def scrape():
-            c = socket.create_connection(("127.0.0.1", 9106), timeout=2)
-            c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-            data = b""
-            while chunk := c.recv(65536):
-                data += chunk
-            c.close()
-            return data.decode()
-        text = in_ns(live.rns, scrape)
+            answers = {
+                "metrics": http(9106, b"GET /metrics HTTP/1.1\r\nHost: rtr\r\n\r\n"),
+                "head": http(9106, b"HEAD /metrics HTTP/1.0\r\n\r\n"),
+                "other": http(9106, b"GET / HTTP/1.0\r\n\r\n"),
+                "post": http(9106, b"POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n"),
+            }
+            silent = socket.create_connection(("127.0.0.1", 9106))
+            dribble = socket.create_connection(("127.0.0.1", 9106))
+            stop = threading.Event()
+
+            def one_byte_at_a_time():
+                for b in b"GET /metrics HTTP/1.0\r\n\r\n":
+                    if stop.wait(0.25):
+                        break
+                    try:
+                        dribble.send(bytes([b]))
+                    except OSError:
+                        break
+            t = threading.Thread(target=one_byte_at_a_time)
+            t.start()
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            answers["while_slow"] = http(9106, b"GET /metrics HTTP/1.0\r\n\r\n")
+            answers["slow_elapsed"] = time.monotonic() - t0
+            silent.settimeout(5)
+            t0 = time.monotonic()
+            answers["silent_eof"] = silent.recv(16)
+            answers["silent_closed_after"] = time.monotonic() - t0 + 0.3
+            stop.set()
+            t.join()
+            silent.close()
+            dribble.close()
+            return answers
+        got = in_ns(live.rns, scrape)
     finally:
-        final = r.stop()
-    assert text.startswith("HTTP/1.0 200 OK") and "text/plain; version=0.0.4" in text
-    assert f"\nlwt6_tx_frames_total {final['tx']}\n" in text, text
-    assert 'lwt6_drops_total{reason="no_route"} 1\n' in text
-    assert 'lwt6_worker_rx_frames_total{worker="0"}' in text
-    assert 'lwt6_link_rx_frames_total{link="r0"}' in text
+        final = r.stop() if r else None
+        subprocess.run(["ip", "-n", live.rns, "link", "del", odd], check=False)
+    text = got["metrics"]
+    head, body = text.split("\r\n\r\n", 1)
+    assert head.startswith("HTTP/1.1 200 OK"), head
+    assert "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8" in head, head
+    fams = {f.name: f for f in text_string_to_metric_families(body)}
+    types = {n: f.type for n, f in fams.items()}
+    for name in ("lwt6_rx_frames", "lwt6_tx_frames", "lwt6_dropped_frames", "lwt6_drops", "lwt6_worker_rx_frames",
+                 "lwt6_worker_drops", "lwt6_link_rx_frames", "lwt6_link_tx_frames", "lwt6_link_overload_frames",
+                 "lwt6_ioam_packets", "lwt6_ioam_exported_traces", "lwt6_ioam_export_lost_traces",
+                 "lwt6_config_reloads"):
+        assert types.get(name) == "counter", (name, types)
+    assert types["lwt6_build"] == "info" and types["lwt6_config_reload_success"] == "gauge", types
+
+    def samples(name):
+        return {tuple(sorted(s.labels.items())): s.value for s in fams[name].samples if s.name == name + "_total"}
+    assert samples("lwt6_tx_frames")[()] == final["tx"], fams["lwt6_tx_frames"]
+    assert samples("lwt6_drops")[(("reason", "no_route"),)] == 1
+    assert (("worker", "0"),) in samples("lwt6_worker_rx_frames")
+    links = samples("lwt6_link_rx_frames")
+    assert set(links) == {(("link", "r0"),), (("link", "r1"),), (("link", odd),)}, links
+    assert links[(("link", "r0"),)] >= 2, links
+    info = fams["lwt6_build"].samples[0]
+    assert info.name == "lwt6_build_info" and info.value == 1 and info.labels["version"], info
+    assert info.labels["rustc"].startswith("rustc ") and info.labels["profile"] in ("debug", "release"), info
+    assert fams["lwt6_config_reload_success"].samples[0].value == 0
+    assert samples("lwt6_config_reloads") == {(("result", "failure"),): 1, (("result", "success"),): 0}
+    assert got["head"].startswith("HTTP/1.0 200 OK") or got["head"].startswith("HTTP/1.1 200 OK"), got["head"]
+    assert got["head"].endswith("\r\n\r\n"), got["head"]
+    assert got["other"].startswith("HTTP/1.1 404 "), got["other"]
+    assert got["post"].startswith("HTTP/1.1 405 ") and "Allow: GET, HEAD" in got["post"], got["post"]
+    # The bound docs/live.md states: other clients (fewer than 8 at once) add nothing to a scrape's time.
+    assert got["while_slow"].startswith("HTTP/1.1 200 OK") and got["slow_elapsed"] < 0.5, got["slow_elapsed"]
+    assert got["silent_eof"] == b"" and got["silent_closed_after"] < 2.6, got["silent_closed_after"]
 
 
 def test_malformed_frames_are_named_drops(live, workdir):

@@ -281,13 +281,19 @@ fn serve(
     let reports: Vec<Arc<Mutex<WorkerReport>>> = (0..a.workers)
         .map(|_| Arc::new(Mutex::new(WorkerReport::default())))
         .collect();
+    let reload = Arc::new(metrics::ReloadStatus::default());
     if let Some(addr) = a.metrics {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
-        let (r, n) = (reports.clone(), names.clone());
+        let sources = metrics::Sources {
+            reports: reports.clone(),
+            links: names.clone(),
+            snapshot: Some(handle.clone()),
+            reload: reload.clone(),
+        };
         std::thread::Builder::new()
             .name("lwt6-metrics".into())
-            .spawn(move || metrics::serve(l, r, n))
+            .spawn(move || metrics::serve(l, sources))
             .map_err(|e| fail(format!("metrics thread: {e}")))?;
     }
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
@@ -381,6 +387,7 @@ fn serve(
                         links::resolve(&mut c, &a.config)?;
                         control.replace(c).map_err(fail)
                     });
+                reload.record(r.is_ok());
                 match r {
                     Ok(()) => eprintln!("lwt6: SIGHUP: {} reloaded", a.config.display()),
                     Err(e) => eprintln!(
