@@ -70,16 +70,26 @@ fn apply(control: &mut Control, ch: &RouteChange) {
             // A replacement's removal of a route lwt6 did not hold: nothing to remove.
             Err(_) if replace && matches!(c, Change::DelRoute { .. }) => {}
             Err((_, e)) => {
-                let line = match ch {
-                    RouteChange::Add(r) | RouteChange::Replace(r) | RouteChange::Del(r) => {
-                        r.to_line()
-                    }
-                    RouteChange::Unreadable(_) => String::new(),
-                };
-                eprintln!("lwt6: kernel route not applied: {line}: {e}");
+                crate::log::line(
+                    "kernel-route-not-applied",
+                    &format!("kernel route not applied: {}: {e}", change_line(ch)),
+                );
             }
         }
     }
+}
+
+/// A kernel route change as the line that says it: `-6 route add|replace|del ...`.
+fn change_line(ch: &RouteChange) -> String {
+    let (verb, r) = match ch {
+        RouteChange::Add(r) => ("add", r),
+        RouteChange::Replace(r) => ("replace", r),
+        RouteChange::Del(r) => ("del", r),
+        RouteChange::Unreadable(why) => return format!("(unreadable: {why})"),
+    };
+    // `to_line` says `-6 route add ...`: the verb is the change's.
+    r.to_line()
+        .replacen("route add ", &format!("route {verb} "), 1)
 }
 
 /// Replaces the mirrored routes by a fresh dump of the kernel's table.
