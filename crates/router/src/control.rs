@@ -660,6 +660,26 @@ impl Control {
         );
         let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
         reply(&stream, false, why);
+        // Read what the client sent (for at most 100 ms): closing with it unread would reset the connection,
+        // and the client could lose the reply.
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(20)));
+        let deadline = std::time::Instant::now() + Duration::from_millis(100);
+        let mut sink = [0u8; 16 * 1024];
+        let mut r = &stream;
+        while std::time::Instant::now() < deadline {
+            match r.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -736,7 +756,7 @@ pub fn listen(path: &Path, group: u32) -> Result<ControlSocket, Error> {
         Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
             Ok(_) => {
                 return Err(fail(format!(
-                    "control socket {}: another router answers on it (stop it, or choose another with --control)",
+                    "control socket {} is in use: another router answers on it (stop it, or choose another with --control)",
                     path.display()
                 )));
             }
