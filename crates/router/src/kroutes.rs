@@ -145,3 +145,33 @@ pub fn follow(m: &mut RouteMonitor, control: &mut Control) {
         Err(e) => eprintln!("lwt6: --kernel-routes: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lwt6_netlink::{KernelRoute, RouteKind};
+
+    #[test]
+    fn a_change_line_says_its_verb() {
+        let r = KernelRoute {
+            table: 254,
+            kind: RouteKind::Unicast,
+            protocol: 4,
+            prefix: "fd00:9c::/64".parse().unwrap(),
+            via: None,
+            dev: Some("r1".into()),
+            metric: 1024,
+            mtu: None,
+            mtu_locked: false,
+            encap: None,
+            multipath: 2,
+            src_len: 0,
+        };
+        assert_eq!(
+            change_line(&RouteChange::Del(r.clone())),
+            "-6 route del fd00:9c::/64 dev r1 metric 1024"
+        );
+        assert!(change_line(&RouteChange::Replace(r.clone())).starts_with("-6 route replace "));
+        assert!(change_line(&RouteChange::Add(r)).starts_with("-6 route add "));
+    }
+}
