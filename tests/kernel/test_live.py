@@ -888,8 +888,11 @@ def test_kernel_multipath_delete_logs_del(live, workdir):
         r = LiveRouter(rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--kernel-routes"],
                        label="kmp")
         try:
-            ip6("add", "fd00:9c::/64", "nexthop", "via", "fd00:2::2", "dev", "r1", "onlink",
-                "nexthop", "via", "fd00:2::3", "dev", "r1", "onlink")
+            ip6("add", "fd00:9c::/64", "via", "fd00:2::2", "dev", "r1", "onlink")
+            time.sleep(0.3)
+            ip6("append", "fd00:9c::/64", "via", "fd00:2::3", "dev", "r1", "onlink")
+            time.sleep(0.3)
+            ip6("del", "fd00:9c::/64", "via", "fd00:2::3", "dev", "r1")
             time.sleep(0.3)
             ip6("del", "fd00:9c::/64")
             time.sleep(0.3)
