@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Control socket (`lwt6 ctl`).
     #[arg(long = "control", default_value = DEFAULT_CONTROL)]
     pub control: PathBuf,
+    /// The group whose members may use the control socket (a name or a numeric gid), besides root and the
+    /// router's user; default: the router's primary group. The socket is made mode 0660 with this group.
+    #[arg(long = "control-group", value_name = "GROUP")]
+    pub control_group: Option<String>,
     /// Serve Prometheus metrics over HTTP on ADDR (e.g. 127.0.0.1:9106).
     #[arg(long = "metrics", value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
@@ -95,6 +99,11 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             FanoutArg::Queue => lwt6_router::Fanout::Queue,
         },
         control: a.control,
+        control_group: a
+            .control_group
+            .as_deref()
+            .map(lwt6_router::control::group_id)
+            .transpose()?,
         metrics: a.metrics,
         kernel_routes: a.kernel_routes,
     };

@@ -805,3 +805,181 @@ def test_bench_live_measures_the_router_cpu(workdir):
     overlap = subprocess.run([lwt6_bin(), "bench", "live", "--receiver-cpus", "1", "--router-cpus", "1"],
                              capture_output=True, text=True, timeout=60)
     assert overlap.returncode != 0 and "overlap" in overlap.stderr
+
+
+def stat_mode(path):
+    st = os.lstat(path)
+    return st.st_mode & 0o7777, st.st_gid
+
+
+def test_control_path_is_replaced_only_when_a_stale_socket(live, workdir):
+    """`--control` naming a regular file (or a directory, a symbolic link) is refused and left intact; a socket
+    nobody listens on (a router that died) is replaced; the socket is made 0660 with the router's group under
+    umask 000 and 022."""
+    live.lwt6_mode()
+    conf = os.path.join(workdir, "ctlpath.conf")
+    with open(conf, "w") as f:
+        f.write("link add r0\n")
+    victim = os.path.join(workdir, "victim.sock")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    r = run_lwt6(live.rns, ["run", "-c", conf, "--control", victim, "--io", "packet"])
+    assert r.returncode == 1 and "a regular file" in r.stderr and victim in r.stderr, r.stderr
+    with open(victim) as f:
+        assert f.read() == "precious\n", "the regular file at --control was changed"
+    d = os.path.join(workdir, "adir.sock")
+    os.mkdir(d)
+    r = run_lwt6(live.rns, ["run", "-c", conf, "--control", d, "--io", "packet"])
+    assert r.returncode == 1 and "a directory" in r.stderr and os.path.isdir(d), r.stderr
+    # A stale socket: bound, then closed (its file stays).
+    stale = os.path.join(workdir, "stale.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(stale)
+    s.close()
+    link = os.path.join(workdir, "link.sock")
+    os.symlink(stale, link)
+    r = run_lwt6(live.rns, ["run", "-c", conf, "--control", link, "--io", "packet"])
+    assert r.returncode == 1 and "a symbolic link" in r.stderr and os.path.islink(link), r.stderr
+    old = os.umask(0o000)
+    try:
+        rt = LiveRouter(live.rns, "link add r0\n", workdir, label="stale")
+    finally:
+        os.umask(old)
+    try:
+        assert rt.sock == stale
+        assert stat_mode(rt.sock) == (0o660, os.getgid()), oct(stat_mode(rt.sock)[0])
+    finally:
+        rt.stop()
+    old = os.umask(0o022)
+    try:
+        rt = LiveRouter(live.rns, "link add r0\n", workdir, label="umask022")
+    finally:
+        os.umask(old)
+    try:
+        assert stat_mode(rt.sock) == (0o660, os.getgid()), oct(stat_mode(rt.sock)[0])
+    finally:
+        rt.stop()
+
+
+UNPRIV_CLIENT = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"show stats\\n")
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode())
+"""
+
+
+def test_control_socket_checks_peer_credentials(live, workdir):
+    """`--control-group G`: the socket's group is G; uid 65534 with G among its groups is served, without it
+    refused in one line and the refusal counted. The file is opened to all (0666) for the test, so that the
+    peer-credential check alone stands between the client and the router."""
+    live.lwt6_mode()
+    group = f"lwt6t{os.getpid() % 100000}"
+    subprocess.run(["groupadd", group], check=True, capture_output=True)
+    pub = tempfile.mkdtemp(prefix="lwt6-ctl-")
+    try:
+        os.chmod(pub, 0o755)
+        gid = int(subprocess.run(["getent", "group", group], capture_output=True, text=True,
+                                 check=True).stdout.split(":")[2])
+        rt = LiveRouter(live.rns, "link add r0\n", pub, args=["--control-group", group], label="creds")
+        try:
+            assert stat_mode(rt.sock) == (0o660, gid), stat_mode(rt.sock)
+            # Open the file itself to anyone: the credentials check must still refuse.
+            os.chmod(rt.sock, 0o666)
+
+            def client(*groups):
+                g = ["--groups", ",".join(map(str, groups))] if groups else ["--clear-groups"]
+                return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534"] + g +
+                                      ["python3", "-c", UNPRIV_CLIENT, rt.sock],
+                                      capture_output=True, text=True, timeout=10)
+            out = client()
+            assert out.stdout.startswith("error: permission denied") and out.stdout.count("\n") == 1, out
+            out = client(gid)
+            assert out.stdout.startswith("ok\n"), out
+            st = rt.stats()
+            assert st["control_refused"] == 1, st.get("control_refused")
+        finally:
+            rt.stop()
+        assert "control socket: refused" in rt.stderr, rt.stderr
+    finally:
+        shutil.rmtree(pub, ignore_errors=True)
+        subprocess.run(["groupdel", group], capture_output=True)
+
+
+def test_sigterm_during_a_large_batch_exits_within_2s(live, workdir):
+    """SIGTERM while an 800,000-line batch is applied: the router exits within 2 s, the client is answered
+    `interrupted` (the batch was not applied: a transaction undone)."""
+    live.lwt6_mode()
+    rt = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "packet"], label="bigbatch")
+    lines = "".join(f"-6 route add fd10:{i >> 16:x}:{i & 0xffff:x}::/48 via fd00:2::2 dev r1\n"
+                    for i in range(800_000))
+    reply = {}
+
+    def send():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(rt.sock)
+        s.sendall(b"batch\n" + lines.encode())
+        s.shutdown(socket.SHUT_WR)
+        reply["sent"] = time.monotonic()
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        reply["text"] = out.decode()
+    t = threading.Thread(target=send)
+    t.start()
+    try:
+        while "sent" not in reply and t.is_alive():
+            time.sleep(0.01)
+        time.sleep(0.5)
+        assert "text" not in reply, "the batch was applied before the signal: the test tests nothing"
+        t0 = time.monotonic()
+        rt.proc.send_signal(signal.SIGTERM)
+        rt.proc.wait(timeout=10)
+        took = time.monotonic() - t0
+    finally:
+        t.join(timeout=10)
+        rt.kill()
+    assert took < 2.0, f"lwt6 run took {took:.1f} s to exit after SIGTERM"
+    assert reply.get("text", "").startswith("error: interrupted"), reply.get("text")
+
+
+def test_kernel_multipath_delete_logs_del(live, workdir):
+    """`--kernel-routes`: a multipath route lwt6 does not take, then deleted: the line about the delete says
+    `route del`, not `route add`."""
+    live.lwt6_mode()
+    rns = live.rns
+
+    def ip6(*words):
+        subprocess.run(["ip", "-n", rns, "-6", "route"] + list(words), check=True, capture_output=True)
+    try:
+        for i in ("r0", "r1"):
+            live.topo.sysctl(live.r, f"net.ipv6.conf.{i}.disable_ipv6", 0)
+        r = LiveRouter(rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--kernel-routes"],
+                       label="kmp")
+        try:
+            ip6("add", "fd00:9c::/64", "via", "fd00:2::2", "dev", "r1", "onlink")
+            time.sleep(0.3)
+            ip6("append", "fd00:9c::/64", "via", "fd00:2::3", "dev", "r1", "onlink")
+            time.sleep(0.3)
+            ip6("del", "fd00:9c::/64", "via", "fd00:2::3", "dev", "r1")
+            time.sleep(0.3)
+            ip6("del", "fd00:9c::/64")
+            time.sleep(0.3)
+        finally:
+            r.stop()
+        lines = [x for x in r.stderr.splitlines() if "fd00:9c::/64" in x and "not applied" in x]
+        assert any("route del fd00:9c::/64" in x for x in lines), r.stderr
+        assert not any("route add" in x and "no such route" in x for x in lines), r.stderr
+    finally:
+        live.lwt6_mode()

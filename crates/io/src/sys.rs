@@ -127,3 +127,97 @@ pub fn kill(pid: u32, sig: libc::c_int) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The credentials of the process at the other end of a connected Unix socket, as the kernel recorded them when
+/// it connected (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCred {
+    /// Its process id (0 when it is not visible from this pid namespace).
+    pub pid: u32,
+    /// Its effective user id.
+    pub uid: u32,
+    /// Its effective group id.
+    pub gid: u32,
+}
+
+/// Reads the peer credentials (`SO_PEERCRED`) of the connected Unix socket `sock`.
+pub fn peer_cred(sock: &impl AsRawFd) -> io::Result<PeerCred> {
+    let mut c = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) writes at most `len` bytes at the pointer: `c` is a live, exclusively borrowed `ucred`
+    // (repr(C), the kernel's layout) of exactly `len` bytes, and `len` a live socklen_t it updates. `sock` is
+    // borrowed, so its descriptor stays open during the call; a descriptor of another kind is an error.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(PeerCred {
+        pid: c.pid.max(0) as u32,
+        uid: c.uid,
+        gid: c.gid,
+    })
+}
+
+/// The real user id of the process.
+pub fn uid() -> u32 {
+    // SAFETY: getuid(2) takes no argument, touches no memory of ours and always succeeds.
+    unsafe { libc::getuid() }
+}
+
+/// The real group id of the process (its user's primary group, unless changed).
+pub fn gid() -> u32 {
+    // SAFETY: getgid(2) takes no argument, touches no memory of ours and always succeeds.
+    unsafe { libc::getgid() }
+}
+
+/// Sets the process's file mode creation mask; returns the previous one. The mask is the whole process's.
+pub fn set_umask(mask: u32) -> u32 {
+    // SAFETY: umask(2) takes an integer, touches no memory of ours and always succeeds.
+    unsafe { libc::umask(mask as libc::mode_t) as u32 }
+}
+
+/// The group id of the group named `name` (the system's group database, NSS included); `None` when there is
+/// no such group.
+pub fn group_id(name: &str) -> io::Result<Option<u32>> {
+    let cname = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a group name"))?;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        // SAFETY: `group` is plain data (integers and pointers, for which null is valid): all zeroes is a valid
+        // value, which getgrnam_r overwrites.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: getgrnam_r reads the NUL-terminated `cname` and writes `grp`, at most `buf.len()` bytes at
+        // `buf` (the strings `grp` then points to) and `found`: all live and exclusively borrowed for the call.
+        // Only `gr_gid` is read afterwards, a plain integer; the pointers into `buf` are not kept.
+        let r = unsafe {
+            libc::getgrnam_r(
+                cname.as_ptr(),
+                &mut grp,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if r == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if r != 0 {
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        return Ok((!found.is_null()).then_some(grp.gr_gid));
+    }
+}

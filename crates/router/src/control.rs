@@ -20,9 +20,10 @@ use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter}
 use lwt6_dataplane::spec::{Config, shown_token};
 use lwt6_wire::ethernet::mac_text;
 use serde_json::json;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,6 +33,15 @@ const MAX_REQUEST: u64 = 64 * 1024;
 const MAX_BATCH: u64 = 64 * 1024 * 1024;
 /// Most lines in one batch request.
 const MAX_BATCH_LINES: usize = 1_000_000;
+/// Longest wait for a client's next bytes.
+const READ_IDLE: Duration = Duration::from_secs(2);
+/// How long one read waits before the router looks whether it is stopping.
+const READ_SLICE: Duration = Duration::from_millis(100);
+/// Lines of a batch applied between two looks whether the router is stopping.
+const STOP_CHECK_LINES: usize = 4096;
+/// The answer to a request given up because the router stops.
+const INTERRUPTED: &str =
+    "interrupted: the router is stopping; nothing of this request was applied";
 
 /// The running router as the control thread sees it.
 pub struct Control {
@@ -54,6 +64,11 @@ pub struct Control {
     pub kernel_routes: crate::kroutes::KernelRoutes,
     /// The packet trace the workers follow (`trace add|stop|clear`, `show trace`).
     pub trace: Arc<crate::trace::TraceBoard>,
+    /// Says whether the router is stopping (a SIGINT or SIGTERM is pending): a long request gives up then,
+    /// changing nothing. `None`: never.
+    pub stopping: Option<Box<dyn FnMut() -> bool>>,
+    /// Connections refused by their peer's credentials (`control_refused` in `show stats`).
+    pub refused: u64,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -168,6 +183,8 @@ impl Control {
             outbox: Arc::default(),
             kernel_routes: Default::default(),
             trace: Arc::default(),
+            stopping: None,
+            refused: 0,
         }
     }
 
@@ -267,10 +284,17 @@ impl Control {
                     let mut v = report_json(&total, &names);
                     v["io"] = json!(self.io);
                     v["workers"] = json!(workers);
+                    v["control_refused"] = json!(self.refused);
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
                     s += &report_text(&total, &names);
+                    if self.refused > 0 {
+                        s += &format!(
+                            "  control connections refused (peer credentials) {}\n",
+                            self.refused
+                        );
+                    }
                     for (i, r) in each.iter().enumerate() {
                         s += &format!(
                             "worker {i}: frames in {}, forwarded {}, dropped {}\n",
@@ -401,10 +425,19 @@ impl Control {
         };
         let mut tx = self.builder.transaction();
         for (i, line) in lines.iter().enumerate() {
+            if i % STOP_CHECK_LINES == STOP_CHECK_LINES - 1
+                && self.stopping.as_mut().is_some_and(|f| f())
+            {
+                // Dropping the transaction undoes the lines before.
+                return Err(INTERRUPTED.into());
+            }
             // An error drops the transaction, which undoes the lines before.
             tx.line(i + 1, line).map_err(located)?;
         }
         let delta = tx.check().map_err(located)?;
+        if self.stopping.as_mut().is_some_and(|f| f()) {
+            return Err(INTERRUPTED.into());
+        }
         if delta.other_lines {
             let snap = Snapshot::build(tx.config()).map_err(located)?;
             tx.commit();
@@ -531,77 +564,299 @@ impl Control {
         Ok(())
     }
 
-    /// Serves one connection: reads a request line, writes the reply.
-    pub fn serve(&mut self, stream: UnixStream) {
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
-        let mut line = String::new();
-        let mut reader = BufReader::new((&stream).take(MAX_BATCH));
-        let read = reader.read_line(&mut line);
-        let (ok, body) = match read {
-            Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST => {
-                (false, format!("request longer than {MAX_REQUEST} bytes"))
+    /// Whether the router is stopping (SIGINT or SIGTERM came): long requests check it and give up.
+    fn interrupted(&mut self) -> bool {
+        self.stopping.as_mut().is_some_and(|f| f())
+    }
+
+    /// Reads one request from `stream`: a line, or a `batch` line and what follows it up to the end of the
+    /// stream. Each read waits at most [`READ_IDLE`]; the router stopping ends the wait at once.
+    fn read_request(&mut self, stream: &UnixStream) -> Result<(String, Option<String>), String> {
+        let _ = stream.set_read_timeout(Some(READ_SLICE));
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut first_end: Option<usize> = None;
+        let mut batch = false;
+        let mut idle = std::time::Instant::now();
+        let mut r = stream;
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    idle = std::time::Instant::now();
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if self.interrupted() {
+                        return Err(INTERRUPTED.into());
+                    }
+                    if idle.elapsed() >= READ_IDLE {
+                        return Err(format!(
+                            "reading the request: nothing came for {} s",
+                            READ_IDLE.as_secs()
+                        ));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(format!("reading the request: {e}")),
             }
-            Ok(_) if line.trim() == "batch" => {
-                let mut rest = String::new();
-                match reader.read_to_string(&mut rest) {
-                    Ok(n) if (n + line.len()) as u64 >= MAX_BATCH => {
-                        (false, format!("batch longer than {MAX_BATCH} bytes"))
+            if first_end.is_none() {
+                if let Some(i) = buf.iter().position(|&b| b == b'\n') {
+                    first_end = Some(i);
+                    batch = String::from_utf8_lossy(&buf[..i]).trim() == "batch";
+                    if !batch {
+                        break;
                     }
-                    Ok(_) => {
-                        let lines: Vec<&str> = rest.lines().collect();
-                        if lines.len() > MAX_BATCH_LINES {
-                            (false, format!("batch of more than {MAX_BATCH_LINES} lines"))
-                        } else {
-                            self.handle_batch(&lines)
-                        }
-                    }
-                    Err(e) => (false, format!("reading the request: {e}")),
+                } else if buf.len() as u64 >= MAX_REQUEST {
+                    return Err(format!("request longer than {MAX_REQUEST} bytes"));
                 }
             }
-            Ok(_) => self.handle_line(line.trim_end_matches(['\n', '\r'])),
-            Err(e) => (false, format!("reading the request: {e}")),
+            if buf.len() as u64 >= MAX_BATCH {
+                return Err(format!("batch longer than {MAX_BATCH} bytes"));
+            }
+        }
+        let text = String::from_utf8(buf)
+            .map_err(|_| "reading the request: stream did not contain valid UTF-8".to_string())?;
+        match first_end {
+            Some(i) if batch => Ok((text[..i].to_string(), Some(text[i + 1..].to_string()))),
+            Some(i) => Ok((text[..i].to_string(), None)),
+            None => Ok((text, None)),
+        }
+    }
+
+    /// Serves one connection: reads a request, writes the reply.
+    pub fn serve(&mut self, stream: UnixStream) {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+        let (ok, body) = match self.read_request(&stream) {
+            Ok((_, Some(rest))) => {
+                let lines: Vec<&str> = rest.lines().collect();
+                if lines.len() > MAX_BATCH_LINES {
+                    (false, format!("batch of more than {MAX_BATCH_LINES} lines"))
+                } else {
+                    self.handle_batch(&lines)
+                }
+            }
+            Ok((line, None)) => self.handle_line(line.trim_end_matches(['\n', '\r'])),
+            Err(e) => (false, e),
         };
-        let mut w = &stream;
-        let head = if ok {
-            "ok\n".to_string()
-        } else {
-            format!("error: {body}\n")
-        };
-        let _ = w.write_all(head.as_bytes());
-        if ok {
-            let _ = w.write_all(body.as_bytes());
+        reply(&stream, ok, &body);
+    }
+
+    /// Refuses a connection whose peer may not use the socket ([`ControlSocket::admits`]): counted
+    /// (`control_refused` in `show stats`), logged, and told why in one line.
+    pub fn refuse(&mut self, stream: UnixStream, why: &str) {
+        self.refused += 1;
+        crate::log::line(
+            "control-refused",
+            &format!("control socket: refused: {why}"),
+        );
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+        reply(&stream, false, why);
+        // Read what the client sent (for at most 100 ms): closing with it unread would reset the connection,
+        // and the client could lose the reply.
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(20)));
+        let deadline = std::time::Instant::now() + Duration::from_millis(100);
+        let mut sink = [0u8; 16 * 1024];
+        let mut r = &stream;
+        while std::time::Instant::now() < deadline {
+            match r.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
         }
     }
 }
 
-/// Opens the control socket at `path` (its directory created). Refuses when another router answers on it;
-/// removes a stale socket file left by one that died.
-pub fn listen(path: &Path) -> Result<UnixListener, Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+/// Writes a reply: `ok` and the output, or `error: MESSAGE`.
+fn reply(stream: &UnixStream, ok: bool, body: &str) {
+    let mut w = stream;
+    let head = if ok {
+        "ok\n".to_string()
+    } else {
+        format!("error: {body}\n")
+    };
+    let _ = w.write_all(head.as_bytes());
+    if ok {
+        let _ = w.write_all(body.as_bytes());
+    }
+}
+
+/// The control socket a router bound: its listener, and the file it made (removed by [`ControlSocket::remove`]
+/// only while it is still that file).
+#[derive(Debug)]
+pub struct ControlSocket {
+    /// The listening socket (non-blocking).
+    pub listener: UnixListener,
+    path: PathBuf,
+    /// The device and inode of the socket file after bind.
+    id: (u64, u64),
+    /// The group whose members may connect (besides root and the router's own user).
+    pub group: u32,
+}
+
+/// What kind of file a path names, for error messages.
+fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    let t = m.file_type();
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "a file of unknown type"
+    }
+}
+
+/// The mode of the control socket: read and write (connect) for its owner and group only.
+pub const SOCKET_MODE: u32 = 0o660;
+/// The mode of the control socket's directory when the router creates it.
+pub const DIR_MODE: u32 = 0o750;
+
+/// Opens the control socket at `path`, mode [`SOCKET_MODE`] whatever the umask, its group `group`. Its directory
+/// is created when missing (mode [`DIR_MODE`], group `group`); an existing one is left as it is. An existing
+/// `path` is replaced only when it is a socket nobody listens on (left by a router that died); a socket another
+/// router answers on, or anything else (a regular file, a directory, a FIFO, a symbolic link...), is refused and
+/// left intact.
+pub fn listen(path: &Path, group: u32) -> Result<ControlSocket, Error> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && std::fs::symlink_metadata(dir).is_err()
+    {
         std::fs::create_dir_all(dir)
             .map_err(|e| fail(format!("control socket directory {}: {e}", dir.display())))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
+            .and_then(|()| std::os::unix::fs::chown(dir, None, Some(group)))
+            .map_err(|e| fail(format!("control socket directory {}: {e}", dir.display())))?;
     }
-    if path.exists() {
-        if UnixStream::connect(path).is_ok() {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(fail(format!(
+                    "control socket {} is in use: another router answers on it (stop it, or choose another with --control)",
+                    path.display()
+                )));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+                // A socket nobody listens on: left by a router that died.
+                std::fs::remove_file(path).map_err(|e| {
+                    fail(format!(
+                        "removing the stale control socket {}: {e}",
+                        path.display()
+                    ))
+                })?;
+            }
+            Err(e) => {
+                return Err(fail(format!(
+                    "control socket {}: a socket is there and connecting to it fails ({e}): not replaced",
+                    path.display()
+                )));
+            }
+        },
+        Ok(m) => {
             return Err(fail(format!(
-                "control socket {} is in use: another router answers on it (stop it, or choose another with --control)",
-                path.display()
+                "control socket {}: the path is {}, not a socket: not replaced (remove it, or choose another with --control)",
+                path.display(),
+                file_kind(&m)
             )));
         }
-        std::fs::remove_file(path).map_err(|e| {
-            fail(format!(
-                "removing the stale control socket {}: {e}",
-                path.display()
-            ))
-        })?;
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(fail(format!("control socket {}: {e}", path.display()))),
     }
     let l = UnixListener::bind(path)
         .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
-    l.set_nonblocking(true)
-        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
-    Ok(l)
+    let made = (|| {
+        // Every connection's credentials are checked, so the moment before the mode is set gives nobody access.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))?;
+        std::os::unix::fs::chown(path, None, Some(group))?;
+        l.set_nonblocking(true)?;
+        std::fs::symlink_metadata(path)
+    })();
+    match made {
+        Ok(m) => Ok(ControlSocket {
+            listener: l,
+            path: path.to_path_buf(),
+            id: (m.dev(), m.ino()),
+            group,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(path);
+            Err(fail(format!("control socket {}: {e}", path.display())))
+        }
+    }
+}
+
+/// The group id `group` names: a numeric gid, or a group's name.
+pub fn group_id(group: &str) -> Result<u32, Error> {
+    if let Ok(gid) = group.parse::<u32>() {
+        return Ok(gid);
+    }
+    match lwt6_io::sys::group_id(group) {
+        Ok(Some(gid)) => Ok(gid),
+        Ok(None) => Err(fail(format!("--control-group {group}: no such group"))),
+        Err(e) => Err(fail(format!("--control-group {group}: {e}"))),
+    }
+}
+
+impl ControlSocket {
+    /// Removes the socket file, when it is still the one bound (same device and inode): a file put in its place
+    /// since is left alone.
+    pub fn remove(&self) {
+        if let Ok(m) = std::fs::symlink_metadata(&self.path)
+            && m.file_type().is_socket()
+            && (m.dev(), m.ino()) == self.id
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    /// Whether the peer of `conn` may use the socket: root, the router's own user, or a member of the group
+    /// (its effective group, or one of its supplementary groups as /proc tells them). The reason when not.
+    pub fn admits(&self, conn: &UnixStream) -> Result<(), String> {
+        let c = lwt6_io::sys::peer_cred(conn).map_err(|e| format!("peer credentials: {e}"))?;
+        if c.uid == 0 || c.uid == lwt6_io::sys::uid() || c.gid == self.group {
+            return Ok(());
+        }
+        if c.pid != 0
+            && let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", c.pid))
+            && status
+                .lines()
+                .find_map(|l| l.strip_prefix("Groups:"))
+                .is_some_and(|g| {
+                    g.split_whitespace()
+                        .any(|x| x.parse::<u32>() == Ok(self.group))
+                })
+        {
+            return Ok(());
+        }
+        Err(format!(
+            "permission denied: uid {} is neither root, the router's user nor in group {}",
+            c.uid, self.group
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -711,6 +966,125 @@ mod tests {
     }
 
     /// A batch request over the socket: `batch`, its lines, the end of the request; the reply's first line.
+    /// A fresh directory for socket tests.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lwt6-ctl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn listen_refuses_what_is_not_a_stale_socket_and_leaves_it() {
+        let d = scratch("refuse");
+        let gid = lwt6_io::sys::gid();
+        let file = d.join("file");
+        std::fs::write(&file, "precious\n").unwrap();
+        let e = listen(&file, gid).unwrap_err().to_string();
+        assert!(
+            e.contains("a regular file") && e.contains("not replaced"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious\n");
+        let dir = d.join("dir");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(
+            listen(&dir, gid)
+                .unwrap_err()
+                .to_string()
+                .contains("a directory")
+        );
+        assert!(dir.is_dir());
+        // A symbolic link, even to a stale socket, is not replaced.
+        let stale = d.join("stale");
+        drop(UnixListener::bind(&stale).unwrap());
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&stale, &link).unwrap();
+        assert!(
+            listen(&link, gid)
+                .unwrap_err()
+                .to_string()
+                .contains("a symbolic link")
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // A stale socket is replaced; a live one refused.
+        let sock = listen(&stale, gid).unwrap();
+        let e = listen(&stale, gid).unwrap_err().to_string();
+        assert!(e.contains("another router answers"), "{e}");
+        sock.remove();
+        assert!(std::fs::symlink_metadata(&stale).is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_socket_is_0660_whatever_the_umask_and_removed_only_while_ours() {
+        let d = scratch("mode");
+        let gid = lwt6_io::sys::gid();
+        for mask in [0o000, 0o022, 0o077] {
+            let old = lwt6_io::sys::set_umask(mask);
+            let path = d.join(format!("sub{mask:o}/s.sock"));
+            let r = listen(&path, gid);
+            lwt6_io::sys::set_umask(old);
+            let sock = r.unwrap();
+            let m = std::fs::symlink_metadata(&path).unwrap();
+            assert_eq!(m.mode() & 0o7777, SOCKET_MODE, "umask {mask:o}");
+            assert_eq!(m.gid(), gid);
+            let dm = std::fs::metadata(path.parent().unwrap()).unwrap();
+            assert_eq!(dm.mode() & 0o7777, DIR_MODE, "umask {mask:o}");
+            // The router's own user is admitted.
+            let c = UnixStream::connect(&path).unwrap();
+            let (s, _) = sock.listener.accept().unwrap();
+            assert_eq!(sock.admits(&s), Ok(()));
+            drop(c);
+            // Another file put in its place is left alone at exit.
+            std::fs::remove_file(&path).unwrap();
+            std::fs::write(&path, "x").unwrap();
+            sock.remove();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "x");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_stopping_router_gives_up_a_batch_and_applies_none_of_it() {
+        let mut c = control();
+        let calls = Arc::new(Mutex::new(0usize));
+        let seen = Arc::clone(&calls);
+        c.stopping = Some(Box::new(move || {
+            let mut n = seen.lock().unwrap();
+            *n += 1;
+            *n > 2
+        }));
+        let lines: Vec<String> = (0..20_000)
+            .map(|i| {
+                format!(
+                    "-6 route add fd00:{:x}::/48 via fd00:2::2 dev r1",
+                    0x1000 + i
+                )
+            })
+            .collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let before = routes(&c);
+        let (ok, e) = c.handle_batch(&lines);
+        assert!(!ok);
+        assert!(e.starts_with("interrupted"), "{e}");
+        assert_eq!(c.cfg().routes.len(), 0, "an interrupted batch left routes");
+        assert_eq!(routes(&c), before, "an interrupted batch was published");
+        // A silent client does not hold a stopping router either.
+        let (client, server) = UnixStream::pair().unwrap();
+        let t = std::time::Instant::now();
+        c.serve(server);
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        let mut reply = String::new();
+        (&client).read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("error: interrupted"), "{reply}");
+    }
+
     #[test]
     fn a_batch_request_over_the_socket() {
         let mut c = control();

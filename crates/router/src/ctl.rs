@@ -33,12 +33,17 @@ pub fn request(path: &Path, line: &str) -> Result<String, Error> {
     } else {
         format!("{line}\n")
     };
-    s.write_all(request.as_bytes())
-        .and_then(|_| s.shutdown(std::net::Shutdown::Write))
-        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    let sent = s
+        .write_all(request.as_bytes())
+        .and_then(|_| s.shutdown(std::net::Shutdown::Write));
     let mut reply = String::new();
-    s.read_to_string(&mut reply)
-        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    let read = s.read_to_string(&mut reply);
+    // A router that refuses a request before reading all of it (not allowed, too long) answers why: the
+    // answer says more than the write's error.
+    if reply.is_empty() {
+        sent.and(read)
+            .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    }
     match reply.split_once('\n') {
         Some(("ok", body)) => Ok(body.to_string()),
         Some((head, _)) if head.starts_with("error: ") => {

@@ -70,16 +70,26 @@ fn apply(control: &mut Control, ch: &RouteChange) {
             // A replacement's removal of a route lwt6 did not hold: nothing to remove.
             Err(_) if replace && matches!(c, Change::DelRoute { .. }) => {}
             Err((_, e)) => {
-                let line = match ch {
-                    RouteChange::Add(r) | RouteChange::Replace(r) | RouteChange::Del(r) => {
-                        r.to_line()
-                    }
-                    RouteChange::Unreadable(_) => String::new(),
-                };
-                eprintln!("lwt6: kernel route not applied: {line}: {e}");
+                crate::log::line(
+                    "kernel-route-not-applied",
+                    &format!("kernel route not applied: {}: {e}", change_line(ch)),
+                );
             }
         }
     }
+}
+
+/// A kernel route change as the line that says it: `-6 route add|replace|del ...`.
+fn change_line(ch: &RouteChange) -> String {
+    let (verb, r) = match ch {
+        RouteChange::Add(r) => ("add", r),
+        RouteChange::Replace(r) => ("replace", r),
+        RouteChange::Del(r) => ("del", r),
+        RouteChange::Unreadable(why) => return format!("(unreadable: {why})"),
+    };
+    // `to_line` says `-6 route add ...`: the verb is the change's.
+    r.to_line()
+        .replacen("route add ", &format!("route {verb} "), 1)
 }
 
 /// Replaces the mirrored routes by a fresh dump of the kernel's table.
@@ -133,5 +143,35 @@ pub fn follow(m: &mut RouteMonitor, control: &mut Control) {
             }
         }
         Err(e) => eprintln!("lwt6: --kernel-routes: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lwt6_netlink::{KernelRoute, RouteKind};
+
+    #[test]
+    fn a_change_line_says_its_verb() {
+        let r = KernelRoute {
+            table: 254,
+            kind: RouteKind::Unicast,
+            protocol: 4,
+            prefix: "fd00:9c::/64".parse().unwrap(),
+            via: None,
+            dev: Some("r1".into()),
+            metric: 1024,
+            mtu: None,
+            mtu_locked: false,
+            encap: None,
+            multipath: 2,
+            src_len: 0,
+        };
+        assert_eq!(
+            change_line(&RouteChange::Del(r.clone())),
+            "-6 route del fd00:9c::/64 dev r1 metric 1024"
+        );
+        assert!(change_line(&RouteChange::Replace(r.clone())).starts_with("-6 route replace "));
+        assert!(change_line(&RouteChange::Add(r)).starts_with("-6 route add "));
     }
 }

@@ -7,6 +7,7 @@
 //! - [`links`]: the configuration's interfaces checked against the system, and the kernel settings that would
 //!   make the kernel do the router's work a second time;
 //! - [`kroutes`]: the kernel's main routing table followed over rtnetlink (`--kernel-routes`);
+//! - [`log`]: the log lines on standard error, rate-limited per kind;
 //! - [`metrics`]: the counters in the Prometheus text format;
 //! - [`trace`]: the packet trace the control thread arms and the workers follow;
 //! - [`show`]: router state as text and JSON, as the control socket answers `show ...` and `lwt6 show` and
@@ -23,6 +24,7 @@ pub mod engine;
 mod error;
 pub mod kroutes;
 pub mod links;
+pub mod log;
 pub mod metrics;
 mod run;
 pub mod show;

@@ -11,7 +11,9 @@ use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
 use lwt6_io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
 use lwt6_io::netdev::NetDev;
 use lwt6_io::sys::{self, SignalFd};
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -57,6 +59,9 @@ pub struct RunOptions {
     pub fanout: Fanout,
     /// Where the control socket is made.
     pub control: PathBuf,
+    /// The group whose members may use the control socket (`--control-group`; besides root and the router's
+    /// user). `None`: the router's primary group.
+    pub control_group: Option<u32>,
     /// Serve Prometheus metrics over HTTP on this address.
     pub metrics: Option<std::net::SocketAddr>,
     /// Follow the kernel's main routing table (rtnetlink).
@@ -257,10 +262,10 @@ pub fn run(a: &RunOptions) -> Result<RunReport, Error> {
         None => Ports::Packet(open_af_packet(&devs, a.workers, a.fanout)?),
     };
     let handle = Arc::new(SnapshotHandle::new(snap));
-    let listener = control::listen(&a.control)?;
-    // From here on the socket file exists: every exit path removes it.
-    let result = serve(a, cfg, &devs, handle, listener, ports, io);
-    let _ = std::fs::remove_file(&a.control);
+    let sock = control::listen(&a.control, a.control_group.unwrap_or_else(sys::gid))?;
+    // From here on the socket file exists: every exit path removes it (while it is still ours).
+    let result = serve(a, cfg, &devs, handle, &sock, ports, io);
+    sock.remove();
     result
 }
 
@@ -269,13 +274,18 @@ fn serve(
     cfg: lwt6_dataplane::spec::Config,
     devs: &[NetDev],
     handle: Arc<SnapshotHandle>,
-    listener: std::os::unix::net::UnixListener,
+    sock: &control::ControlSocket,
     ports: Ports,
     io: &'static str,
 ) -> Result<RunReport, Error> {
     // Signals are blocked before any thread starts (threads inherit the mask) and read from a descriptor here.
-    let signals = SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
-        .map_err(|e| fail(format!("signalfd: {e}")))?;
+    let signals = Rc::new(
+        SignalFd::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+            .map_err(|e| fail(format!("signalfd: {e}")))?,
+    );
+    // Signals read from the descriptor and not handled yet: a long control request reads them too, to give up
+    // when the router is told to stop.
+    let pending: Rc<RefCell<Vec<libc::c_int>>> = Rc::default();
     let names: Vec<String> = devs.iter().map(|d| d.name.clone()).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let reports: Vec<Arc<Mutex<WorkerReport>>> = (0..a.workers)
@@ -355,9 +365,20 @@ fn serve(
         if a.workers == 1 { "" } else { "s" },
         a.control.display()
     );
+    let stopping = {
+        let (signals, pending) = (Rc::clone(&signals), Rc::clone(&pending));
+        move || {
+            let mut p = pending.borrow_mut();
+            while let Some(sig) = signals.next() {
+                p.push(sig);
+            }
+            p.iter().any(|&s| s != libc::SIGHUP)
+        }
+    };
     let mut control = Control {
         outbox,
         trace,
+        stopping: Some(Box::new(stopping)),
         ..Control::new(cfg, handle, reports.clone(), io)
     };
     let mut monitor = if a.kernel_routes {
@@ -365,7 +386,8 @@ fn serve(
     } else {
         None
     };
-    let mut fds = vec![signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(&listener)];
+    let listener = &sock.listener;
+    let mut fds = vec![signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(listener)];
     if let Some(m) = &monitor {
         fds.push(m.raw_fd());
     }
@@ -379,7 +401,12 @@ fn serve(
         if let Some(m) = &mut monitor {
             kroutes::follow(m, &mut control);
         }
+        crate::log::flush();
         while let Some(sig) = signals.next() {
+            pending.borrow_mut().push(sig);
+        }
+        let sigs = std::mem::take(&mut *pending.borrow_mut());
+        for sig in sigs {
             if sig == libc::SIGHUP {
                 let r = lwt6_config::load_file(&a.config, lwt6_config::StdinSecret::Refuse)
                     .map_err(Error::from)
@@ -401,7 +428,14 @@ fn serve(
             }
         }
         while let Ok((conn, _)) = listener.accept() {
-            control.serve(conn);
+            match sock.admits(&conn) {
+                Ok(()) => control.serve(conn),
+                Err(why) => control.refuse(conn, &why),
+            }
+            if pending.borrow().iter().any(|&s| s != libc::SIGHUP) {
+                // A request saw the stop signal: stop now rather than serve the next connection.
+                break;
+            }
         }
         if threads.iter().any(|t| t.is_finished()) {
             eprintln!("lwt6: a worker thread ended unexpectedly; stopping");
