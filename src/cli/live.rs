@@ -48,7 +48,7 @@ pub struct RunArgs {
     /// router's user; default: the router's primary group. The socket is made mode 0660 with this group.
     #[arg(long = "control-group", value_name = "GROUP")]
     pub control_group: Option<String>,
-    /// Serve Prometheus metrics over HTTP on ADDR (e.g. 127.0.0.1:9106).
+    /// Serve OpenMetrics (Prometheus) metrics over HTTP at http://ADDR/metrics (e.g. 127.0.0.1:9106).
     #[arg(long = "metrics", value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
     /// Final counters as JSON.

@@ -62,7 +62,7 @@ pub struct RunOptions {
     /// The group whose members may use the control socket (`--control-group`; besides root and the router's
     /// user). `None`: the router's primary group.
     pub control_group: Option<u32>,
-    /// Serve Prometheus metrics over HTTP on this address.
+    /// Serve OpenMetrics (Prometheus) metrics over HTTP at `/metrics` on this address.
     pub metrics: Option<std::net::SocketAddr>,
     /// Follow the kernel's main routing table (rtnetlink).
     pub kernel_routes: bool,
