@@ -1,5 +1,5 @@
 //! IOAM export (docs/ioam.md, *Export*): the traces a worker queued ([`IoamRecord`]s, taken from
-//! `Worker::ioam_export`) are decoded ([`trace`]) and written by an [`exporter::Exporter`] thread to a sink:
+//! `Worker::ioam_export`) are decoded ([`ioam_trace`]) and written by an [`exporter::Exporter`] thread to a sink:
 //! JSON lines ([`json`]) or the IOAM collector protocol over gRPC ([`grpc`]). The packet path never waits for a
 //! sink: the hand-over is bounded, and what does not fit is counted as lost.
 #![deny(unsafe_code)]
