@@ -3,7 +3,7 @@
 //!
 //! Method (details in `docs/audit.md`):
 //! 1. build a throw-away three-namespace testbed ([`testbed`]) — sender, router, receiver over veth pairs;
-//! 2. start one bpftrace ([`trace`]) counting `pskb_expand_head` allocations, frames and headroom per sender
+//! 2. start one bpftrace ([`bpftrace`]) counting `pskb_expand_head` allocations, frames and headroom per sender
 //!    thread (kprobes are not available, tracepoints are);
 //! 3. for each ingress variant ([`Ingress`]: the frames as `AF_PACKET` leaves them, and/or re-homed by a
 //!    native `XDP_PASS` program on the router's ingress, [`xdp`]), for the baseline (plain forwarding) and then
