@@ -4,8 +4,7 @@
 //! line endings. Collectors that misbehave are in `tests/grpc_collectors.rs`.
 //!
 //! The tests that mount a size-limited tmpfs or make device nodes do it in a private mount namespace (`unshare
-//! --mount`), never on the host's filesystems; they need root and fail (never skip) without it. Run them under
-//! `flock /tmp/lwt6-netns.lock` as the other namespace tests.
+//! --mount`), never on the host's filesystems; they need root and fail (never skip) without it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
