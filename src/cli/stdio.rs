@@ -19,14 +19,19 @@ pub const EXIT_STDERR_LOST: u8 = 1;
 
 static STDERR_LOST: AtomicBool = AtomicBool::new(false);
 
+/// The quiet failure of a command whose standard output was closed by its reader (EPIPE): [`EXIT_PIPE`].
+fn closed_pipe() -> Failure {
+    Failure {
+        message: String::new(),
+        code: EXIT_PIPE,
+    }
+}
+
 /// The failure for a write to standard output that failed: quiet with [`EXIT_PIPE`] for a closed pipe, else
 /// status 1 and a message saying that `what` was lost.
 pub fn lost(e: std::io::Error, what: &str) -> Failure {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
-        return Failure {
-            message: String::new(),
-            code: EXIT_PIPE,
-        };
+        return closed_pipe();
     }
     super::fail(format!("standard output: {e}: lost {what}"))
 }
@@ -35,10 +40,7 @@ pub fn lost(e: std::io::Error, what: &str) -> Failure {
 /// its reader went away, else status 1 and the error.
 pub fn output_failure(e: crate::io::output::OutputError) -> Failure {
     if e.closed_pipe {
-        return Failure {
-            message: String::new(),
-            code: EXIT_PIPE,
-        };
+        return closed_pipe();
     }
     super::fail(e.to_string())
 }
