@@ -605,6 +605,8 @@ struct Bench<'a> {
     bin: PathBuf,
     /// The receiver's XDP program (`--receiver xdp`), attached while the bench runs, and d0's NAPI threads.
     receiver: Option<(VerdictProgram, Vec<u32>)>,
+    /// `--router-cpus` as CPU numbers (whose busy time is the router's).
+    router_cpus: Vec<u32>,
     topo: Topo,
 }
 
@@ -660,10 +662,10 @@ impl Bench<'_> {
     /// zero-loss rate by bisection below the sender's unpaced rate.
     fn measure(&self, frame: &[u8], router: &[u32], napi: &[u32]) -> Result<Value, Failure> {
         let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
-        let cpus = cpu_list(&self.a.router_cpus)?;
-        let (b0, r0, n0) = (busy_ns(&cpus), cpu_ns(router), cpu_ns(napi));
+        let cpus = &self.router_cpus;
+        let (b0, r0, n0) = (busy_ns(cpus), cpu_ns(router), cpu_ns(napi));
         let max = self.trial(&hex, 0, self.a.overload_ms)?;
-        let (b1, r1, n1) = (busy_ns(&cpus), cpu_ns(router), cpu_ns(napi));
+        let (b1, r1, n1) = (busy_ns(cpus), cpu_ns(router), cpu_ns(napi));
         let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / max.got.max(1) as f64;
         let cpu = json!({"router_cpu_ns_per_packet": per(b0, b1), "process_ns_per_packet": per(r0, r1),
                          "napi_ns_per_packet": per(n0, n1), "napi_threads": napi.len()});
@@ -1034,6 +1036,7 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
         a: &a,
         bin,
         receiver,
+        router_cpus,
         topo,
     };
     let mut results = Vec::new();
