@@ -125,6 +125,13 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
     // them; a lost report is itself a failure.
     let printed = super::stdio::write_stdout(text.as_bytes(), "the final counters");
     report.check()?;
+    let lost = lwt6_router::log::lost();
+    if lost > 0 {
+        return Err(fail(format!(
+            "{lost} log line{} could not be written to standard error",
+            if lost == 1 { "" } else { "s" }
+        )));
+    }
     printed
 }
 

@@ -252,3 +252,67 @@ def test_runs_unprivileged_with_exactly_the_units_capabilities(live, workdir):
 def pid_of(p):
     """The pid of lwt6 under `ip netns exec ... setpriv`, which both exec in place."""
     return p.pid
+
+
+def test_log_lines_journald_priorities_or_time_stamps(live, workdir):
+    """Standard error a file: with JOURNAL_STREAM naming that file's device and inode (as systemd sets it for a
+    service whose stderr is the journal), lines carry syslog priorities and no time; naming another inode, they
+    carry a UTC time stamp and the level word; --log-level warn leaves the info lines out."""
+
+    def run_with(journal, args=()):
+        err_path = os.path.join(workdir, "stderr")
+        with open(err_path, "w") as err:
+            st = os.fstat(err.fileno())
+            conf = os.path.join(workdir, "r.conf")
+            with open(conf, "w") as f:
+                f.write("\n".join(LIVE_BASE) + "\n")
+            sock = os.path.join(workdir, "j.sock")
+            env = dict(os.environ)
+            env.pop("NOTIFY_SOCKET", None)
+            env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino if journal else st.st_ino + 1}"
+            p = subprocess.Popen(["ip", "netns", "exec", live.rns, str(lwt6_bin()), "run", "-c", conf, "--control",
+                                  sock, "--io", "auto", "--workers", "2"] + list(args),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+            deadline = time.monotonic() + 10
+            while ctl(sock, "show", "stats").returncode != 0:
+                assert p.poll() is None and time.monotonic() < deadline, open(err_path).read()
+                time.sleep(0.05)
+            finish(p)
+        assert p.returncode == 0, open(err_path).read()
+        return open(err_path).read().splitlines()
+
+    # --workers 2 on one-queue veths: AF_XDP is not used (a warning), then "running on" (info).
+    lines = run_with(journal=True)
+    assert any(l.startswith("<4>lwt6: AF_XDP not used (") for l in lines), lines
+    assert any(l.startswith("<6>lwt6: running on r0, r1 (af_packet, 2 workers)") for l in lines), lines
+    assert all(re.match(r"<[0-7]>lwt6: ", l) for l in lines), lines
+
+    lines = run_with(journal=False)
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    assert any(re.match(stamp + r" WARN  lwt6: AF_XDP not used \(", l) for l in lines), lines
+    assert any(re.match(stamp + r" INFO  lwt6: running on r0, r1", l) for l in lines), lines
+    # The time stamp is now, in UTC (within a minute: the router ran for under 10 s).
+    t = time.strptime(re.match(stamp, lines[-1]).group(0)[:19], "%Y-%m-%dT%H:%M:%S")
+    assert abs(time.mktime(t) - time.mktime(time.gmtime())) < 60, lines
+
+    lines = run_with(journal=True, args=["--log-level", "warn"])
+    assert any(l.startswith("<4>lwt6: AF_XDP not used") for l in lines), lines
+    assert not any("running on" in l for l in lines), lines
+
+
+def test_log_lines_lost_make_the_run_fail(live, workdir):
+    """Standard error /dev/full: the log lines cannot be written, and nothing else could say so; the run exits 1."""
+    conf = os.path.join(workdir, "r.conf")
+    with open(conf, "w") as f:
+        f.write("\n".join(LIVE_BASE) + "\n")
+    sock = os.path.join(workdir, "f.sock")
+    with open("/dev/full", "w") as full:
+        p = subprocess.Popen(["ip", "netns", "exec", live.rns, str(lwt6_bin()), "run", "-c", conf, "--control", sock,
+                              "--io", "packet"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=full,
+                             text=True)
+    deadline = time.monotonic() + 10
+    while ctl(sock, "show", "stats").returncode != 0:
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    finish(p)
+    assert p.returncode == 1, p.returncode

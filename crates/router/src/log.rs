@@ -10,7 +10,6 @@
 //!   (`... suppressed K similar lines`) when the kind next logs or at the next [`flush`].
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -27,6 +26,22 @@ struct Kind {
 }
 
 static KINDS: Mutex<Option<HashMap<String, Kind>>> = Mutex::new(None);
+
+/// Lines that could not be written to standard error.
+static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many log lines could not be written (standard error closed, full or failing): `lwt6 run` fails at exit
+/// when any were, since nothing else could say so.
+pub fn lost() -> u64 {
+    LOST.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Writes `line` and a newline to standard error in one call, counting it [`lost`] when that fails.
+fn emit(out: &mut impl std::io::Write, line: &str) {
+    if writeln!(out, "{line}").is_err() {
+        LOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 fn summary(kind: &str, n: u64) -> String {
     format!(
@@ -172,17 +187,15 @@ impl Log for Logger {
         let now = SystemTime::now();
         let mut out = std::io::stderr().lock();
         if let Some(n) = before {
-            let _ = writeln!(
-                out,
-                "{}",
-                render(self.format, r.level(), now, &summary(r.target(), n))
+            emit(
+                &mut out,
+                &render(self.format, r.level(), now, &summary(r.target(), n)),
             );
         }
         if write {
-            let _ = writeln!(
-                out,
-                "{}",
-                render(self.format, r.level(), now, &r.args().to_string())
+            emit(
+                &mut out,
+                &render(self.format, r.level(), now, &r.args().to_string()),
             );
         }
     }
@@ -224,10 +237,9 @@ pub fn flush() {
     {
         let mut out = std::io::stderr().lock();
         for s in due {
-            let _ = writeln!(
-                out,
-                "{}",
-                render(logger.format, Level::Warn, SystemTime::now(), &s)
+            emit(
+                &mut out,
+                &render(logger.format, Level::Warn, SystemTime::now(), &s),
             );
         }
     }
