@@ -316,3 +316,24 @@ def test_log_lines_lost_make_the_run_fail(live, workdir):
         time.sleep(0.05)
     finish(p)
     assert p.returncode == 1, p.returncode
+
+
+def test_exit_status_4_only_when_trying_again_cannot_help(live, workdir):
+    """The units' RestartPreventExitStatus=4: an invalid or missing configuration file exits 4 (not restarted); an
+    interface that is not there (yet) exits 1 (restarted, within StartLimitBurst=)."""
+    conf = os.path.join(workdir, "bad.conf")
+    sock = os.path.join(workdir, "x.sock")
+
+    def run(lines, path=conf):
+        if lines is not None:
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+        return subprocess.run(["ip", "netns", "exec", live.rns, str(lwt6_bin()), "run", "-c", path, "--control", sock,
+                               "--io", "packet"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+
+    r = run(["link add r0", "route add bogus"])
+    assert r.returncode == 4 and "line 2" in r.stderr, (r.returncode, r.stderr)
+    r = run(None, path=os.path.join(workdir, "absent.conf"))
+    assert r.returncode == 4 and "absent.conf" in r.stderr, (r.returncode, r.stderr)
+    r = run(["link add nosuch0"])
+    assert r.returncode == 1 and "'nosuch0'" in r.stderr, (r.returncode, r.stderr)
