@@ -113,6 +113,23 @@ impl Held {
     }
 }
 
+/// What this process holds, or the [lasting](crate::Error::lasting) error naming what it lacks: for AF_XDP when
+/// `xdp` (`--io xdp`), else for AF_PACKET (`--io packet`, and `--io auto`, which falls back to it).
+pub fn check(xdp: bool) -> Result<Held, crate::Error> {
+    let held = Held::current();
+    let missing = if xdp {
+        held.missing_for_xdp()
+    } else {
+        held.missing_for_packet()
+    };
+    if missing.is_empty() {
+        Ok(held)
+    } else {
+        let what = if xdp { "--io xdp" } else { "AF_PACKET" };
+        Err(crate::Error::lasting(refusal(&missing, what)))
+    }
+}
+
 /// `Ok` when `held` has what AF_XDP needs; else why not, for `--io auto`'s fallback to AF_PACKET.
 pub fn xdp_allowed(held: &Held) -> Result<(), String> {
     let m = held.missing_for_xdp();

@@ -222,19 +222,7 @@ fn close_xsk(p: &mut XskPort) -> u64 {
 /// (and so in the threads it starts) and read from a descriptor; they stay blocked when `run` returns. Returns the
 /// final counters, to be looked at with [`RunReport::check`]; an error when the router could not start.
 pub fn run(a: &RunOptions) -> Result<RunReport, Error> {
-    let held = privilege::Held::current();
-    let missing = match a.io {
-        Io::Xdp => held.missing_for_xdp(),
-        Io::Packet | Io::Auto => held.missing_for_packet(),
-    };
-    if !missing.is_empty() {
-        let what = if a.io == Io::Xdp {
-            "--io xdp"
-        } else {
-            "AF_PACKET"
-        };
-        return Err(Error::lasting(privilege::refusal(&missing, what)));
-    }
+    let held = privilege::check(a.io == Io::Xdp)?;
     let mut cfg = lwt6_config::load_file(&a.config, lwt6_config::StdinSecret::Read)?;
     let devs = links::resolve(&mut cfg, &a.config)?;
     let snap = Snapshot::build(&cfg)
