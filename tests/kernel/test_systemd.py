@@ -337,3 +337,61 @@ def test_exit_status_4_only_when_trying_again_cannot_help(live, workdir):
     assert r.returncode == 4 and "absent.conf" in r.stderr, (r.returncode, r.stderr)
     r = run(["link add nosuch0"])
     assert r.returncode == 1 and "'nosuch0'" in r.stderr, (r.returncode, r.stderr)
+
+
+def unit_values(key):
+    """The values of every `KEY=` line of the shipped instance unit, in order."""
+    with open(os.path.join(REPO, "dist", "systemd", "lwt6@.service")) as f:
+        return [l.split("=", 1)[1].strip() for l in f if l.startswith(key + "=")]
+
+
+def syscall_set(spec):
+    """The system calls `systemd-analyze syscall-filter` lists for a filter's words (@groups expanded)."""
+    names = set()
+    for word in spec.split():
+        if not word.startswith("@"):
+            names.add(word)
+            continue
+        out = subprocess.run(["systemd-analyze", "syscall-filter", word], capture_output=True, text=True,
+                             check=True).stdout
+        for line in out.splitlines()[1:]:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                names |= syscall_set(line) if line.startswith("@") else {line}
+    return names
+
+
+def test_system_calls_and_address_families_within_the_units_filters(live, workdir):
+    """Everything `lwt6 run --io xdp --kernel-routes` calls through a start, a control request, a reload and a stop
+    (strace -f) is in the unit's SystemCallFilter=, and every socket it opens is of a family in its
+    RestrictAddressFamilies=: the sandbox would not kill or refuse it."""
+    filters = unit_values("SystemCallFilter")
+    assert len(filters) == 1 and not filters[0].startswith("~"), filters
+    allowed = syscall_set(filters[0])
+    families = set(unit_values("RestrictAddressFamilies")[0].split())
+    trace = os.path.join(workdir, "strace.out")
+    p, conf, sock = start(live, workdir, LIVE_BASE, ["--io", "xdp", "--kernel-routes"],
+                          prefix=["strace", "-f", "-qq", "-o", trace])
+    try:
+        deadline = time.monotonic() + 20
+        while ctl(sock, "show", "stats").returncode != 0:
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.poll() is not None else ""
+            time.sleep(0.05)
+        # strace's traced child is lwt6.
+        children = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+        assert len(children) == 1, children
+        lwt6_pid = int(children[0])
+        os.kill(lwt6_pid, signal.SIGHUP)
+        time.sleep(0.3)
+        os.kill(lwt6_pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    finally:
+        finish(p, signal.SIGKILL)
+    assert p.returncode == 0, err
+    text = open(trace).read()
+    called = set(re.findall(r"^\d+\s+([a-z_0-9]+)\(", text, re.M))
+    assert "bpf" in called and "socket" in called, sorted(called)
+    assert called - allowed == set(), f"not in SystemCallFilter={filters[0]}: {sorted(called - allowed)}"
+    opened = set(re.findall(r"socket\((AF_[A-Z0-9]+),", text))
+    assert "AF_XDP" in opened and "AF_NETLINK" in opened, opened
+    assert opened <= families, f"not in RestrictAddressFamilies=: {sorted(opened - families)}"
