@@ -17,6 +17,11 @@ command -v bpftrace >/dev/null 2>&1 || need_apt+=(bpftrace)
 # tests/install.rs renders the man pages and verifies the systemd unit with the tools that consume them.
 command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
+command -v systemd-sysusers >/dev/null 2>&1 || need_apt+=(systemd)
+# tests/kernel/test_systemd.py runs lwt6 as an unprivileged user with chosen capabilities (setpriv).
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+# ... and checks with strace that it calls only what the unit's SystemCallFilter= allows.
+command -v strace >/dev/null 2>&1 || need_apt+=(strace)
 # scripts/fuzz.sh: libfuzzer-sys compiles libFuzzer's C++ sources with the system C++ compiler.
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 # scripts/test.sh strips the installed binary's debug info (docs/install.md).

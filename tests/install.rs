@@ -1,5 +1,5 @@
 //! What a packager relies on: shell completions and manual pages generated from the command line, and the
-//! systemd unit, checked with the tools that consume them (bash, groff, systemd-analyze).
+//! systemd units, checked with the tools that consume them (bash, groff, systemd-analyze).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -278,22 +278,130 @@ fn terminal_text(out: &[u8]) -> String {
     text
 }
 
-#[test]
-fn systemd_unit_verifies() {
+/// The shipped units (dist/systemd/*.service), each copied into `d` with its `ExecStart=` pointing at the binary
+/// under test (systemd-analyze checks that the command exists).
+fn units_in(d: &std::path::Path) -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut units = Vec::new();
+    for e in std::fs::read_dir(root.join("dist/systemd")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "service") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(text.contains("/usr/local/bin/lwt6 run"), "{}", p.display());
+            let to = d.join(p.file_name().unwrap());
+            std::fs::write(
+                &to,
+                text.replace("/usr/local/bin/lwt6", env!("CARGO_BIN_EXE_lwt6")),
+            )
+            .unwrap();
+            units.push(to);
+        }
+    }
+    units.sort();
+    assert_eq!(units.len(), 2, "{units:?}");
+    units
+}
+
+#[test]
+fn systemd_units_verify() {
     // systemd-analyze checks the Documentation= pages with man: point it at freshly generated ones.
     let d = tmp("unit");
     lwt6(&["man", "--out-dir", d.to_str().unwrap()]);
+    let units = units_in(&d);
     let o = Command::new("systemd-analyze")
         .arg("verify")
-        .arg(root.join("dist/systemd/lwt6@.service"))
-        .env("MANPATH", &d)
+        .args(&units)
+        .env("MANPATH", &*d)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    // Only lines about our unit count (the host's own units may have unrelated complaints).
+    // Only lines about our units count (the host's own units may have unrelated complaints).
     let ours: Vec<&str> = err.lines().filter(|l| l.contains("lwt6")).collect();
     assert!(o.status.success() && ours.is_empty(), "{err}");
+}
+
+/// `systemd-analyze security`'s overall exposure of `unit` (0.0 best, 10.0 worst), from its last line
+/// (`→ Overall exposure level for lwt6@i.service: 2.4 OK 🙂`).
+fn exposure(unit: &std::path::Path) -> f64 {
+    let o = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(unit)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.contains("Overall exposure level for"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no overall exposure line: {out}{}",
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+    let score = line
+        .rsplit(": ")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    score.parse().unwrap_or_else(|_| panic!("{line}"))
+}
+
+#[test]
+fn systemd_units_score_at_most_4_in_systemd_analyze_security() {
+    let d = tmp("security");
+    for u in units_in(&d) {
+        let e = exposure(&u);
+        assert!(e <= 4.0, "{}: exposure {e} > 4.0", u.display());
+    }
+    // The scale is systemd's: a unit without hardening, run as root, is rated UNSAFE (above 9).
+    let bare = d.join("bare.service");
+    std::fs::write(&bare, "[Service]\nExecStart=/bin/true\n").unwrap();
+    assert!(exposure(&bare) > 9.0);
+}
+
+#[test]
+fn systemd_units_are_never_skipped_silently_and_keep_instances_apart() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let inst = std::fs::read_to_string(root.join("dist/systemd/lwt6@.service")).unwrap();
+    let main = std::fs::read_to_string(root.join("dist/systemd/lwt6.service")).unwrap();
+    for u in [&inst, &main] {
+        // A Condition*= skips a unit and reports success; a missing namespace or a bad configuration must fail.
+        assert!(!u.contains("\nCondition"), "{u}");
+        assert!(u.contains("\nType=notify\n"), "{u}");
+        // A configuration error (exit status 4) is not restarted every RestartSec= forever.
+        assert!(u.contains("\nRestartPreventExitStatus=4\n"), "{u}");
+        assert!(u.contains("\nUser=lwt6\n"), "{u}");
+    }
+    assert!(inst.contains("\nNetworkNamespacePath=/run/netns/%i\n"));
+    assert!(
+        inst.contains("\nRuntimeDirectory=lwt6/%i\n") && inst.contains("--control /run/lwt6/%i/")
+    );
+    // The main unit's directory is the instances' parent: kept when it stops.
+    assert!(
+        main.contains("\nRuntimeDirectory=lwt6\n")
+            && main.contains("\nRuntimeDirectoryPreserve=yes\n")
+    );
+}
+
+#[test]
+fn sysusers_creates_the_units_user_and_group() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let d = tmp("sysusers");
+    std::fs::create_dir_all(d.join("etc")).unwrap();
+    std::fs::write(d.join("etc/passwd"), "").unwrap();
+    std::fs::write(d.join("etc/group"), "").unwrap();
+    let o = Command::new("systemd-sysusers")
+        .arg(format!("--root={}", d.display()))
+        .arg(root.join("dist/sysusers.d/lwt6.conf"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let passwd = std::fs::read_to_string(d.join("etc/passwd")).unwrap();
+    let group = std::fs::read_to_string(d.join("etc/group")).unwrap();
+    assert!(passwd.lines().any(|l| l.starts_with("lwt6:")), "{passwd}");
+    assert!(group.lines().any(|l| l.starts_with("lwt6:")), "{group}");
 }
 
 #[test]

@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// changes made with `ip route` take effect at once.
     #[arg(long = "kernel-routes")]
     pub kernel_routes: bool,
+    /// The least severe log lines written to standard error: error, warn, info, debug, trace or off (with
+    /// time stamps, or with journald's priority prefixes under systemd).
+    #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
+    pub log_level: lwt6_router::log::LevelFilter,
 }
 
 /// `lwt6 ctl`.
@@ -80,12 +84,16 @@ pub struct CtlArgs {
 
 impl From<lwt6_router::Error> for Failure {
     fn from(e: lwt6_router::Error) -> Self {
-        fail(e.to_string())
+        Failure {
+            code: if e.is_lasting() { 4 } else { 1 },
+            message: e.to_string(),
+        }
     }
 }
 
 /// `lwt6 run`: the router until SIGINT or SIGTERM, then its final counters on stdout (text, or JSON with -j).
 pub fn run(a: RunArgs) -> Result<(), Failure> {
+    lwt6_router::log::init(a.log_level);
     let opts = RunOptions {
         config: a.config,
         io: match a.io {
@@ -117,6 +125,13 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
     // them; a lost report is itself a failure.
     let printed = super::stdio::write_stdout(text.as_bytes(), "the final counters");
     report.check()?;
+    let lost = lwt6_router::log::lost();
+    if lost > 0 {
+        return Err(fail(format!(
+            "{lost} log line{} could not be written to standard error",
+            if lost == 1 { "" } else { "s" }
+        )));
+    }
     printed
 }
 

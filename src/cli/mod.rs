@@ -27,7 +27,8 @@ macro_rules! out {
 /// The exit statuses, as `lwt6 --help` lists them.
 pub const EXIT_STATUS: &str = "Exit status: 0 success; 1 failure, including a write that failed (a full disk, \
 /dev/full, an I/O error: the message names what was lost); 2 usage error; 3 lwt6 pcap: every IOAM trace to export \
-was lost (outputs written); 141 standard output was closed under lwt6 (a pipe's reader left: quiet, as a command \
+was lost (outputs written); 4 lwt6 run: the configuration is invalid or a needed capability is missing (trying \
+again cannot help: the systemd units do not restart then); 141 standard output was closed under lwt6 (a pipe's reader left: quiet, as a command \
 killed by SIGPIPE).";
 
 /// IPv6 lightweight tunnels (SRv6, IOAM, RPL) in userspace, byte for byte as Linux builds them.

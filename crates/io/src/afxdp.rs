@@ -116,7 +116,9 @@ pub enum XskError {
         source: io::Error,
     },
     /// The UMEM could not be locked in memory (RLIMIT_MEMLOCK without CAP_IPC_LOCK).
-    #[error("cannot register the UMEM ({bytes} bytes; memlock limit?): {source}")]
+    #[error(
+        "cannot register the UMEM ({bytes} bytes): over the locked-memory limit (RLIMIT_MEMLOCK); grant CAP_IPC_LOCK or raise the limit (systemd: LimitMEMLOCK=): {source}"
+    )]
     Memory {
         /// UMEM size.
         bytes: usize,
@@ -395,10 +397,15 @@ impl XskPort {
             ring_size: opts.ring_size,
         };
         let mut sock = Socket::new(g).map_err(|e| match e.step {
-            "XDP_UMEM_REG" if e.source.raw_os_error() == Some(libc::ENOMEM) => XskError::Memory {
-                bytes: 2 * (g.ring_size * g.frame_size) as usize,
-                source: e.source,
-            },
+            // The kernel says ENOBUFS when the UMEM's pages exceed RLIMIT_MEMLOCK (without CAP_IPC_LOCK).
+            "XDP_UMEM_REG"
+                if matches!(e.source.raw_os_error(), Some(libc::ENOMEM | libc::ENOBUFS)) =>
+            {
+                XskError::Memory {
+                    bytes: 2 * (g.ring_size * g.frame_size) as usize,
+                    source: e.source,
+                }
+            }
             _ => e.into(),
         })?;
         // Flags 0 lets the kernel choose zero-copy where the driver supports it and copy mode otherwise.

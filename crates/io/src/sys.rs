@@ -97,6 +97,21 @@ pub fn realtime_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// The current `CLOCK_MONOTONIC` in microseconds (what systemd's `MONOTONIC_USEC=` carries).
+pub fn monotonic_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) writes one timespec at the pointer, which points to a live local of that type;
+    // CLOCK_MONOTONIC always exists on Linux.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
 /// Whether the process runs with effective user id 0.
 pub fn is_root() -> bool {
     // SAFETY: geteuid(2) takes no argument, touches no memory of ours and always succeeds.

@@ -654,10 +654,7 @@ impl Control {
     /// (`control_refused` in `show stats`), logged, and told why in one line.
     pub fn refuse(&mut self, stream: UnixStream, why: &str) {
         self.refused += 1;
-        crate::log::line(
-            "control-refused",
-            &format!("control socket: refused: {why}"),
-        );
+        log::warn!(target: "control-refused", "control socket: refused: {why}");
         let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
         reply(&stream, false, why);
         // Read what the client sent (for at most 100 ms): closing with it unread would reset the connection,

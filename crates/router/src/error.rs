@@ -5,6 +5,7 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     message: String,
+    lasting: bool,
 }
 
 impl Error {
@@ -12,7 +13,23 @@ impl Error {
     pub fn new(message: impl Into<String>) -> Self {
         Error {
             message: message.into(),
+            lasting: false,
         }
+    }
+
+    /// An error that trying again cannot mend until someone changes something: an invalid configuration file,
+    /// a capability the process lacks (`lwt6 run` exits with status 4 then, which the systemd units do not
+    /// restart).
+    pub fn lasting(message: impl Into<String>) -> Self {
+        Error {
+            message: message.into(),
+            lasting: true,
+        }
+    }
+
+    /// Whether this is a [`lasting`](Error::lasting) error.
+    pub fn is_lasting(&self) -> bool {
+        self.lasting
     }
 
     /// The message.
@@ -31,7 +48,7 @@ impl std::error::Error for Error {}
 
 impl From<lwt6_config::LoadError> for Error {
     fn from(e: lwt6_config::LoadError) -> Self {
-        Error::new(e.to_string())
+        Error::lasting(e.to_string())
     }
 }
 

@@ -44,7 +44,7 @@ fn key(r: &Route) -> (IpNet, u32, u32) {
 /// has, say) is printed and left out.
 fn apply(control: &mut Control, ch: &RouteChange) {
     if let RouteChange::Unreadable(why) = ch {
-        eprintln!("lwt6: kernel route not read: {why}");
+        log::warn!(target: "kernel-route-not-read", "kernel route not read: {why}");
         return;
     }
     let replace = matches!(ch, RouteChange::Replace(_));
@@ -70,10 +70,8 @@ fn apply(control: &mut Control, ch: &RouteChange) {
             // A replacement's removal of a route lwt6 did not hold: nothing to remove.
             Err(_) if replace && matches!(c, Change::DelRoute { .. }) => {}
             Err((_, e)) => {
-                crate::log::line(
-                    "kernel-route-not-applied",
-                    &format!("kernel route not applied: {}: {e}", change_line(ch)),
-                );
+                log::warn!(target: "kernel-route-not-applied",
+                    "kernel route not applied: {}: {e}", change_line(ch));
             }
         }
     }
@@ -114,8 +112,8 @@ fn resync(control: &mut Control) -> Result<(), NetlinkError> {
 pub fn start(control: &mut Control) -> Result<RouteMonitor, Error> {
     let m = RouteMonitor::new().map_err(|e| fail(format!("--kernel-routes: {e}")))?;
     resync(control).map_err(|e| fail(format!("--kernel-routes: {e}")))?;
-    eprintln!(
-        "lwt6: --kernel-routes: {} kernel route{} applied",
+    log::info!(
+        "--kernel-routes: {} kernel route{} applied",
         control.kernel_routes.len(),
         if control.kernel_routes.len() == 1 {
             ""
@@ -135,14 +133,12 @@ pub fn follow(m: &mut RouteMonitor, control: &mut Control) {
             }
         }
         Err(NetlinkError::Overrun) => {
-            eprintln!(
-                "lwt6: --kernel-routes: notifications lost (overrun): dumping the table again"
-            );
+            log::warn!("--kernel-routes: notifications lost (overrun): dumping the table again");
             if let Err(e) = resync(control) {
-                eprintln!("lwt6: --kernel-routes: {e}");
+                log::error!("--kernel-routes: {e}");
             }
         }
-        Err(e) => eprintln!("lwt6: --kernel-routes: {e}"),
+        Err(e) => log::error!("--kernel-routes: {e}"),
     }
 }
 

@@ -7,7 +7,10 @@
 //! - [`links`]: the configuration's interfaces checked against the system, and the kernel settings that would
 //!   make the kernel do the router's work a second time;
 //! - [`kroutes`]: the kernel's main routing table followed over rtnetlink (`--kernel-routes`);
-//! - [`log`]: the log lines on standard error, rate-limited per kind;
+//! - [`log`]: the log lines on standard error (the `log` crate's macros): levels, time stamps or journald
+//!   priorities, rate-limited per kind;
+//! - [`notify`]: systemd's service notifications (`READY=1`, `RELOADING=1`, `STATUS=`, `STOPPING=1`);
+//! - [`privilege`]: the capabilities `lwt6 run` needs, checked before it starts;
 //! - [`metrics`]: the counters in the Prometheus text format;
 //! - [`trace`]: the packet trace the control thread arms and the workers follow;
 //! - [`show`]: router state as text and JSON, as the control socket answers `show ...` and `lwt6 show` and
@@ -15,7 +18,7 @@
 //!
 //! Nothing here parses command lines: `lwt6`'s `cli` turns its arguments into [`RunOptions`] and prints what
 //! comes back. Progress and problems the router meets while it runs (a reload refused, a kernel route not
-//! applied) are written to standard error, one line each, starting with `lwt6: `.
+//! applied) are logged to standard error, one line each, with `lwt6: ` before the message.
 #![deny(unsafe_code)]
 
 pub mod control;
@@ -26,6 +29,8 @@ pub mod kroutes;
 pub mod links;
 pub mod log;
 pub mod metrics;
+pub mod notify;
+pub mod privilege;
 mod run;
 pub mod show;
 pub mod trace;

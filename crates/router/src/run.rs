@@ -5,7 +5,7 @@
 
 use crate::control::{self, Control};
 use crate::engine::{self, WorkerCtx, WorkerReport};
-use crate::{Error, fail, kroutes, links, metrics, trace};
+use crate::{Error, fail, kroutes, links, metrics, privilege, trace};
 use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
 use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
 use lwt6_io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
@@ -215,30 +215,30 @@ fn close_xsk(p: &mut XskPort) -> u64 {
     }
 }
 
-/// Runs the router `a` describes until SIGINT or SIGTERM: checks that it runs as root, loads the configuration
+/// Runs the router `a` describes until SIGINT or SIGTERM: checks that it holds the capabilities it needs
+/// ([`crate::privilege`]; an error saying which it lacks), loads the configuration
 /// and checks its interfaces against the system, opens the ports, the control socket (removed again on every
 /// exit) and the metrics listener, then serves. SIGINT, SIGTERM and SIGHUP are blocked in the calling thread
 /// (and so in the threads it starts) and read from a descriptor; they stay blocked when `run` returns. Returns the
 /// final counters, to be looked at with [`RunReport::check`]; an error when the router could not start.
 pub fn run(a: &RunOptions) -> Result<RunReport, Error> {
-    if !sys::is_root() {
-        return Err(fail(
-            "lwt6 run must run as root (raw packet sockets need CAP_NET_RAW and CAP_NET_ADMIN)",
-        ));
-    }
+    let held = privilege::check(a.io == Io::Xdp)?;
     let mut cfg = lwt6_config::load_file(&a.config, lwt6_config::StdinSecret::Read)?;
     let devs = links::resolve(&mut cfg, &a.config)?;
-    let snap = Snapshot::build(&cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
+    let snap = Snapshot::build(&cfg)
+        .map_err(|e| Error::lasting(format!("{}: {e}", a.config.display())))?;
     let xdp = match a.io {
         Io::Packet => None,
         Io::Xdp => Some(
             open_af_xdp(&devs, a.workers, snap.rx_headroom)
                 .map_err(|why| fail(format!("--io xdp: {why}")))?,
         ),
-        Io::Auto => match open_af_xdp(&devs, a.workers, snap.rx_headroom) {
+        Io::Auto => match privilege::xdp_allowed(&held)
+            .and_then(|()| open_af_xdp(&devs, a.workers, snap.rx_headroom))
+        {
             Ok(x) => Some(x),
             Err(why) => {
-                eprintln!("lwt6: AF_XDP not used ({why}): using AF_PACKET");
+                log::warn!("AF_XDP not used ({why}): using AF_PACKET");
                 None
             }
         },
@@ -358,8 +358,8 @@ fn serve(
             }
         }
     }
-    eprintln!(
-        "lwt6: running on {} ({io}, {} worker{}), control {}",
+    log::info!(
+        "running on {} ({io}, {} worker{}), control {}",
         names.join(", "),
         a.workers,
         if a.workers == 1 { "" } else { "s" },
@@ -391,6 +391,9 @@ fn serve(
     if let Some(m) = &monitor {
         fds.push(m.raw_fd());
     }
+    let notify = crate::notify::Notifier::from_env();
+    let status = |c: &Control| crate::notify::status(&names, io, &c.handle.load(), a.workers);
+    notify.ready(&status(&control));
     'main: loop {
         let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
         let now = sys::realtime_ns();
@@ -408,6 +411,7 @@ fn serve(
         let sigs = std::mem::take(&mut *pending.borrow_mut());
         for sig in sigs {
             if sig == libc::SIGHUP {
+                notify.reloading();
                 let r = lwt6_config::load_file(&a.config, lwt6_config::StdinSecret::Refuse)
                     .map_err(Error::from)
                     .and_then(|mut c| {
@@ -415,14 +419,20 @@ fn serve(
                         control.replace(c).map_err(fail)
                     });
                 reload.record(r.is_ok());
-                match r {
-                    Ok(()) => eprintln!("lwt6: SIGHUP: {} reloaded", a.config.display()),
-                    Err(e) => eprintln!(
-                        "lwt6: SIGHUP: {} not reloaded, the running configuration stays: {}",
+                match &r {
+                    Ok(()) => log::info!("SIGHUP: {} reloaded", a.config.display()),
+                    Err(e) => log::error!(
+                        "SIGHUP: {} not reloaded, the running configuration stays: {}",
                         a.config.display(),
                         e
                     ),
                 }
+                let kept = if r.is_ok() {
+                    ""
+                } else {
+                    " (reload refused: the running configuration stays)"
+                };
+                notify.ready(&format!("{}{kept}", status(&control)));
             } else {
                 break 'main;
             }
@@ -438,10 +448,11 @@ fn serve(
             }
         }
         if threads.iter().any(|t| t.is_finished()) {
-            eprintln!("lwt6: a worker thread ended unexpectedly; stopping");
+            log::error!("a worker thread ended unexpectedly; stopping");
             break;
         }
     }
+    notify.stopping();
     stop.store(true, Ordering::Relaxed);
     let mut panicked = false;
     for t in threads {
