@@ -315,13 +315,13 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
             o.put("metric", r.metric);
         }
         o.put("flags", [(); 0]);
-        if let Some(d) = &q.iif {
-            o.put("iif", d);
-        }
         if let Some(m) = r.mtu {
             let mut x = Object::default();
             x.put("mtu", m.value);
             o.put_raw("metrics", format!("[{}]", x.to_json()));
+        }
+        if let Some(d) = &q.iif {
+            o.put("iif", d);
         }
         if q.dst.is_ipv6() {
             o.put("pref", "medium");
@@ -418,11 +418,11 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     if q.dst.is_ipv6() || r.metric != 0 {
         line += &format!(" metric {}", r.metric);
     }
+    if let Some(m) = r.mtu {
+        line += &format!(" mtu {m}");
+    }
     if let Some(d) = &q.iif {
         line += &format!(" iif {d}");
-    }
-    if let Some(m) = r.mtu {
-        line += &format!(" mtu {}", m.value);
     }
     if q.dst.is_ipv6() {
         line += " pref medium";
