@@ -2,8 +2,9 @@
 //! `lwt6 ctl`, is [`crate::ctl`]).
 //!
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
-//! or `show routes|stats|neigh [-j]`, or a batch: a first line `batch`, then configuration lines up to the end of
-//! the request, applied in order as one atomic step. The reply's first line is `ok` or `error: MESSAGE`; what
+//! or `show WHAT [-j]`, `route get`, `clear stats` ([`crate::show::inspect`]), or a batch: a first line `batch`,
+//! then configuration lines up to the end of the request, applied in order as one atomic step. The reply's first
+//! line is `ok` or `error: MESSAGE`; what
 //! follows is the output. Configuration lines are applied to the running configuration itself, in a transaction
 //! ([`Builder::transaction`]: a route line is a lookup in the route index and an entry in the undo log); when the
 //! lines are route lines only, the routes they changed (added, removed, replaced) change the published table in

@@ -1,6 +1,6 @@
-//! `show sr [-j]`: the router's SRv6 state: the tunnel source (`sr tunsrc set`), the HMAC keys (`sr hmac set`;
-//! their ids and algorithms as `ip sr hmac show` prints them, never their secrets), the seg6 sysctls (global and per interface), and the seg6local
-//! SIDs with their counters (routes with `count`).
+//! `show sr [-j]`: the router's SRv6 state: the tunnel source (`sr tunsrc set`), the HMAC keys (`sr hmac set`; their
+//! ids and algorithms as `ip sr hmac show` prints them, never their secrets), the seg6 sysctls (global and per
+//! interface), and the seg6local SIDs with their counters (routes with `count`).
 
 use super::all_routes;
 use lwt6_dataplane::snapshot::Snapshot;
