@@ -271,6 +271,9 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
         }),
         _ => None,
     };
+    // IPv4 (`ip -4 route get`): no `src` when the source is given.
+    let src = src.filter(|_| q.dst.is_ipv6() || q.from.is_none());
+    let v6 = q.dst.is_ipv6();
     let nh = next_hop(snap, r, q.dst);
     let plan = r.plan.and_then(|id| snap.plan(id));
     let place = placement(snap, table, r, q.dst);
@@ -284,7 +287,7 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     if q.json {
         let mut o = Object::default();
         o.put("dst", q.dst.to_string());
-        if q.dst.is_ipv6() {
+        if v6 || q.from.is_some() {
             o.put(
                 "from",
                 q.from.map_or_else(|| "::".into(), |f| f.to_string()),
@@ -302,19 +305,22 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
         if table != MAIN_TABLE {
             o.put("table", table_name(table));
         }
-        if r.origin == Origin::Connected {
+        if v6 && r.origin == Origin::Connected {
             o.put("protocol", "kernel");
         }
-        if let Some(s) = scope(r) {
+        if let Some(s) = scope(r).filter(|_| v6) {
             o.put("scope", s);
         }
         if let Some(s) = src {
             o.put("prefsrc", s.to_string());
         }
-        if q.dst.is_ipv6() || r.metric != 0 {
+        if v6 {
             o.put("metric", r.metric);
         }
         o.put("flags", [(); 0]);
+        if !v6 {
+            o.put("cache", [(); 0]);
+        }
         if let Some(m) = r.mtu {
             let mut x = Object::default();
             x.put("mtu", m.value);
@@ -391,7 +397,7 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     }
     // The line `ip route get` prints.
     let mut line = q.dst.to_string();
-    if q.dst.is_ipv6() {
+    if v6 || q.from.is_some() {
         line += &format!(
             " from {}",
             q.from.map_or_else(|| "::".into(), |f| f.to_string())
@@ -409,14 +415,18 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     if table != MAIN_TABLE {
         line += &format!(" table {}", table_name(table));
     }
-    if r.origin == Origin::Connected {
+    if v6 && r.origin == Origin::Connected {
         line += " proto kernel";
     }
     if let Some(s) = src {
         line += &format!(" src {s}");
     }
-    if q.dst.is_ipv6() || r.metric != 0 {
+    if v6 {
         line += &format!(" metric {}", r.metric);
+    } else {
+        // `ip -4 route get` prints the route cache entry's attributes on a line of their own (and the
+        // requester's `uid`, which lwt6 leaves out).
+        line += "\n    cache";
     }
     if let Some(m) = r.mtu {
         line += &format!(" mtu {m}");
@@ -424,7 +434,7 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     if let Some(d) = &q.iif {
         line += &format!(" iif {d}");
     }
-    if q.dst.is_ipv6() {
+    if v6 {
         line += " pref medium";
     }
     let mut s = format!("{line}\n");
@@ -491,6 +501,26 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
 /// A destination that is one of the router's addresses, as the kernel answers it (its `local` table).
 fn local_answer(q: &Query) -> String {
     let from = q.from.map_or_else(|| "::".into(), |f| f.to_string());
+    if q.json && !q.dst.is_ipv6() {
+        // As `ip -4 -j route get` writes it (without the requester's `uid`).
+        let mut o = Object::default();
+        o.put("type", "local").put("dst", q.dst.to_string());
+        if let Some(f) = q.from {
+            o.put("from", f.to_string());
+        }
+        o.put("dev", "lo");
+        if q.iif.is_none() && q.from.is_none() {
+            o.put("prefsrc", q.dst.to_string());
+        }
+        o.put("flags", [(); 0]).put("cache", ["local"]);
+        if let Some(d) = &q.iif {
+            o.put("iif", d);
+        }
+        let mut ours = Object::default();
+        ours.put("local", true);
+        o.put_object("lwt6", ours);
+        return format!("[{}]\n", o.to_json());
+    }
     if q.json {
         let mut o = Object::default();
         o.put("type", "local").put("dst", q.dst.to_string());
@@ -516,9 +546,24 @@ fn local_answer(q: &Query) -> String {
         return format!("[{}]\n", o.to_json());
     }
     let mut line = format!("local {}", q.dst);
-    if q.dst.is_ipv6() {
-        line += &format!(" from {from}");
+    if !q.dst.is_ipv6() {
+        // As `ip -4 route get` prints it (without the requester's `uid`).
+        if let Some(f) = q.from {
+            line += &format!(" from {f}");
+        }
+        line += " dev lo";
+        if q.iif.is_none() && q.from.is_none() {
+            line += &format!(" src {}", q.dst);
+        }
+        line += "\n    cache <local>";
+        if let Some(d) = &q.iif {
+            line += &format!(" iif {d}");
+        }
+        return format!(
+            "{line}\n    one of the router's addresses: delivered to the router itself\n"
+        );
     }
+    line += &format!(" from {from}");
     line += " dev lo table local proto kernel";
     if q.iif.is_none() {
         line += &format!(" src {}", q.dst);
