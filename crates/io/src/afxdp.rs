@@ -451,6 +451,11 @@ impl XskPort {
         self.zero_copy
     }
 
+    /// The port's ring and UMEM sizes.
+    pub fn geometry(&self) -> Geometry {
+        self.sock.geometry
+    }
+
     /// The interface's XDP attachment.
     pub fn attachment(&self) -> &Arc<XdpAttachment> {
         &self.attachment

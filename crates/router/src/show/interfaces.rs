@@ -4,7 +4,7 @@
 
 use lwt6_dataplane::snapshot::Snapshot;
 use lwt6_io::afpacket::AfPacketOptions;
-use lwt6_io::afxdp::{XdpMode, XskOptions, XskPort};
+use lwt6_io::afxdp::{XdpMode, XskPort};
 use lwt6_wire::ethernet::mac_text;
 use serde_json::{Value, json};
 
@@ -34,6 +34,8 @@ pub enum PortIo {
         ring_size: u32,
         /// Bytes per UMEM frame.
         frame_size: u32,
+        /// Bytes the kernel leaves free in front of every received frame (room for the headers routes add).
+        headroom: u32,
     },
     /// An AF_PACKET socket.
     AfPacket {
@@ -45,9 +47,9 @@ pub enum PortIo {
 }
 
 impl PortInfo {
-    /// An AF_XDP port of device `dev` served by `worker`, built with the default [`XskOptions`] sizes.
+    /// An AF_XDP port of device `dev` served by `worker`.
     pub fn xsk(dev: usize, worker: usize, p: &XskPort) -> PortInfo {
-        let o = XskOptions::default();
+        let g = p.geometry();
         PortInfo {
             dev,
             worker,
@@ -58,8 +60,9 @@ impl PortInfo {
                     XdpMode::Driver | XdpMode::Auto => "native",
                 },
                 zero_copy: p.is_zero_copy(),
-                ring_size: o.ring_size,
-                frame_size: o.frame_size,
+                ring_size: g.ring_size,
+                frame_size: g.frame_size,
+                headroom: g.headroom,
             },
         }
     }
@@ -85,9 +88,11 @@ impl PortInfo {
                 zero_copy,
                 ring_size,
                 frame_size,
+                headroom,
             } => {
                 json!({"io": "af_xdp", "queue": queue, "worker": self.worker, "xdp_mode": xdp_mode,
-                        "zero_copy": zero_copy, "ring_size": ring_size, "frame_size": frame_size})
+                        "zero_copy": zero_copy, "ring_size": ring_size, "frame_size": frame_size,
+                        "headroom": headroom})
             }
             PortIo::AfPacket { fanout, rcvbuf } => {
                 json!({"io": "af_packet", "worker": self.worker, "fanout": fanout, "rcvbuf": rcvbuf})
@@ -103,8 +108,9 @@ impl PortInfo {
                 zero_copy,
                 ring_size,
                 frame_size,
+                headroom,
             } => format!(
-                "    queue {queue}: worker {}, af_xdp, xdp {xdp_mode}, {}, rings {ring_size}, frames {frame_size} bytes\n",
+                "    queue {queue}: worker {}, af_xdp, xdp {xdp_mode}, {}, rings {ring_size}, frames {frame_size} bytes, headroom {headroom}\n",
                 self.worker,
                 if *zero_copy { "zero-copy" } else { "copy" }
             ),
