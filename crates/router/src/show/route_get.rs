@@ -577,3 +577,49 @@ fn local_answer(q: &Query) -> String {
     }
     format!("{line}\n    one of the router's addresses: delivered to the router itself\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipnet::IpNet;
+
+    /// [`placement`] of one route is what the XDP tier's own tables put in that route's entry.
+    #[test]
+    fn placement_is_the_xdp_tables_entry() {
+        let text = "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
+            addr add fd00:1::1/64 dev r0\naddr add fd00:2::1/64 dev r1\n\
+            neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n\
+            -6 route add fd00:55::/64 via fd00:2::2 dev r1\n\
+            -6 route add fd00:56::/64 encap seg6 mode encap segs fc00::1 dev r1\n\
+            -6 route add fd00:57::/64 encap seg6 mode inline segs fc00::1,fc00::2 dev r1\n\
+            -6 route add fd00:58::/64 via fd00:2::9 dev r1\n\
+            -6 route add fd00:59::/64 encap ioam6 trace prealloc type 0x800000 ns 1 size 12 via fd00:2::2 dev r1\n\
+            ioam namespace add 1\n\
+            -6 route add fc00::/16 via fd00:2::2 dev r1\n\
+            -6 route add fc00:1::100/128 encap seg6local action End dev r1\n\
+            -6 route add fc00:1::101/128 encap seg6local action End count dev r1\n";
+        let snap = Snapshot::build(&lwt6_config::parse(text).unwrap()).unwrap();
+        let tables = lwt6_xdp::tables(&snap);
+        let mut seen = std::collections::HashSet::new();
+        for r in snap.fib().routes_v6() {
+            let IpNet::V6(net) = r.prefix else { continue };
+            let want = match tables
+                .placement(&net)
+                .expect("every main IPv6 route has an entry")
+            {
+                Ok(k) => Placement::Driver(k),
+                Err(w) => Placement::Worker(w),
+            };
+            let got = placement(&snap, MAIN_TABLE, r, IpAddr::V6(net.network()));
+            assert_eq!(got, want, "{net}");
+            seen.insert(got.words().0);
+        }
+        assert_eq!(seen.len(), 2, "both tiers are exercised");
+        // IPv4 and the other tables are not the tier's.
+        let r = snap.fib().routes_v6().next().unwrap();
+        assert_eq!(
+            placement(&snap, 100, r, r.prefix.addr()),
+            Placement::NotInTier
+        );
+    }
+}
