@@ -18,7 +18,7 @@ pub struct RouteArgs {
 #[derive(Debug, Subcommand)]
 pub enum RouteWhat {
     /// The route ADDR takes, as `ip -6 route get` prints it, then its tunnel, plan, next hop, effective MTU and
-    /// XDP placement (docs/live.md, *Route get*).
+    /// XDP placement (docs/live.md, *Inspecting a running router*).
     Get {
         /// Router configuration.
         #[arg(short = 'c', long = "config")]

@@ -4,7 +4,7 @@
 
 use lwt6_dataplane::snapshot::Snapshot;
 use lwt6_io::afpacket::AfPacketOptions;
-use lwt6_io::afxdp::{XdpMode, XskPort};
+use lwt6_io::afxdp::XskPort;
 use lwt6_wire::ethernet::mac_text;
 use serde_json::{Value, json};
 
@@ -55,10 +55,7 @@ impl PortInfo {
             worker,
             io: PortIo::AfXdp {
                 queue: p.queue(),
-                xdp_mode: match p.attachment().mode() {
-                    XdpMode::Skb => "generic",
-                    XdpMode::Driver | XdpMode::Auto => "native",
-                },
+                xdp_mode: p.attachment().mode().name(),
                 zero_copy: p.is_zero_copy(),
                 ring_size: g.ring_size,
                 frame_size: g.frame_size,
