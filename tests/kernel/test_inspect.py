@@ -55,6 +55,7 @@ def topo(request):
     except NetnsError as e:
         pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
     request.addfinalizer(t.destroy)
+    t.lwt6_mode()
     return t
 
 
@@ -180,3 +181,44 @@ def test_clear_stats_zeroes_and_keeps_the_balance(topo, workdir):
         final = r.stop()
     # The final counters are since the start: not cleared.
     assert final["tx"] == before + after, final
+
+
+@pytest.fixture(scope="module")
+def topo2(request):
+    try:
+        require_root()
+        t = LiveTopo("insq", queues=2)
+    except NetnsError as e:
+        pytest.fail(f"cannot build the two-queue topology: {e}", pytrace=False)
+    request.addfinalizer(t.destroy)
+    t.lwt6_mode()
+    return t
+
+
+def rx_queues(ns, ifname):
+    """The receive queues the kernel gives the interface (/sys/class/net/IF/queues/rx-N)."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "ls", f"/sys/class/net/{ifname}/queues"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return sorted(int(q[3:]) for q in out if q.startswith("rx-"))
+
+
+@pytest.mark.parametrize("io", ["packet", "xdp"])
+def test_show_interfaces_two_workers(topo2, workdir, io):
+    r = LiveRouter(topo2.rns, "\n".join(LIVE_BASE) + "\n", workdir, ["--io", io, "--workers", "2"], label=f"q{io}")
+    try:
+        got = r.ctl("show", "interfaces", "-j")
+        assert got.returncode == 0, got.stderr
+        shown = {i["ifname"]: i for i in json.loads(got.stdout)}
+    finally:
+        r.stop()
+    for name in ("r0", "r1"):
+        ports = shown[name]["ports"]
+        if io == "xdp":
+            # One socket per receive queue the kernel has, queue q served by worker q % 2.
+            queues = rx_queues(topo2.rns, name)
+            assert queues == [0, 1]
+            assert sorted((p["queue"], p["worker"]) for p in ports) == [(q, q % 2) for q in queues]
+        else:
+            # One socket per worker, in one fanout group (hash: the default).
+            assert sorted(p["worker"] for p in ports) == [0, 1]
+            assert all(p["fanout"] == "hash" for p in ports)
