@@ -306,6 +306,7 @@ impl Control {
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
+                    s += &crate::show::clear::since_text(&self.baseline);
                     s += &report_text(&total, &names);
                     if self.refused_since_clear() > 0 {
                         s += &format!(

@@ -125,3 +125,11 @@ pub fn unix_seconds(t: SystemTime) -> f64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
+
+/// `show stats`' line about the last clear: `counters since clear stats, T s ago`; nothing when never cleared.
+pub fn since_text(b: &Baseline) -> String {
+    match b.at.map(|t| t.elapsed().unwrap_or_default()) {
+        Some(d) => format!("counters since clear stats, {:.1} s ago\n", d.as_secs_f64()),
+        None => String::new(),
+    }
+}

@@ -202,6 +202,47 @@ mod tests {
     }
 
     #[test]
+    fn ipv4_route_get_prints_what_ip_4_route_get_prints() {
+        let mut c = control(&format!(
+            "{CONFIG}addr add 10.1.0.2/24 dev r0\naddr add 10.2.0.1/24 dev r1\n\
+             -4 route add 10.99.0.0/24 via 10.2.0.2 dev r1\n\
+             -4 route add 10.98.0.0/24 via 10.2.0.2 dev r1 metric 7 mtu 1400\n"
+        ));
+        // `ip -4 route get` in a namespace with these routes (Linux 6.18), without its `uid 0` and trailing spaces.
+        for (q, kernel) in [
+            (
+                "route get 10.99.0.1",
+                "10.99.0.1 via 10.2.0.2 dev r1 src 10.2.0.1\n    cache",
+            ),
+            (
+                "route get 10.98.0.1",
+                "10.98.0.1 via 10.2.0.2 dev r1 src 10.2.0.1\n    cache mtu 1400",
+            ),
+            (
+                "route get 10.2.0.9",
+                "10.2.0.9 dev r1 src 10.2.0.1\n    cache",
+            ),
+            (
+                "route get 10.2.0.1",
+                "local 10.2.0.1 dev lo src 10.2.0.1\n    cache <local>",
+            ),
+            (
+                "route get 10.99.0.1 from 10.1.0.1 iif r0",
+                "10.99.0.1 from 10.1.0.1 via 10.2.0.2 dev r1\n    cache iif r0",
+            ),
+            (
+                "route get 10.99.0.1 from 10.2.0.1",
+                "10.99.0.1 from 10.2.0.1 via 10.2.0.2 dev r1\n    cache",
+            ),
+        ] {
+            let (ok, out) = c.handle_line(q);
+            assert!(ok, "{q}: {out}");
+            let two: Vec<&str> = out.lines().take(2).collect();
+            assert_eq!(two.join("\n"), kernel, "{q}");
+        }
+    }
+
+    #[test]
     fn route_get_json_is_ip_j_route_get_with_lwt6_fields() {
         let mut c = control(CONFIG);
         let (ok, out) = c.handle_line("route get fd00:56::1 -j");
@@ -328,6 +369,8 @@ mod tests {
         assert_eq!(v["balanced"], true, "{v}");
         assert_eq!(v["drops"]["no_route"], 9);
         assert_eq!(v["workers"][0]["balanced"], true);
+        let (_, text) = c.handle_line("show stats");
+        assert!(text.contains("counters since clear stats, "), "{text}");
         let (ok, e) = c.handle_line("clear counters");
         assert!(!ok && e.contains("'counters'"), "{e}");
         let (ok, e) = c.handle_batch(&["clear stats"]);
