@@ -433,7 +433,7 @@ impl Topo {
         ])?;
         v.trim()
             .parse()
-            .map_err(|_| fail(format!("d0 rx_packets: {v:?}")))
+            .map_err(|_| fail(format!("d0 rx_packets: not a number: '{}'", v.trim())))
     }
 
     /// The kernel stepped aside (docs/live.md): no forwarding, IPv6 off on r0 / r1 (which removes their
@@ -1069,8 +1069,8 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
     drop(b);
     let doc = json!({
         "machine": {"load_before": started, "load_after": load(), "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
-        "settings": {"io": format!("{:?}", a.io).to_lowercase(), "sender": format!("{:?}", a.sender).to_lowercase(),
-                     "receiver": format!("{:?}", a.receiver).to_lowercase(), "receiver_threads": receiver_threads,
+        "settings": {"io": value_name(&a.io), "sender": value_name(&a.sender),
+                     "receiver": value_name(&a.receiver), "receiver_threads": receiver_threads,
                      "sender_cpus": a.sender_cpus, "router_cpus": a.router_cpus, "receiver_cpus": a.receiver_cpus,
                      "queues": a.queues, "rounds": a.rounds, "overload_ms": a.overload_ms,
                      "trial_ms": a.trial_ms, "steps": a.steps, "tries": a.tries, "loss": a.loss, "flows": a.flows, "nice": a.nice, "napi_nice": a.napi_nice},
@@ -1185,15 +1185,15 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
         sep += "---|";
     }
     let mut out = format!(
-        "load {} → {}; sender {:?} on CPUs {}, router on CPUs {}, receiver {:?} on CPUs {}; medians of {} round{}\n\
+        "load {} → {}; sender {} on CPUs {}, router on CPUs {}, receiver {} on CPUs {}; medians of {} round{}\n\
          each cell: delivered at overload, router-CPU time per delivered packet (router threads'); zero-loss rate\n\n\
          {head} lwt6 / kernel: delivered, CPU per packet |\n{sep}---|\n",
         doc["machine"]["load_before"].as_str().unwrap_or(""),
         doc["machine"]["load_after"].as_str().unwrap_or(""),
-        a.sender,
+        value_name(&a.sender),
         a.sender_cpus,
         a.router_cpus,
-        a.receiver,
+        value_name(&a.receiver),
         a.receiver_cpus,
         a.rounds,
         if a.rounds == 1 { "" } else { "s" }
@@ -1236,6 +1236,13 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
         out += &line;
     }
     out
+}
+
+/// A command-line value as the user types it (`xdp`, `packet`, `stack`).
+fn value_name<T: ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

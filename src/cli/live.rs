@@ -76,8 +76,9 @@ pub struct CtlArgs {
     #[arg(long = "batch", value_name = "FILE", conflicts_with = "line")]
     pub batch: Option<PathBuf>,
     /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
-    /// `show routes|stats|neigh|trace [-j]`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`,
-    /// `trace stop`, `trace clear` (docs/live.md, *Packet tracing*); the words are joined by spaces.
+    /// `show routes|stats|neigh|trace|sr|ioam|interfaces [-j]`, `route get ADDR [from SRC] [iif DEV] [table T]
+    /// [-j]`, `clear stats`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`, `trace stop`, `trace
+    /// clear` (docs/live.md, *Inspecting a running router*, *Packet tracing*); the words are joined by spaces.
     #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }

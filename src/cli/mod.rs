@@ -63,9 +63,12 @@ pub enum Command {
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(live::RunArgs),
-    /// Send one request to a running router's control socket: a configuration line, `show routes|stats|neigh|trace`,
-    /// or `trace add N [FILTER]|stop|clear` (packet tracing).
+    /// Send one request to a running router's control socket: a configuration line, `show
+    /// routes|stats|neigh|trace|sr|ioam|interfaces`, `route get ADDR`, `clear stats`, or `trace add N
+    /// [FILTER]|stop|clear` (packet tracing).
     Ctl(live::CtlArgs),
+    /// The route an address takes in a configuration, as `ip route get` prints it, with lwt6's plan for it.
+    Route(route_get::RouteArgs),
     /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
     Gen(generator::GenArgs),
 }
@@ -178,6 +181,7 @@ pub mod headroom;
 pub mod install;
 pub mod ioam_export;
 pub mod live;
+pub mod route_get;
 pub mod stdio;
 
 use lwt6_router::show::{counted_routes, route_line, routes_text};
@@ -229,6 +233,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Man(a) => install::man(&a),
         Command::Run(a) => live::run(a),
         Command::Ctl(a) => live::ctl(a),
+        Command::Route(a) => route_get::run(a),
         Command::Gen(a) => generator::run(a),
         Command::Check(a) => {
             let cfg = load_config(&a.config)?;

@@ -42,6 +42,17 @@ pub enum XdpMode {
     Skb,
 }
 
+impl XdpMode {
+    /// The mode as `ip link` names it: `native` (driver), `generic` (skb), `auto` (native, else generic).
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpMode::Auto => "auto",
+            XdpMode::Driver => "native",
+            XdpMode::Skb => "generic",
+        }
+    }
+}
+
 /// How a port is built.
 #[derive(Clone, Copy, Debug)]
 pub struct XskOptions {
@@ -96,7 +107,7 @@ pub enum XskError {
         ifname: String,
     },
     /// The program could not be attached (another XDP program is attached, or the device refuses XDP).
-    #[error("cannot attach the XDP program to {ifname} in {mode:?} mode: {source}")]
+    #[error("cannot attach the XDP program to {ifname} in {} mode: {source}", .mode.name())]
     Attach {
         /// The interface.
         ifname: String,
@@ -456,6 +467,11 @@ impl XskPort {
     /// Whether the kernel bound the socket in zero-copy mode.
     pub fn is_zero_copy(&self) -> bool {
         self.zero_copy
+    }
+
+    /// The port's ring and UMEM sizes.
+    pub fn geometry(&self) -> Geometry {
+        self.sock.geometry
     }
 
     /// The interface's XDP attachment.

@@ -94,7 +94,13 @@ fn upper(protocol: u8, b: &[u8], layers: &mut Vec<Value>, depth: usize) {
                 && b[0] < 128
                 && let Some(e) = icmpv6::IcmpError::from_type_code_field(b[0], b[1], u32::from_be_bytes([b[4], b[5], b[6], b[7]]))
             {
-                v["error"] = json!(format!("{e:?}"));
+                v["error"] = json!(e.name());
+                if let Some(m) = e.mtu() {
+                    v["mtu"] = json!(m);
+                }
+                if let Some(p) = e.pointer() {
+                    v["pointer"] = json!(p);
+                }
             }
             layers.push(v)
         }
@@ -299,14 +305,19 @@ pub fn summary(layers: &[Value]) -> String {
                 "UDP {} > {} len {}",
                 l["src_port"], l["dst_port"], l["payload_len"]
             ),
-            "icmpv6" => format!(
-                "ICMPv6 type {} code {}{}",
-                l["type"],
-                l["code"],
-                l.get("error")
-                    .map(|e| format!(" {}", e.as_str().unwrap_or("")))
-                    .unwrap_or_default()
-            ),
+            "icmpv6" => {
+                let mut s = format!("ICMPv6 type {} code {}", l["type"], l["code"]);
+                if let Some(e) = l.get("error").and_then(Value::as_str) {
+                    s += &format!(" {}", e.replace('_', " "));
+                }
+                if let Some(m) = l.get("mtu") {
+                    s += &format!(" mtu {m}");
+                }
+                if let Some(p) = l.get("pointer") {
+                    s += &format!(" pointer {p}");
+                }
+                s
+            }
             "error" => format!("ERROR {}", l["error"].as_str().unwrap_or("")),
             other => other.to_string(),
         };

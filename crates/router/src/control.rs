@@ -2,8 +2,9 @@
 //! `lwt6 ctl`, is [`crate::ctl`]).
 //!
 //! A request is a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`: docs/config.md)
-//! or `show routes|stats|neigh [-j]`, or a batch: a first line `batch`, then configuration lines up to the end of
-//! the request, applied in order as one atomic step. The reply's first line is `ok` or `error: MESSAGE`; what
+//! or `show WHAT [-j]`, `route get`, `clear stats` ([`crate::show::inspect`]), or a batch: a first line `batch`,
+//! then configuration lines up to the end of the request, applied in order as one atomic step. The reply's first
+//! line is `ok` or `error: MESSAGE`; what
 //! follows is the output. Configuration lines are applied to the running configuration itself, in a transaction
 //! ([`Builder::transaction`]: a route line is a lookup in the route index and an entry in the undo log); when the
 //! lines are route lines only, the routes they changed (added, removed, replaced) change the published table in
@@ -69,6 +70,10 @@ pub struct Control {
     pub stopping: Option<Box<dyn FnMut() -> bool>>,
     /// Connections refused by their peer's credentials (`control_refused` in `show stats`).
     pub refused: u64,
+    /// The counters at the last `clear stats` (`show` prints the counters since).
+    pub baseline: crate::show::clear::Baseline,
+    /// The ports the workers serve (`show interfaces`).
+    pub ports: Vec<crate::show::interfaces::PortInfo>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -185,6 +190,8 @@ impl Control {
             trace: Arc::default(),
             stopping: None,
             refused: 0,
+            baseline: Default::default(),
+            ports: Vec::new(),
         }
     }
 
@@ -200,9 +207,13 @@ impl Control {
     /// Answers one request: `(true, output)` or `(false, error message)`.
     pub fn handle_line(&mut self, line: &str) -> (bool, String) {
         let toks: Vec<&str> = line.split_whitespace().collect();
+        if let Some(args) = crate::show::inspect::route_get_words(&toks) {
+            return self.route_get(args);
+        }
         match toks.first().copied() {
             None => (false, "empty request".into()),
             Some("show") => self.show(&toks[1..]),
+            Some("clear") => self.clear(&toks[1..]),
             Some("trace") => self.trace(&toks[1..]),
             Some("link") => (
                 false,
@@ -221,12 +232,12 @@ impl Control {
     pub fn handle_batch(&mut self, lines: &[&str]) -> (bool, String) {
         if let Some((i, _)) = lines.iter().enumerate().find(|(_, l)| {
             let first = l.split_whitespace().next();
-            matches!(first, Some("show" | "link" | "batch" | "trace"))
+            matches!(first, Some("show" | "link" | "batch" | "trace" | "clear"))
         }) {
             return (
                 false,
                 format!(
-                    "line {}: '{}': a batch holds configuration lines only (no link, show, trace or batch)",
+                    "line {}: '{}': a batch holds configuration lines only (no link, show, trace, clear or batch)",
                     i + 1,
                     shown_token(lines[i].split_whitespace().next().unwrap_or(""))
                 ),
@@ -251,10 +262,16 @@ impl Control {
             [] => {
                 return (
                     false,
-                    "show what? (expected one of: routes, stats, neigh, trace)".into(),
+                    format!(
+                        "show what? (expected one of: {})",
+                        crate::show::inspect::SHOW_WHAT
+                    ),
                 );
             }
         };
+        if let Some(answer) = self.show_more(what, json) {
+            return answer;
+        }
         match what {
             "trace" => {
                 let (sum, frames) = self.trace.snapshot();
@@ -269,7 +286,7 @@ impl Control {
             }
             "routes" => {
                 // With the workers' `count` counters of seg6local routes, as `ip -s route` shows them.
-                let (total, _) = gather(&self.reports);
+                let (total, _) = self.counters();
                 let snap = self.handle.load();
                 (
                     true,
@@ -278,21 +295,23 @@ impl Control {
             }
             "stats" => {
                 let names = self.link_names();
-                let (total, each) = gather(&self.reports);
+                let (total, each) = self.counters();
                 if json {
                     let workers: Vec<_> = each.iter().map(|r| report_json(r, &names)).collect();
                     let mut v = report_json(&total, &names);
                     v["io"] = json!(self.io);
                     v["workers"] = json!(workers);
-                    v["control_refused"] = json!(self.refused);
+                    v["control_refused"] = json!(self.refused_since_clear());
+                    v["cleared_at"] = json!(self.baseline.at.map(crate::show::clear::unix_seconds));
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
+                    s += &crate::show::clear::since_text(&self.baseline);
                     s += &report_text(&total, &names);
-                    if self.refused > 0 {
+                    if self.refused_since_clear() > 0 {
                         s += &format!(
                             "  control connections refused (peer credentials) {}\n",
-                            self.refused
+                            self.refused_since_clear()
                         );
                     }
                     for (i, r) in each.iter().enumerate() {
@@ -352,8 +371,9 @@ impl Control {
             w => (
                 false,
                 format!(
-                    "'{}': expected one of: routes, stats, neigh, trace",
-                    shown_token(w)
+                    "'{}': expected one of: {}",
+                    shown_token(w),
+                    crate::show::inspect::SHOW_WHAT
                 ),
             ),
         }

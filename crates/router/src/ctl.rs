@@ -50,9 +50,9 @@ pub fn request(path: &Path, line: &str) -> Result<String, Error> {
             Err(fail(head["error: ".len()..].to_string()))
         }
         _ => Err(fail(format!(
-            "control socket {}: unexpected reply {:?}",
+            "control socket {}: unexpected reply '{}'",
             path.display(),
-            reply.chars().take(80).collect::<String>()
+            lwt6_dataplane::spec::shown_token(&reply.chars().take(80).collect::<String>())
         ))),
     }
 }

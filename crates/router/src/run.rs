@@ -5,6 +5,7 @@
 
 use crate::control::{self, Control};
 use crate::engine::{self, WorkerCtx, WorkerReport};
+use crate::show::interfaces::PortInfo;
 use crate::{Error, fail, kroutes, links, metrics, privilege, trace};
 use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
 use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
@@ -319,9 +320,15 @@ fn serve(
     };
     // Held until the workers have stopped: the XDP programs stay attached for the router's life.
     let mut _attachments = Vec::new();
+    let mut port_info = Vec::new();
     match ports {
         Ports::Packet(ports) => {
             for (i, p) in ports.into_iter().enumerate() {
+                let fanout = (a.workers > 1).then_some(match a.fanout {
+                    Fanout::Hash => "hash",
+                    Fanout::Queue => "queue",
+                });
+                port_info.extend((0..p.len()).map(|d| PortInfo::packet(d, i, fanout)));
                 let ctx = WorkerCtx {
                     port_dev: (0..p.len()).collect(),
                     ports: p,
@@ -341,6 +348,7 @@ fn serve(
         Ports::Xdp(x) => {
             _attachments = x.attachments;
             for (i, (p, d)) in x.ports.into_iter().zip(x.port_dev).enumerate() {
+                port_info.extend(p.iter().zip(&d).map(|(p, d)| PortInfo::xsk(*d, i, p)));
                 let ctx = WorkerCtx {
                     ports: p,
                     port_dev: d,
@@ -379,6 +387,7 @@ fn serve(
         outbox,
         trace,
         stopping: Some(Box::new(stopping)),
+        ports: port_info,
         ..Control::new(cfg, handle, reports.clone(), io)
     };
     let mut monitor = if a.kernel_routes {

@@ -52,6 +52,23 @@ pub enum Icmpv4Error {
 }
 
 impl Icmpv4Error {
+    /// The error's name as lwt6 shows it (`dest_unreachable`, `frag_needed`, `time_exceeded`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Icmpv4Error::DestUnreachable { .. } => "dest_unreachable",
+            Icmpv4Error::FragNeeded { .. } => "frag_needed",
+            Icmpv4Error::TimeExceeded { .. } => "time_exceeded",
+        }
+    }
+
+    /// The next-hop MTU a Fragmentation Needed carries.
+    pub fn mtu(&self) -> Option<u32> {
+        match *self {
+            Icmpv4Error::FragNeeded { mtu } => Some(u32::from(mtu)),
+            _ => None,
+        }
+    }
+
     /// (type, code, 32-bit field) as on the wire.
     pub fn type_code_field(&self) -> (u8, u8, u32) {
         match *self {

@@ -51,6 +51,33 @@ pub enum IcmpError {
 }
 
 impl IcmpError {
+    /// The error's name as lwt6 shows it (`dest_unreachable`, `packet_too_big`, `time_exceeded`,
+    /// `param_problem`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            IcmpError::DestUnreachable { .. } => "dest_unreachable",
+            IcmpError::PacketTooBig { .. } => "packet_too_big",
+            IcmpError::TimeExceeded { .. } => "time_exceeded",
+            IcmpError::ParamProblem { .. } => "param_problem",
+        }
+    }
+
+    /// The MTU a Packet Too Big carries.
+    pub fn mtu(&self) -> Option<u32> {
+        match *self {
+            IcmpError::PacketTooBig { mtu } => Some(mtu),
+            _ => None,
+        }
+    }
+
+    /// The pointer a Parameter Problem carries.
+    pub fn pointer(&self) -> Option<u32> {
+        match *self {
+            IcmpError::ParamProblem { pointer, .. } => Some(pointer),
+            _ => None,
+        }
+    }
+
     /// (type, code, 32-bit field) as on the wire.
     pub fn type_code_field(&self) -> (u8, u8, u32) {
         match *self {

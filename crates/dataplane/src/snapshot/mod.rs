@@ -331,7 +331,7 @@ impl Snapshot {
 
     /// The source address Linux would select for `dst` leaving on `dev` (RFC 6724 rules as the kernel applies
     /// them, see [`saddr`]).
-    pub(crate) fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
+    pub fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
         let cands = self
             .links
             .iter()

@@ -312,8 +312,22 @@ pub enum Step {
     /// An ICMP error generated about the packet (sent unless RFC 4443 §2.4 (e), the rate limits or the way back
     /// forbid it: then `sent` is false).
     Icmp {
-        /// The error (`TimeExceeded { code: 0 }`, `PacketTooBig { mtu: 1452 }`, ...).
-        error: String,
+        /// `icmpv6` or `icmpv4`.
+        family: &'static str,
+        /// The error: `dest_unreachable`, `packet_too_big`, `time_exceeded`, `param_problem` (ICMPv6),
+        /// `dest_unreachable`, `frag_needed`, `time_exceeded` (ICMPv4).
+        error: &'static str,
+        /// Its ICMP Type.
+        #[serde(rename = "type")]
+        icmp_type: u8,
+        /// Its Code.
+        code: u8,
+        /// The MTU of a Packet Too Big or a Fragmentation Needed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mtu: Option<u32>,
+        /// The pointer of a Parameter Problem.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pointer: Option<u32>,
         /// Its destination: the packet's source.
         to: IpAddr,
         /// Whether it was sent (the next step is its frame).
@@ -332,6 +346,36 @@ pub enum Step {
 }
 
 impl Step {
+    /// An ICMPv6 error about to be generated towards `to` (not sent yet).
+    pub(crate) fn icmp6(err: &crate::wire::icmpv6::IcmpError, to: IpAddr) -> Step {
+        let (icmp_type, code, _) = err.type_code_field();
+        Step::Icmp {
+            family: "icmpv6",
+            error: err.name(),
+            icmp_type,
+            code,
+            mtu: err.mtu(),
+            pointer: err.pointer(),
+            to,
+            sent: false,
+        }
+    }
+
+    /// An ICMPv4 error about to be generated towards `to` (not sent yet).
+    pub(crate) fn icmp4(err: &crate::wire::icmpv4::Icmpv4Error, to: IpAddr) -> Step {
+        let (icmp_type, code, _) = err.type_code_field();
+        Step::Icmp {
+            family: "icmpv4",
+            error: err.name(),
+            icmp_type,
+            code,
+            mtu: err.mtu(),
+            pointer: None,
+            to,
+            sent: false,
+        }
+    }
+
     /// A routing table lookup in `table` for `dst`.
     pub(crate) fn route(
         snap: &Snapshot,

@@ -226,11 +226,29 @@ impl fmt::Display for Step {
                 }
                 Ok(())
             }
-            Step::Icmp { error, to, sent } => write!(
-                f,
-                "icmp       {error} to {to}{}",
-                if *sent { "" } else { " (not sent)" }
-            ),
+            Step::Icmp {
+                family,
+                error,
+                icmp_type,
+                code,
+                mtu,
+                pointer,
+                to,
+                sent,
+            } => {
+                write!(
+                    f,
+                    "icmp       {family} {} (type {icmp_type} code {code}",
+                    error.replace('_', " ")
+                )?;
+                if let Some(m) = mtu {
+                    write!(f, " mtu {m}")?;
+                }
+                if let Some(p) = pointer {
+                    write!(f, " pointer {p}")?;
+                }
+                write!(f, ") to {to}{}", if *sent { "" } else { " (not sent)" })
+            }
             Step::Sent { dev, len, .. } => write!(f, "sent       dev {dev}, {len} bytes"),
         }
     }

@@ -57,13 +57,7 @@ impl Worker {
         let snap = cx.snap;
         let p = ipv4::Packet::new_unchecked(invoking);
         let to = p.src_addr();
-        note!(cx, |t| {
-            t.push(Step::Icmp {
-                error: format!("ICMPv4 {err:?}"),
-                to: to.into(),
-                sent: false,
-            })
-        });
+        note!(cx, |t| { t.push(Step::icmp4(&err, to.into())) });
         let o = to.octets();
         if to.is_unspecified()
             || to.is_loopback()
@@ -121,13 +115,7 @@ impl Worker {
         let snap = cx.snap;
         let p = ipv6::Packet::new_unchecked(invoking);
         let to = p.src_addr();
-        note!(cx, |t| {
-            t.push(Step::Icmp {
-                error: format!("ICMPv6 {err:?}"),
-                to: to.into(),
-                sent: false,
-            })
-        });
+        note!(cx, |t| { t.push(Step::icmp6(&err, to.into())) });
         if to.is_unspecified() || to.is_multicast() || snap.local6.contains(&to) {
             return;
         }

@@ -1,8 +1,16 @@
 //! Router state as the control socket answers `show ...` and `lwt6 show routes` and `lwt6 pcap --stats` print it:
-//! the routing table as `ip route` lists it ([`routes_text`], one route in `ip -j` form in [`route_json`]), and
-//! traced frames ([`trace`]).
+//! the routing table as `ip route` lists it ([`routes_text`], one route in `ip -j` form in [`route_json`]), the
+//! route a destination takes ([`route_get`]), SRv6 and IOAM state ([`sr`], [`ioam`]), the ports
+//! ([`interfaces`]), traced frames ([`trace`]); the counters since `clear stats` ([`clear`]); the control
+//! socket's verbs for them ([`inspect`]).
 
+pub mod clear;
+pub mod inspect;
+pub mod interfaces;
+pub mod ioam;
+pub mod route_get;
 pub mod route_json;
+pub mod sr;
 pub mod trace;
 
 use lwt6_dataplane::fib::{Origin, RouteEntry};

@@ -30,6 +30,12 @@ impl Object {
         self
     }
 
+    /// Adds `key` with `json` (JSON text, written as it is) as its value.
+    pub fn put_raw(&mut self, key: &'static str, json: String) -> &mut Self {
+        self.0.push((key, json));
+        self
+    }
+
     /// The object as JSON text (`{"k":v,...}`, no spaces, as `ip -j` writes it).
     pub fn to_json(&self) -> String {
         let fields: Vec<String> = self
@@ -146,7 +152,7 @@ pub fn route(
 }
 
 /// The encap's keys, as iproute2's `print_encap` writes them after `dst`.
-fn encap(o: &mut Object, t: &Tunnel, counters: Option<&LocalCounters>) {
+pub fn encap(o: &mut Object, t: &Tunnel, counters: Option<&LocalCounters>) {
     match t {
         Tunnel::Input(InputTunnel::Seg6(s)) => seg6(o, s),
         Tunnel::Local(l) => seg6local(o, l, counters),
