@@ -997,6 +997,11 @@ impl<W: Write> PcapngWriter<W> {
         &self.w
     }
 
+    /// The underlying writer, mutably (to flush it).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
+    }
+
     /// The underlying writer (not flushed).
     pub fn into_inner(self) -> W {
         self.w

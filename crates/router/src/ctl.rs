@@ -18,6 +18,27 @@ pub fn batch(lines: &str) -> String {
     r
 }
 
+/// The request of `lwt6 ctl WORDS...`: the words joined by spaces, except that the FILE of `capture start ...
+/// FILE` (its last word), when relative, is made absolute against this process's working directory (the router
+/// writes it, from its own).
+pub fn line(words: &[String]) -> String {
+    let mut w: Vec<String> = words
+        .iter()
+        .flat_map(|w| w.split_whitespace())
+        .map(str::to_string)
+        .collect();
+    if w.len() > 2
+        && w[0] == "capture"
+        && w[1] == "start"
+        && let Some(file) = w.last_mut()
+        && Path::new(file.as_str()).is_relative()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        *file = cwd.join(&*file).display().to_string();
+    }
+    w.join(" ")
+}
+
 /// Sends one request (a line, or a [`batch`]) to the router whose control socket is `path` and returns the
 /// reply's output; fails with the router's error message, or with what went wrong with the socket.
 pub fn request(path: &Path, line: &str) -> Result<String, Error> {

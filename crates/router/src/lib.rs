@@ -9,6 +9,7 @@
 //! - [`kroutes`]: the kernel's main routing table followed over rtnetlink (`--kernel-routes`);
 //! - [`log`]: the log lines on standard error, rate-limited per kind;
 //! - [`metrics`]: the counters in the Prometheus text format;
+//! - [`capture`]: the live capture (a pcapng file of what the workers receive, send and drop);
 //! - [`trace`]: the packet trace the control thread arms and the workers follow;
 //! - [`show`]: router state as text and JSON, as the control socket answers `show ...` and `lwt6 show` and
 //!   `lwt6 pcap` print it (routes as `ip route` lists them, traced frames).
@@ -18,6 +19,7 @@
 //! applied) are written to standard error, one line each, starting with `lwt6: `.
 #![deny(unsafe_code)]
 
+pub mod capture;
 pub mod control;
 pub mod ctl;
 pub mod engine;

@@ -309,6 +309,7 @@ fn serve(
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
+    let capture = Arc::new(crate::capture::CaptureBoard::default());
     let gate = Arc::new(lwt6_dataplane::neigh::SolicitGate::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
@@ -334,6 +335,7 @@ fn serve(
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
                     index: i,
                     trace: Arc::clone(&trace),
+                    capture: Arc::clone(&capture),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -353,6 +355,7 @@ fn serve(
                     close: close_xsk,
                     index: i,
                     trace: Arc::clone(&trace),
+                    capture: Arc::clone(&capture),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -378,6 +381,7 @@ fn serve(
     let mut control = Control {
         outbox,
         trace,
+        capture,
         stopping: Some(Box::new(stopping)),
         ..Control::new(cfg, handle, reports.clone(), io)
     };
@@ -447,6 +451,8 @@ fn serve(
     for t in threads {
         panicked |= t.join().is_err();
     }
+    // A capture still running gets what the workers sent it, and its file is closed.
+    let _ = control.capture.stop();
     let (total, workers) = control::gather(&reports);
     Ok(RunReport {
         total,
