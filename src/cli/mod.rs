@@ -62,8 +62,9 @@ pub enum Command {
     Man(install::ManArgs),
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(live::RunArgs),
-    /// Send one request to a running router's control socket: a configuration line, `show routes|stats|neigh|trace`,
-    /// or `trace add N [FILTER]|stop|clear` (packet tracing).
+    /// Send one request to a running router's control socket: a configuration line,
+    /// `show routes|stats|neigh|trace|capture`, `trace add N [FILTER]|stop|clear` (packet tracing), or
+    /// `capture start [dev IF] [rx] [tx] [drop] [count N] [overwrite] FILE|stop` (live capture to a pcapng file).
     Ctl(live::CtlArgs),
     /// Send a template frame over AF_PACKET at a given rate (live benchmarks; root).
     Gen(generator::GenArgs),
