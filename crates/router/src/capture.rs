@@ -180,6 +180,12 @@ pub fn parse_start(
             _ => return Err(format!("'{}': expected {SYNTAX}", shown_token(w))),
         }
     }
+    if *file == "-" {
+        return Err(
+            "'-': the router writes the capture itself, not to your standard output: give a FILE"
+                .into(),
+        );
+    }
     if !(req.filter.rx || req.filter.tx || req.filter.drop) {
         (req.filter.rx, req.filter.tx, req.filter.drop) = (true, true, true);
     }
@@ -594,6 +600,10 @@ mod tests {
             (
                 &["f.pcapng"][..],
                 "'f.pcapng': FILE must be an absolute path",
+            ),
+            (
+                &["rx", "-"][..],
+                "'-': the router writes the capture itself",
             ),
         ] {
             let e = parse_start(args, dev).unwrap_err();
