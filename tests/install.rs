@@ -229,6 +229,8 @@ fn man_pages_render_without_warnings_and_name_only_pages_that_exist() {
         "sysctl [-w]",
         "show routes|stats|neigh|trace",
         "trace add",
+        "capture start",
+        "capture stop",
     ] {
         assert!(text.contains(stmt), "lwt6.conf(5) lacks {stmt}");
     }

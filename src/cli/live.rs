@@ -76,9 +76,11 @@ pub struct CtlArgs {
     #[arg(long = "batch", value_name = "FILE", conflicts_with = "line")]
     pub batch: Option<PathBuf>,
     /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
-    /// `show routes|stats|neigh|trace|sr|ioam|interfaces [-j]`, `route get ADDR [from SRC] [iif DEV] [table T]
-    /// [-j]`, `clear stats`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`, `trace stop`, `trace
-    /// clear` (docs/live.md, *Inspecting a running router*, *Packet tracing*); the words are joined by spaces.
+    /// `show routes|stats|neigh|trace|capture|sr|ioam|interfaces [-j]`, `route get ADDR [from SRC] [iif DEV]
+    /// [table T] [-j]`, `clear stats`, `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`, `trace stop`,
+    /// `trace clear` (docs/live.md, *Inspecting a running router*, *Packet tracing*), or `capture start [dev IF] [rx]
+    /// [tx] [drop] [count N] [overwrite] FILE`, `capture stop` (a pcapng file the router writes; a relative FILE is
+    /// taken from this directory; docs/live.md, *Live capture*); the words are joined by spaces.
     #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }
@@ -151,7 +153,7 @@ pub fn ctl(a: CtlArgs) -> Result<(), Failure> {
             };
             control::batch(&text)
         }
-        None => a.line.join(" "),
+        None => control::line(&a.line),
     };
     let body = control::request(&a.control, &request)?;
     super::stdio::write_stdout(body.as_bytes(), "the router's answer")

@@ -64,8 +64,9 @@ pub enum Command {
     /// Run the live router on the interfaces the configuration names (root; docs/live.md).
     Run(live::RunArgs),
     /// Send one request to a running router's control socket: a configuration line, `show
-    /// routes|stats|neigh|trace|sr|ioam|interfaces`, `route get ADDR`, `clear stats`, or `trace add N
-    /// [FILTER]|stop|clear` (packet tracing).
+    /// routes|stats|neigh|trace|capture|sr|ioam|interfaces`, `route get ADDR`, `clear stats`, `trace add N
+    /// [FILTER]|stop|clear` (packet tracing), or `capture start [dev IF] [rx] [tx] [drop] [count N] [overwrite]
+    /// FILE|stop` (live capture to a pcapng file).
     Ctl(live::CtlArgs),
     /// The route an address takes in a configuration, as `ip route get` prints it, with lwt6's plan for it.
     Route(route_get::RouteArgs),

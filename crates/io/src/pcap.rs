@@ -64,6 +64,15 @@ const OPT_IF_NAME: u16 = 2;
 const OPT_IF_DESCRIPTION: u16 = 3;
 const OPT_IF_TSRESOL: u16 = 9;
 const OPT_IF_TSOFFSET: u16 = 14;
+/// `opt_comment` (§3.5): a UTF-8 comment, in any block.
+const OPT_COMMENT: u16 = 1;
+/// `epb_flags` (§4.3.1): a 32-bit flags word.
+const OPT_EPB_FLAGS: u16 = 2;
+
+/// `epb_flags` direction bits (§4.3.1, bits 0-1): the frame came in on the interface.
+pub const EPB_INBOUND: u32 = 0b01;
+/// `epb_flags` direction bits (§4.3.1, bits 0-1): the frame went out of the interface.
+pub const EPB_OUTBOUND: u32 = 0b10;
 /// Minimum block total lengths: generic (§3.1), SHB, IDB, SPB, EPB.
 const MIN_BLOCK_LEN: usize = 12;
 const MIN_SHB_LEN: usize = 28;
@@ -837,6 +846,15 @@ pub struct OutFrame<'a> {
     pub data: &'a [u8],
 }
 
+/// The options of one Enhanced Packet Block ([`PcapngWriter::write_with`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EpbOptions<'a> {
+    /// `epb_flags` (§4.3.1): direction in bits 0-1 ([`EPB_INBOUND`], [`EPB_OUTBOUND`]); None: no option.
+    pub flags: Option<u32>,
+    /// `opt_comment` (§3.5): the packet's comment; None: no option.
+    pub comment: Option<&'a str>,
+}
+
 fn put_u16(out: &mut Vec<u8>, v: u16) {
     out.extend_from_slice(&v.to_le_bytes());
 }
@@ -924,6 +942,13 @@ impl<W: Write> PcapngWriter<W> {
     /// devices is an [`InvalidInput`](std::io::ErrorKind::InvalidInput) error (such a file could not be read
     /// back).
     pub fn write(&mut self, f: &OutFrame) -> std::io::Result<()> {
+        self.write_with(f, &EpbOptions::default())
+    }
+
+    /// Writes one frame as an Enhanced Packet Block (§4.3) with the options `o` (in the order `epb_flags`,
+    /// `opt_comment`, then `opt_endofopt`; no option at all when `o` is empty, as [`write`](Self::write)). A
+    /// comment longer than 65535 bytes is cut at a character boundary.
+    pub fn write_with(&mut self, f: &OutFrame, o: &EpbOptions) -> std::io::Result<()> {
         if f.iface >= self.devices {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -935,6 +960,7 @@ impl<W: Write> PcapngWriter<W> {
         }
         let cap = &f.data[..f.data.len().min(PCAPNG_MAX_WRITE_CAPLEN)];
         self.block.clear();
+        let opts = o;
         put_block(&mut self.block, BT_EPB, |o| {
             put_u32(o, f.iface as u32);
             put_u32(o, (f.ts_ns >> 32) as u32);
@@ -942,6 +968,26 @@ impl<W: Write> PcapngWriter<W> {
             put_u32(o, cap.len() as u32);
             put_u32(o, u32::try_from(f.data.len()).unwrap_or(u32::MAX));
             o.extend_from_slice(cap);
+            pad4(o);
+            if let Some(flags) = opts.flags {
+                put_u16(o, OPT_EPB_FLAGS);
+                put_u16(o, 4);
+                put_u32(o, flags);
+            }
+            if let Some(c) = opts.comment {
+                let mut len = c.len().min(usize::from(u16::MAX));
+                while !c.is_char_boundary(len) {
+                    len -= 1;
+                }
+                put_u16(o, OPT_COMMENT);
+                put_u16(o, len as u16);
+                o.extend_from_slice(&c.as_bytes()[..len]);
+                pad4(o);
+            }
+            if opts.flags.is_some() || opts.comment.is_some() {
+                put_u16(o, OPT_ENDOFOPT);
+                put_u16(o, 0);
+            }
         });
         self.w.write_all(&self.block)
     }
@@ -949,6 +995,11 @@ impl<W: Write> PcapngWriter<W> {
     /// The underlying writer.
     pub fn get_ref(&self) -> &W {
         &self.w
+    }
+
+    /// The underlying writer, mutably (to flush it).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
     }
 
     /// The underlying writer (not flushed).
@@ -1149,6 +1200,70 @@ mod tests {
         );
         assert_eq!(got, expect);
         assert_eq!(read_capture(&expect), Ok(vec![frame(ts, &[0xab], 1, 1)]));
+    }
+
+    #[test]
+    fn pcapng_epb_flags_and_comment_golden() {
+        // draft-ietf-opsawg-pcapng §4.3 with options (§3.5): after the packet data, padded to 32 bits, come
+        // epb_flags (code 2, length 4; §4.3.1: bits 0-1 = 01 inbound, 10 outbound), opt_comment (code 1, the
+        // UTF-8 bytes, padded to 32 bits) and opt_endofopt (code 0, length 0). Total 68 = 8 header + 20 fixed
+        // + 4 data (1 byte, 3 pad) + 8 flags + 20 comment (4 + 14 bytes + 2 pad) + 4 end + 4 trailer.
+        #[rustfmt::skip]
+        let inbound_dropped: Vec<u8> = vec![
+            6, 0, 0, 0, 68, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
+            0xab, 0, 0, 0,
+            2, 0, 4, 0, 1, 0, 0, 0,
+            1, 0, 14, 0, b'd', b'r', b'o', b'p', b':', b' ', b'n', b'o', b'_', b'r', b'o', b'u', b't', b'e', 0, 0,
+            0, 0, 0, 0,
+            68, 0, 0, 0,
+        ];
+        // Outbound, no comment: 8 + 20 + 4 + 8 + 4 + 4 = 48.
+        #[rustfmt::skip]
+        let outbound: Vec<u8> = vec![
+            6, 0, 0, 0, 48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0,
+            1, 2, 3, 4,
+            2, 0, 4, 0, 2, 0, 0, 0,
+            0, 0, 0, 0,
+            48, 0, 0, 0,
+        ];
+        let mut w = PcapngWriter::new(Vec::new(), &["a", "b"]).unwrap();
+        let head = w.get_ref().len();
+        let (f1, f2) = (
+            OutFrame {
+                iface: 1,
+                ts_ns: 5,
+                data: &[0xab],
+            },
+            OutFrame {
+                iface: 0,
+                ts_ns: 6,
+                data: &[1, 2, 3, 4],
+            },
+        );
+        w.write_with(
+            &f1,
+            &EpbOptions {
+                flags: Some(EPB_INBOUND),
+                comment: Some("drop: no_route"),
+            },
+        )
+        .unwrap();
+        w.write_with(
+            &f2,
+            &EpbOptions {
+                flags: Some(EPB_OUTBOUND),
+                comment: None,
+            },
+        )
+        .unwrap();
+        let bytes = w.into_inner();
+        assert_eq!(&bytes[head..head + 68], &inbound_dropped[..]);
+        assert_eq!(&bytes[head + 68..], &outbound[..]);
+        // The reader skips the options and reads the frames back.
+        let back = read_capture(&bytes).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!((back[0].ts_ns, &back[0].data[..]), (5, &[0xab][..]));
+        assert_eq!((back[1].ts_ns, &back[1].data[..]), (6, &[1, 2, 3, 4][..]));
     }
 
     #[test]

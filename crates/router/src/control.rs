@@ -65,6 +65,8 @@ pub struct Control {
     pub kernel_routes: crate::kroutes::KernelRoutes,
     /// The packet trace the workers follow (`trace add|stop|clear`, `show trace`).
     pub trace: Arc<crate::trace::TraceBoard>,
+    /// The live capture the workers follow (`capture start|stop`, `show capture`).
+    pub capture: Arc<crate::capture::CaptureBoard>,
     /// Says whether the router is stopping (a SIGINT or SIGTERM is pending): a long request gives up then,
     /// changing nothing. `None`: never.
     pub stopping: Option<Box<dyn FnMut() -> bool>>,
@@ -188,6 +190,7 @@ impl Control {
             outbox: Arc::default(),
             kernel_routes: Default::default(),
             trace: Arc::default(),
+            capture: Arc::default(),
             stopping: None,
             refused: 0,
             baseline: Default::default(),
@@ -215,6 +218,9 @@ impl Control {
             Some("show") => self.show(&toks[1..]),
             Some("clear") => self.clear(&toks[1..]),
             Some("trace") => self.trace(&toks[1..]),
+            Some("capture") => {
+                crate::capture::request(&self.capture, &self.handle.load(), &toks[1..])
+            }
             Some("link") => (
                 false,
                 "'link': interfaces are attached when the router starts; restart it to change them"
@@ -232,7 +238,7 @@ impl Control {
     pub fn handle_batch(&mut self, lines: &[&str]) -> (bool, String) {
         if let Some((i, _)) = lines.iter().enumerate().find(|(_, l)| {
             let first = l.split_whitespace().next();
-            matches!(first, Some("show" | "link" | "batch" | "trace" | "clear"))
+            matches!(first, Some("show" | "link" | "batch" | "trace" | "clear" | "capture"))
         }) {
             return (
                 false,
@@ -273,6 +279,8 @@ impl Control {
             return answer;
         }
         match what {
+            "capture" if json => (true, format!("{}\n", self.capture.json())),
+            "capture" => (true, self.capture.text()),
             "trace" => {
                 let (sum, frames) = self.trace.snapshot();
                 if json {

@@ -18,6 +18,25 @@ pub fn batch(lines: &str) -> String {
     r
 }
 
+/// The request of `lwt6 ctl WORDS...`: the words joined by spaces, except that the FILE of `capture start ...
+/// FILE` (its last word), when relative, is made absolute against this process's working directory (the router
+/// writes it, from its own); `-` is left as it is (the router refuses it).
+pub fn line(words: &[String]) -> String {
+    let joined = words.join(" ");
+    let w: Vec<&str> = joined.split_whitespace().collect();
+    if let ["capture", "start", opts @ .., file] = &w[..]
+        && *file != "-"
+        && Path::new(file).is_relative()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        let mut out = vec!["capture".to_string(), "start".to_string()];
+        out.extend(opts.iter().map(|s| s.to_string()));
+        out.push(cwd.join(file).display().to_string());
+        return out.join(" ");
+    }
+    joined
+}
+
 /// Sends one request (a line, or a [`batch`]) to the router whose control socket is `path` and returns the
 /// reply's output; fails with the router's error message, or with what went wrong with the socket.
 pub fn request(path: &Path, line: &str) -> Result<String, Error> {
@@ -54,5 +73,34 @@ pub fn request(path: &Path, line: &str) -> Result<String, Error> {
             path.display(),
             lwt6_dataplane::spec::shown_token(&reply.chars().take(80).collect::<String>())
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_relative_capture_file_is_made_absolute_and_nothing_else_changes() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            line(&words("capture start dev r0 x.pcapng")),
+            format!("capture start dev r0 {}", cwd.join("x.pcapng").display())
+        );
+        for same in [
+            "capture start /abs/x.pcapng",
+            "capture start -",
+            "capture stop",
+            "show capture -j",
+            "route add fd00::/64 dev r1",
+        ] {
+            assert_eq!(line(&words(same)), same);
+        }
+        // Any other request is the words joined as they are.
+        assert_eq!(line(&["show".into(), "stats  -j".into()]), "show stats  -j");
     }
 }

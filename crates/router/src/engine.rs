@@ -164,6 +164,8 @@ pub struct WorkerCtx<P> {
     pub index: usize,
     /// The packet trace the control thread arms (`lwt6 ctl trace add`), looked at once per round.
     pub trace: Arc<crate::trace::TraceBoard>,
+    /// The live capture the control thread starts (`lwt6 ctl capture start`), looked at once per round.
+    pub capture: Arc<crate::capture::CaptureBoard>,
 }
 
 impl<P> std::fmt::Debug for WorkerCtx<P> {
@@ -198,6 +200,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     let mut last_publish = Instant::now();
     let mut draining = None;
     let mut trace_seen = 0;
+    let mut capture = crate::capture::WorkerCapture::default();
     loop {
         if draining.is_none() && ctx.stop.load(Ordering::Relaxed) {
             draining = Some(0usize);
@@ -205,6 +208,8 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         if let Some(t) = ctx.trace.changed(&mut trace_seen, ctx.index) {
             worker.set_tracer(t);
         }
+        capture.follow(&ctx.capture, &mut worker);
+        let capturing = worker.capture().is_some();
         let snap = ctx.handle.load();
         // A route added at run time may need more room in front of received frames than the start did.
         worker.rx_headroom = worker.rx_headroom.max(snap.rx_headroom);
@@ -216,9 +221,17 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
             for (pi, port) in ctx.ports.iter_mut().enumerate() {
                 let dev = ctx.port_dev[pi];
                 let mut out = |odev: usize, _ts: u64, frame: &[u8]| stages[odev].push(frame);
-                let r = port.recv_batch(RX_BATCH, &mut |frame| {
-                    batch.process(dev, ts, frame, &mut out);
-                });
+                // The capture's tap is chosen here, once per port and round: without it, nothing per frame.
+                let r = if capturing {
+                    port.recv_batch(RX_BATCH, &mut |frame| {
+                        batch.capture_rx(dev, ts, frame);
+                        batch.process(dev, ts, frame, &mut out);
+                    })
+                } else {
+                    port.recv_batch(RX_BATCH, &mut |frame| {
+                        batch.process(dev, ts, frame, &mut out);
+                    })
+                };
                 match r {
                     Ok(n) => {
                         rep.rx_by_dev[dev] += n as u64;
@@ -254,6 +267,9 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
             if stage.ends.is_empty() {
                 continue;
             }
+            if let Some(c) = worker.capture() {
+                stage.frames().for_each(|f| c.tx(dev, ts, f));
+            }
             for frame in stage.frames() {
                 match port.send(frame) {
                     Ok(true) => rep.tx_by_dev[dev] += 1,
@@ -270,6 +286,9 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
                 rep.last_error = Some(format!("send: {e}"));
             }
             stage.clear();
+        }
+        if capturing {
+            capture.after_round(&mut worker);
         }
         let idle = got == 0;
         if let Some(rounds) = &mut draining {

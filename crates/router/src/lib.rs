@@ -12,6 +12,7 @@
 //! - [`notify`]: systemd's service notifications (`READY=1`, `RELOADING=1`, `STATUS=`, `STOPPING=1`);
 //! - [`privilege`]: the capabilities `lwt6 run` needs, checked before it starts;
 //! - [`metrics`]: the counters in the Prometheus text format;
+//! - [`capture`]: the live capture (a pcapng file of what the workers receive, send and drop);
 //! - [`trace`]: the packet trace the control thread arms and the workers follow;
 //! - [`show`]: router state as text and JSON, as the control socket answers `show ...` and `lwt6 show` and
 //!   `lwt6 pcap` print it (routes as `ip route` lists them, traced frames).
@@ -21,6 +22,7 @@
 //! applied) are logged to standard error, one line each, with `lwt6: ` before the message.
 #![deny(unsafe_code)]
 
+pub mod capture;
 pub mod control;
 pub mod ctl;
 pub mod engine;

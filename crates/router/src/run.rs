@@ -310,6 +310,7 @@ fn serve(
     let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
+    let capture = Arc::new(crate::capture::CaptureBoard::default());
     let gate = Arc::new(lwt6_dataplane::neigh::SolicitGate::default());
     let mut threads = Vec::new();
     let spawn = |i: usize, f: Box<dyn FnOnce() + Send>| {
@@ -341,6 +342,7 @@ fn serve(
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
                     index: i,
                     trace: Arc::clone(&trace),
+                    capture: Arc::clone(&capture),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -361,6 +363,7 @@ fn serve(
                     close: close_xsk,
                     index: i,
                     trace: Arc::clone(&trace),
+                    capture: Arc::clone(&capture),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -386,6 +389,7 @@ fn serve(
     let mut control = Control {
         outbox,
         trace,
+        capture,
         stopping: Some(Box::new(stopping)),
         ports: port_info,
         ..Control::new(cfg, handle, reports.clone(), io)
@@ -467,6 +471,8 @@ fn serve(
     for t in threads {
         panicked |= t.join().is_err();
     }
+    // A capture still running gets what the workers sent it, and its file is closed.
+    let _ = control.capture.stop();
     let (total, workers) = control::gather(&reports);
     Ok(RunReport {
         total,

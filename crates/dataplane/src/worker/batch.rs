@@ -31,6 +31,16 @@ impl Batch<'_, '_> {
     }
 }
 
+impl Batch<'_, '_> {
+    /// Records a received frame in the worker's capture tap, if it has one (see [`Worker::capture`]).
+    #[inline]
+    pub fn capture_rx(&mut self, in_dev: DevId, ts_ns: u64, frame: &[u8]) {
+        if let Some(c) = self.worker.capture() {
+            c.rx(in_dev, ts_ns, frame);
+        }
+    }
+}
+
 impl Drop for Batch<'_, '_> {
     fn drop(&mut self) {
         self.worker.flush_counters();
@@ -204,7 +214,10 @@ impl Worker {
                 Some(key) if r == DropReason::NoNeighbour && self.resolve => {
                     self.enqueue(cx, key, frame)
                 }
-                _ => self.stats.count_drop(r),
+                _ => {
+                    self.stats.count_drop(r);
+                    self.capture_drop(cx.in_dev, cx.ts, frame, r);
+                }
             },
         }
         self.buf = buf;

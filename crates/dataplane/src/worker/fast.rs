@@ -292,6 +292,7 @@ impl Worker {
                     // As on the general path: dropped, and not counted as an ioam6 insertion.
                     self.stats.rx += 1;
                     self.stats.count_drop(reason);
+                    self.capture_drop(in_dev, ts, frame, reason);
                     return Ok(());
                 }
             }

@@ -16,7 +16,7 @@
 //! does the IOAM work; `local` takes what is addressed to this node (routing headers, ARP, NDP, echo);
 //! `seg6local` runs the SRv6 endpoint behaviours; `forward` plans and writes forwarding with its tunnels;
 //! `neighbour` finds next hops' addresses and queues packets waiting for one; `icmp` sends errors; `recording`
-//! records traced frames.
+//! records traced frames; `capture` copies frames for a live capture.
 
 use crate::buffer::PacketBuf;
 use crate::copy::WideCopy;
@@ -123,6 +123,8 @@ pub struct Worker {
     /// The budget of the last trace armed: frames it traced that wait for a next hop are traced again when they
     /// leave the queue, unless another trace replaced it meanwhile.
     trace_budget: Option<Arc<crate::trace::Budget>>,
+    /// The live capture's tap (None: not capturing, the normal case; see [`capture`]).
+    capture: Option<Box<CaptureTap>>,
 }
 
 /// Records, when the frame is traced, what `|t| BODY` adds to its trace (`t`: the [`FrameTrace`]). The closure is
@@ -139,6 +141,7 @@ macro_rules! note {
 }
 
 mod batch;
+mod capture;
 mod fast;
 mod forward;
 mod hop_by_hop;
@@ -150,6 +153,7 @@ mod recording;
 pub(crate) mod seg6local;
 
 pub use batch::Batch;
+pub use capture::{CaptureFilter, CaptureTap, Captured, Direction};
 
 /// What every stage of one packet's processing needs to know: the snapshot, where and when the packet arrived,
 /// and where frames go.
@@ -242,6 +246,7 @@ impl Worker {
             trace_fast: false,
             traces: Vec::new(),
             trace_budget: None,
+            capture: None,
         }
     }
 

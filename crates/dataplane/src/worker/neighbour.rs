@@ -25,7 +25,10 @@ impl Worker {
             },
         };
         match self.pending.push(key, q, cx.ts) {
-            Enqueued::Full => self.stats.count_drop(DropReason::NeighQueueFull),
+            Enqueued::Full => {
+                self.stats.count_drop(DropReason::NeighQueueFull);
+                self.capture_drop(cx.in_dev, cx.ts, frame, DropReason::NeighQueueFull);
+            }
             Enqueued::Queued => self.stats.pending += 1,
             Enqueued::First => {
                 self.stats.pending += 1;
@@ -111,6 +114,7 @@ impl Worker {
                 cx.in_dev = q.in_dev;
                 let before = self.resume_trace(&mut cx, &q, now);
                 self.stats.count_drop(DropReason::NeighUnresolved);
+                self.capture_drop(q.in_dev, now, &q.frame, DropReason::NeighUnresolved);
                 self.unreachable_about(&mut cx, &q.frame);
                 self.end_resumed_trace(&mut cx, before);
             }

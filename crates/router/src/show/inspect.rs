@@ -9,7 +9,7 @@ use lwt6_dataplane::neigh::State;
 use lwt6_dataplane::spec::shown_token;
 
 /// The `show` subjects, as the error messages list them.
-pub const SHOW_WHAT: &str = "routes, stats, neigh, trace, sr, ioam, interfaces";
+pub const SHOW_WHAT: &str = "routes, stats, neigh, trace, capture, sr, ioam, interfaces";
 
 /// The words after `route get` when the request is `[-6|-4] route get ...`.
 pub fn route_get_words<'a, 'b>(toks: &'a [&'b str]) -> Option<&'a [&'b str]> {
