@@ -346,3 +346,19 @@ def test_random_sequences_equal_the_kernel(live, router, seed):
     print(f"seed {seed}: {checks} comparisons; at the end kernel {len(want)} forwarding + {len(dropped)} "
           f"dropping routes; mirror {k}")
     assert checks >= 10
+
+
+def test_seg6local_and_seg6_routes_mirrored(live, router):
+    """A kernel `seg6local` End.X route and a `seg6` encap route are installed as such (same prefix, metric,
+    device, encap type as the kernel lists them), and their removal too."""
+    ip(live, ["-6", "route", "add", "2001:db8:e::/64", "encap", "seg6local", "action", "End.X", "nh6", "fd00:2::2",
+              "dev", "r1"])
+    ip(live, ["-6", "route", "add", "2001:db8:f::/64", "encap", "seg6", "mode", "encap", "segs", "fc00::1", "dev",
+              "r1"])
+    _, want, dropped = mirror_equal(live, router, "2001:db8::/32")
+    assert {v[2] for v in want.values()} == {"seg6local", "seg6"} and not dropped, want
+    ip(live, ["-6", "route", "del", "2001:db8:e::/64"])
+    ip(live, ["-6", "route", "del", "2001:db8:f::/64"])
+    _, want, _ = mirror_equal(live, router, "2001:db8::/32")
+    assert want == {}
+    assert router.stats()["kernel_routes"]["skipped_total"] == 0
