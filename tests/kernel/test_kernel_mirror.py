@@ -321,7 +321,7 @@ def random_ops(rng, n):
     return ops
 
 
-@pytest.mark.parametrize("seed", [24, 2026])
+@pytest.mark.parametrize("seed", [int(s) for s in os.environ.get("KM_SEEDS", "24,2026").split(",")])
 def test_random_sequences_equal_the_kernel(live, router, seed):
     """A seeded random sequence of 400 kernel route operations (add, replace, change, append, del, flush over 8
     prefixes and 2 metrics, with drop types, multipath and seg6 routes), in bursts through `ip -batch -force` and
@@ -362,3 +362,27 @@ def test_seg6local_and_seg6_routes_mirrored(live, router):
     _, want, _ = mirror_equal(live, router, "2001:db8::/32")
     assert want == {}
     assert router.stats()["kernel_routes"]["skipped_total"] == 0
+
+
+def test_reload_keeps_the_rule(live, router):
+    """SIGHUP with a configuration that gains a route on a mirrored prefix and metric: the configured one is used,
+    the kernel's shadowed; reloaded without it: the kernel's is back."""
+    ip(live, ["-6", "route", "add", "2001:db8:a::/64", "via", "fd00:2::3", "dev", "r1", "onlink"])
+    mirror_equal(live, router, "2001:db8::/32")
+
+    def reload(extra):
+        with open(router.conf, "w") as f:
+            f.write("\n".join(LIVE_BASE + extra) + "\n")
+        router.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 3
+        want = ("fd00:2::2", "r1", None) if extra else ("fd00:2::3", "r1", None)
+        while lwt6_table(router, "2001:db8::/32").get(("2001:db8:a::/64", 1024)) != want:
+            assert time.monotonic() < deadline, lwt6_table(router, "2001:db8::/32")
+            time.sleep(0.05)
+        return router.stats()["kernel_routes"]
+
+    k = reload(["-6 route add 2001:db8:a::/64 via fd00:2::2 dev r1"])
+    assert k["shadowed"] == 1 and k["installed"] == 0, k
+    k = reload([])
+    assert k["shadowed"] == 0 and k["installed"] == 1, k
+    mirror_equal(live, router, "2001:db8::/32")
