@@ -71,20 +71,24 @@ def net(dst):
 
 
 def kernel_table(live, root):
-    """The kernel's main-table IPv6 routes under `root`: (expected in lwt6: {(dst, metric): (gateway, dev, encap)},
-    keys lwt6 must not hold: drop types, multipath, and several routes of one prefix and metric)."""
+    """The kernel's main-table IPv6 routes under `root`: (what lwt6 must hold: {(dst, metric): (type, gateway, dev,
+    encap)} — blackhole / unreachable / prohibit without gateway or device, a multipath route as type
+    `multipath` —, keys lwt6 must not hold: several routes of one prefix and metric)."""
     out = ip(live, ["-j", "-6", "route", "show", "table", "main", "root", root]).stdout
     by_key = {}
     for r in json.loads(out or "[]"):
         by_key.setdefault((net(r["dst"]), r.get("metric", 1024)), []).append(r)
-    want, dropped = {}, set()
+    want, skipped = {}, set()
     for k, rs in by_key.items():
         r = rs[0]
-        if len(rs) > 1 or r.get("type", "unicast") != "unicast" or "nexthops" in r:
-            dropped.add(k)
+        kind = "multipath" if "nexthops" in r else r.get("type", "unicast")
+        if len(rs) > 1:
+            skipped.add(k)
+        elif kind == "unicast":
+            want[k] = (kind, r.get("gateway"), r.get("dev"), r.get("encap"))
         else:
-            want[k] = (r.get("gateway"), r.get("dev"), r.get("encap"))
-    return want, dropped
+            want[k] = (kind, None, None, None)
+    return want, skipped
 
 
 def lwt6_table(router, root):
@@ -97,7 +101,8 @@ def lwt6_table(router, root):
             continue
         n = ipaddress.ip_network(net(x["dst"]))
         if n.version == 6 and n.subnet_of(top):
-            got[(str(n), x.get("metric"))] = (x.get("gateway"), x.get("dev"), x.get("encap"))
+            got[(str(n), x.get("metric"))] = (x.get("type", "unicast"), x.get("gateway"), x.get("dev"),
+                                              x.get("encap"))
     return got
 
 
@@ -123,7 +128,7 @@ def mirror_equal(live, router, root, settle=SETTLE):
             raise AssertionError(f"after {settle} s lwt6 differs from the kernel under {root}: kernel {len(want)} "
                                  f"routes, lwt6 {len(got)}; missing or different {list(missing.items())[:5]} "
                                  f"({len(missing)}), extra {list(extra.items())[:5]} ({len(extra)}); "
-                                 f"dropped in the kernel {len(dropped)}; "
+                                 f"not to be held {len(dropped)}; "
                                  f"mirror {router.stats().get('kernel_routes')}")
         time.sleep(0.02)
 
@@ -135,36 +140,39 @@ def through(live, dst, tag):
 
 
 def test_replace_to_blackhole_then_del(live, router):
-    """A forwarding route replaced by a blackhole stops forwarding at once (lwt6 holds no route there, counted as
-    skipped and logged once); `ip route del` of the blackhole then leaves nothing in either table."""
+    """A forwarding route replaced by a blackhole drops at once (`blackhole_route`); `ip route del` of the
+    blackhole then leaves nothing in either table; the same through a multipath route (the prefix drops,
+    `multipath_route`, said once in the log)."""
     ip(live, ["-6", "route", "add", "fd00:9c::/64", "via", "fd00:2::2", "dev", "r1", "onlink"])
     mirror_equal(live, router, "fd00:9c::/64")
     assert len(through(live, "fd00:9c::1", 1)) == 1
     ip(live, ["-6", "route", "replace", "blackhole", "fd00:9c::/64"])
-    _, want, dropped = mirror_equal(live, router, "fd00:9c::/64")
-    assert want == {} and dropped == {("fd00:9c::/64", 1024)}
+    _, want, _ = mirror_equal(live, router, "fd00:9c::/64")
+    assert want == {("fd00:9c::/64", 1024): ("blackhole", None, None, None)}
     assert through(live, "fd00:9c::1", 2) == []
-    k = router.stats()["kernel_routes"]
-    assert k["skipped"] == 1 and k["skipped_total"] >= 1, k
+    st = router.stats()
+    assert st["kernel_routes"]["dropping"] == 1 and st["kernel_routes"]["skipped"] == 0, st["kernel_routes"]
+    assert st["drops"].get("blackhole_route") == 1, st["drops"]
     ip(live, ["-6", "route", "del", "fd00:9c::/64"])
-    _, want, dropped = mirror_equal(live, router, "fd00:9c::/64")
-    assert want == {} and dropped == set()
-    assert router.stats()["kernel_routes"]["skipped"] == 0
+    _, want, _ = mirror_equal(live, router, "fd00:9c::/64")
+    assert want == {}
+    assert router.stats()["kernel_routes"]["dropping"] == 0
     # multipath: the same, through a replacement
     ip(live, ["-6", "route", "add", "fd00:9c::/64", "via", "fd00:2::2", "dev", "r1", "onlink"])
     mirror_equal(live, router, "fd00:9c::/64")
     ip(live, ["-6", "route", "replace", "fd00:9c::/64", "nexthop", "via", "fd00:2::2", "dev", "r1", "onlink",
               "nexthop", "via", "fd00:2::3", "dev", "r1", "onlink"])
-    _, want, dropped = mirror_equal(live, router, "fd00:9c::/64")
-    assert want == {} and dropped == {("fd00:9c::/64", 1024)}
+    _, want, _ = mirror_equal(live, router, "fd00:9c::/64")
+    assert want == {("fd00:9c::/64", 1024): ("multipath", None, None, None)}
     assert through(live, "fd00:9c::1", 3) == []
+    assert router.stats()["drops"].get("multipath_route") == 1
     ip(live, ["-6", "route", "del", "fd00:9c::/64"])
     mirror_equal(live, router, "fd00:9c::/64")
     final = router.stop()
     router.final = final
-    lines = [x for x in router.stderr.splitlines() if "kernel route not mirrored" in x and "fd00:9c::/64" in x]
-    assert sum("blackhole fd00:9c::/64" in x for x in lines) == 1, router.stderr
-    assert sum("multipath" in x for x in lines) == 1, router.stderr
+    lines = [x for x in router.stderr.splitlines() if "fd00:9c::/64" in x]
+    assert sum("kernel multipath route fd00:9c::/64" in x for x in lines) == 1, router.stderr
+    assert not any("not mirrored" in x or "not applied" in x for x in lines), router.stderr
     assert final["balanced"], final
 
 
@@ -175,28 +183,28 @@ def test_configured_route_wins(live, router):
     def fc00():
         return lwt6_table(router, "fc00::/16").get(("fc00::/16", 1024))
 
-    assert fc00() == ("fd00:2::2", "r1", None)
+    assert fc00() == ("unicast", "fd00:2::2", "r1", None)
     ip(live, ["-6", "route", "add", "fc00::/16", "via", "fd00:2::3", "dev", "r1", "onlink"])
     time.sleep(0.3)
-    assert fc00() == ("fd00:2::2", "r1", None)
+    assert fc00() == ("unicast", "fd00:2::2", "r1", None)
     assert router.stats()["kernel_routes"]["shadowed"] == 1
     ip(live, ["-6", "route", "del", "fc00::/16"])
     time.sleep(0.3)
-    assert fc00() == ("fd00:2::2", "r1", None), "a kernel delete removed the configured route"
+    assert fc00() == ("unicast", "fd00:2::2", "r1", None), "a kernel delete removed the configured route"
     assert router.stats()["kernel_routes"]["shadowed"] == 0
     ip(live, ["-6", "route", "add", "fc00::/16", "via", "fd00:2::3", "dev", "r1", "onlink"])
     time.sleep(0.3)
     r = router.ctl("route", "del", "fc00::/16")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert fc00() == ("fd00:2::3", "r1", None), "the kernel's route was not restored"
+    assert fc00() == ("unicast", "fd00:2::3", "r1", None), "the kernel's route was not restored"
     r = router.ctl("route", "add", "fc00::/16", "via", "fd00:2::2", "dev", "r1")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert fc00() == ("fd00:2::2", "r1", None)
+    assert fc00() == ("unicast", "fd00:2::2", "r1", None)
     r = router.ctl("route", "replace", "fc00::/16", "via", "fd00:2::2", "dev", "r1", "mtu", "1400")
     assert r.returncode == 0, r.stdout + r.stderr
     ip(live, ["-6", "route", "del", "fc00::/16"])
     time.sleep(0.3)
-    assert fc00() == ("fd00:2::2", "r1", None)
+    assert fc00() == ("unicast", "fd00:2::2", "r1", None)
     r = router.ctl("route", "del", "fc00::/16")
     assert r.returncode == 0, r.stdout + r.stderr
     assert fc00() is None
@@ -280,13 +288,64 @@ def test_batches_flushes_and_overruns(live, router):
     print(f"settle (asked, answered) in s: {settles}; mirror {k}; stream {sent[0]} frames")
 
 
-@pytest.mark.xfail(strict=True, reason="lwt6 has no drop routes yet: a kernel blackhole is skipped, not installed")
 def test_blackhole_not_bypassed_through_a_shorter_route(live, router):
     """A kernel blackhole inside the configured fc00::/16: the kernel drops fc00:9::1; lwt6 must not forward it
-    through fc00::/16."""
+    through fc00::/16 (fc00:8::1, outside the blackhole, still goes)."""
     ip(live, ["-6", "route", "add", "blackhole", "fc00:9::/32"])
     mirror_equal(live, router, "fc00:9::/32")
     assert through(live, "fc00:9::1", 5) == []
+    assert len(through(live, "fc00:8::1", 6)) == 1
+
+
+@pytest.mark.parametrize("kind", ["blackhole", "unreachable", "prohibit"])
+def test_reject_routes_answer_as_the_kernel(live, workdir, kind):
+    """A kernel `KIND fc00:9::/32` route inside the configured fc00::/16, a packet to fc00:9::1 with hop limit 64
+    and one with hop limit 1: what the sender gets back from the kernel router (nothing for a blackhole, an
+    ICMPv6 Destination Unreachable code 0 for unreachable, code 1 for prohibit, whatever the hop limit) is what it
+    gets from lwt6 with the route mirrored, byte for byte (the flow label of the kernel's errors aside); the
+    receiver gets nothing from either."""
+    from test_live import no_icmp_flow_label
+    from ktnet import xfer
+    frames = [udp6("fc00:9::1", hlim=64, size=32, tag=11), udp6("fc00:9::1", hlim=1, size=32, tag=12)]
+
+    def send():
+        out = []
+        for f in frames:
+            r = xfer(live.s0, [f], [live.s0, live.d0], timeout=0.25, keep=with_marker)
+            out.append(([no_icmp_flow_label(x) for x in r[live.s0.label]], r[live.d0.label]))
+        return out
+    live.kernel_mode(LIVE_BASE)
+    try:
+        ip(live, ["-6", "route", "add", kind, "fc00:9::/32"])
+        kernel = send()
+    finally:
+        ip(live, ["-6", "route", "del", "fc00:9::/32"], check=False)
+        live.lwt6_mode()
+    for i in ("r0", "r1"):
+        live.topo.sysctl(live.r, f"net.ipv6.conf.{i}.disable_ipv6", 0)
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--kernel-routes"],
+                   label=f"kmr{os.getpid()}")
+    try:
+        ip(live, ["-6", "route", "add", kind, "fc00:9::/32"])
+        mirror_equal(live, r, "fc00:9::/32")
+        ours = send()
+    finally:
+        final = r.stop()
+        r.kill()
+        ip(live, ["-6", "route", "del", "fc00:9::/32"], check=False)
+        live.lwt6_mode()
+    code = {"blackhole": None, "unreachable": 0, "prohibit": 1}[kind]
+    for to_sender, to_receiver in kernel:
+        assert to_receiver == []
+        if code is None:
+            assert to_sender == [], [x.hex() for x in to_sender]
+        else:
+            # ICMPv6 (58) type 1 with the code
+            assert len(to_sender) == 1 and to_sender[0][20] == 58 and to_sender[0][54:56] == bytes([1, code]), \
+                [x.hex() for x in to_sender]
+    assert ours == kernel, ([[x.hex() for x in s] for s, _ in ours], [[x.hex() for x in s] for s, _ in kernel])
+    reason = {"blackhole": "blackhole_route", "unreachable": "unreachable_route", "prohibit": "prohibited_route"}
+    assert final["drops"].get(reason[kind]) == 2 and final["balanced"], final
 
 
 def random_ops(rng, n):
@@ -342,9 +401,10 @@ def test_random_sequences_equal_the_kernel(live, router, seed):
             mirror_equal(live, router, "2001:db8:1::/48")
             checks += 1
     k = router.stats()["kernel_routes"]
-    _, want, dropped = mirror_equal(live, router, "2001:db8:1::/48")
-    print(f"seed {seed}: {checks} comparisons; at the end kernel {len(want)} forwarding + {len(dropped)} "
-          f"dropping routes; mirror {k}")
+    _, want, skipped = mirror_equal(live, router, "2001:db8:1::/48")
+    dropping = sum(v[0] != "unicast" for v in want.values())
+    print(f"seed {seed}: {checks} comparisons; at the end the kernel holds {len(want) - dropping} forwarding, "
+          f"{dropping} dropping routes and {len(skipped)} prefixes with several routes; mirror {k}")
     assert checks >= 10
 
 
@@ -356,7 +416,7 @@ def test_seg6local_and_seg6_routes_mirrored(live, router):
     ip(live, ["-6", "route", "add", "2001:db8:f::/64", "encap", "seg6", "mode", "encap", "segs", "fc00::1", "dev",
               "r1"])
     _, want, dropped = mirror_equal(live, router, "2001:db8::/32")
-    assert {v[2] for v in want.values()} == {"seg6local", "seg6"} and not dropped, want
+    assert {v[3] for v in want.values()} == {"seg6local", "seg6"} and not dropped, want
     ip(live, ["-6", "route", "del", "2001:db8:e::/64"])
     ip(live, ["-6", "route", "del", "2001:db8:f::/64"])
     _, want, _ = mirror_equal(live, router, "2001:db8::/32")
@@ -375,7 +435,7 @@ def test_reload_keeps_the_rule(live, router):
             f.write("\n".join(LIVE_BASE + extra) + "\n")
         router.proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + 3
-        want = ("fd00:2::2", "r1", None) if extra else ("fd00:2::3", "r1", None)
+        want = ("unicast", "fd00:2::2", "r1", None) if extra else ("unicast", "fd00:2::3", "r1", None)
         while lwt6_table(router, "2001:db8::/32").get(("2001:db8:a::/64", 1024)) != want:
             assert time.monotonic() < deadline, lwt6_table(router, "2001:db8::/32")
             time.sleep(0.05)

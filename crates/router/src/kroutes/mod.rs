@@ -21,6 +21,7 @@ pub mod table;
 
 use crate::control::Control;
 use crate::{Error, fail};
+use lwt6_dataplane::fib::RejectKind;
 use lwt6_dataplane::snapshot::{Change, Snapshot};
 use lwt6_dataplane::spec::{Encap, MAIN_TABLE, Route, RouteMtu};
 use lwt6_netlink::{
@@ -36,7 +37,7 @@ pub struct KernelRoutes {
     /// The kernel's table as last known.
     kernel: KernelTable,
     /// The routes installed in the FIB from it, by key.
-    installed: BTreeMap<Key, Route>,
+    installed: BTreeMap<Key, Installed>,
     /// Keys whose kernel route is shadowed by a configured route of the same prefix and metric.
     shadowed: BTreeSet<Key>,
     /// Keys with a kernel route left out, and why (each logged once, when it became so).
@@ -64,12 +65,17 @@ struct Counters {
     dumps: u64,
     /// Notifications applied.
     changes: u64,
+    /// Multipath routes installed as their stand-in that drops (each time one came).
+    multipath_dropped: u64,
 }
 
 impl KernelRoutes {
-    /// The routes installed in the FIB from the kernel's table.
+    /// The forwarding routes installed in the FIB from the kernel's table (not the ones that drop).
     pub fn routes(&self) -> impl Iterator<Item = &Route> {
-        self.installed.values()
+        self.installed.values().filter_map(|i| match i {
+            Installed::Route(r) => Some(r),
+            Installed::Reject(_) => None,
+        })
     }
 
     /// How many routes are installed from the kernel's table.
@@ -98,6 +104,8 @@ impl KernelRoutes {
             "overruns": c.overruns,
             "dumps": c.dumps,
             "changes": c.changes,
+            "dropping": self.installed.values().filter(|i| matches!(i, Installed::Reject(_))).count(),
+            "multipath_dropped_total": c.multipath_dropped,
         }))
     }
 
@@ -108,10 +116,14 @@ impl KernelRoutes {
         }
         let c = &self.counters;
         format!(
-            "  kernel routes: {} in the kernel's main table, {} installed, {} shadowed by configured routes, \
-             {} skipped ({} in all, {} unreadable), {} overruns, {} dumps\n",
+            "  kernel routes: {} in the kernel's main table, {} installed ({} that drop), {} shadowed by \
+             configured routes, {} skipped ({} in all, {} unreadable), {} overruns, {} dumps\n",
             self.kernel.routes().count(),
             self.installed.len(),
+            self.installed
+                .values()
+                .filter(|i| matches!(i, Installed::Reject(_)))
+                .count(),
             self.shadowed.len(),
             self.skipped.len(),
             c.skipped_total,
@@ -124,17 +136,18 @@ impl KernelRoutes {
     /// Puts the mirrored routes into a snapshot built from the configuration (SIGHUP, a control line that is
     /// not a route): a key the snapshot already has is a configured route's, which shadows the kernel's.
     pub fn reinstall(&mut self, snap: &mut Snapshot, links: &[String]) {
-        self.installed.clear();
+        let before = std::mem::take(&mut self.installed);
         self.shadowed.clear();
         let keys: Vec<Key> = self.kernel.keys().copied().collect();
         for k in keys {
             let want = self.want(&k, configured_in(snap, &k), links);
             match want {
-                Want::Install(r) => match snap.apply(&Change::AddRoute(r.clone())) {
-                    Ok(()) => {
+                Want::Install(r) => match snap.apply(&r.change(k)) {
+                    Ok(()) if before.get(&k) == Some(&r) => {
                         self.skipped.remove(&k);
                         self.installed.insert(k, r);
                     }
+                    Ok(()) => self.installed_at(k, r),
                     Err(e) => self.skip(k, e.reason),
                 },
                 Want::Skip(why) => self.skip(k, why),
@@ -186,6 +199,26 @@ impl KernelRoutes {
         }
     }
 
+    /// Records what was installed at `k`; a multipath route's stand-in (the prefix drops) is said once, when it
+    /// comes.
+    fn installed_at(&mut self, k: Key, what: Installed) {
+        self.skipped.remove(&k);
+        self.shadowed.remove(&k);
+        if what == Installed::Reject(RejectKind::Multipath) && self.installed.get(&k) != Some(&what)
+        {
+            self.counters.multipath_dropped += 1;
+            let n = self.kernel.get(&k).first().map_or(0, |r| r.multipath);
+            log::warn!(
+                target: "kernel-route-multipath",
+                "kernel multipath route {} metric {} ({n} next hops): the prefix drops packets \
+                 (multipath_route; lwt6 forwards over one next hop)",
+                k.0,
+                k.1
+            );
+        }
+        self.installed.insert(k, what);
+    }
+
     /// Records `k` as skipped; logged and counted when it was not skipped for the same reason already.
     fn skip(&mut self, k: Key, why: String) {
         self.shadowed.remove(&k);
@@ -211,6 +244,29 @@ impl KernelRoutes {
     }
 }
 
+/// What is installed in the FIB for a kernel route.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Installed {
+    /// A route lwt6 forwards with.
+    Route(Route),
+    /// A route that drops (blackhole, unreachable, prohibit; multipath, which lwt6 does not forward over).
+    Reject(RejectKind),
+}
+
+impl Installed {
+    /// The change that installs it at `k`.
+    fn change(&self, k: Key) -> Change {
+        match self {
+            Installed::Route(r) => Change::AddRoute(r.clone()),
+            Installed::Reject(kind) => Change::AddReject {
+                prefix: k.0,
+                metric: k.1,
+                kind: *kind,
+            },
+        }
+    }
+}
+
 /// What the FIB should hold at a key.
 enum Want {
     /// No kernel route there.
@@ -220,7 +276,7 @@ enum Want {
     /// The kernel's route cannot be forwarded with as the kernel does: left out, for this reason.
     Skip(String),
     /// This route.
-    Install(Route),
+    Install(Installed),
 }
 
 /// Whether the FIB holds a route at `k` that is not a mirrored one (the caller knows which keys it installed).
@@ -228,24 +284,28 @@ fn configured_in(snap: &Snapshot, k: &Key) -> bool {
     snap.table(MAIN_TABLE).is_some_and(|f| f.contains(k.0, k.1))
 }
 
-/// A kernel route as the route lwt6 forwards with, or why lwt6 cannot forward with it as the kernel does.
-fn route_of(r: &KernelRoute, links: &[String]) -> Result<Route, String> {
-    match r.kind {
-        RouteKind::Unicast => {}
-        RouteKind::Blackhole => return Err("blackhole route (lwt6 has no drop routes)".into()),
-        RouteKind::Unreachable => {
-            return Err("unreachable route (lwt6 has no drop routes)".into());
-        }
-        RouteKind::Prohibit => return Err("prohibit route (lwt6 has no drop routes)".into()),
+/// A kernel route as what lwt6 installs for it, or why lwt6 cannot take it.
+fn route_of(r: &KernelRoute, links: &[String]) -> Result<Installed, String> {
+    if r.src_len > 0 {
+        return Err("source-specific route ('from'; lwt6 has no source routing)".into());
+    }
+    let reject = match r.kind {
+        RouteKind::Unicast if r.multipath > 0 => Some(RejectKind::Multipath),
+        RouteKind::Unicast => None,
+        RouteKind::Blackhole => Some(RejectKind::Blackhole),
+        RouteKind::Unreachable => Some(RejectKind::Unreachable),
+        RouteKind::Prohibit => Some(RejectKind::Prohibit),
         RouteKind::Local => return Err("local route in the main table".into()),
         RouteKind::Other(t) => return Err(format!("route type {t}")),
+    };
+    if let Some(kind) = reject {
+        return Ok(Installed::Reject(kind));
     }
-    if r.multipath > 0 {
-        return Err(format!(
-            "multipath route ({} next hops; lwt6 forwards over one)",
-            r.multipath
-        ));
-    }
+    route_forwarding(r, links).map(Installed::Route)
+}
+
+/// A kernel unicast route as the route lwt6 forwards with.
+fn route_forwarding(r: &KernelRoute, links: &[String]) -> Result<Route, String> {
     if r.src_len > 0 {
         return Err("source-specific route ('from'; lwt6 has no source routing)".into());
     }
@@ -297,7 +357,7 @@ fn sync(control: &mut Control, keys: impl IntoIterator<Item = Key>) {
     let snap = control.handle.load();
     let kr = &mut control.kernel_routes;
     // (change, key, the route installed by it when it applies)
-    let mut plan: Vec<(Change, Key, Option<Route>)> = Vec::new();
+    let mut plan: Vec<(Change, Key, Option<Installed>)> = Vec::new();
     for k in keys {
         let installed = kr.installed.get(&k);
         let configured = installed.is_none() && configured_in(&snap, &k);
@@ -318,7 +378,7 @@ fn sync(control: &mut Control, keys: impl IntoIterator<Item = Key>) {
                 if installed.is_some() {
                     plan.push((del(), k, None));
                 }
-                plan.push((Change::AddRoute(r.clone()), k, Some(r)));
+                plan.push((r.change(k), k, Some(r)));
             }
             Want::Nothing | Want::Shadowed | Want::Skip(_) => {
                 if installed.is_some() {
@@ -349,10 +409,7 @@ fn sync(control: &mut Control, keys: impl IntoIterator<Item = Key>) {
         let kr = &mut control.kernel_routes;
         for (_, k, r) in &plan[start..start + done] {
             match r {
-                Some(r) => {
-                    kr.skipped.remove(k);
-                    kr.installed.insert(*k, r.clone());
-                }
+                Some(r) => kr.installed_at(*k, r.clone()),
                 None => {
                     kr.installed.remove(k);
                 }

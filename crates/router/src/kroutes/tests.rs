@@ -68,24 +68,36 @@ fn other_tables_and_link_local_prefixes_are_not_mirrored() {
 }
 
 #[test]
-fn routes_lwt6_cannot_forward_with_say_why() {
+fn drop_types_and_multipath_become_reject_routes() {
     let links = vec!["r0".to_string(), "r1".to_string()];
-    for (kind, word) in [
-        (RouteKind::Blackhole, "blackhole"),
-        (RouteKind::Unreachable, "unreachable"),
-        (RouteKind::Prohibit, "prohibit"),
+    for (kind, reject) in [
+        (RouteKind::Blackhole, RejectKind::Blackhole),
+        (RouteKind::Unreachable, RejectKind::Unreachable),
+        (RouteKind::Prohibit, RejectKind::Prohibit),
     ] {
-        let e = route_of(&route("fd00:9c::/64", None, kind), &links).unwrap_err();
-        assert!(e.starts_with(word), "{e}");
+        let got = route_of(&route("fd00:9c::/64", None, kind), &links).unwrap();
+        assert_eq!(got, Installed::Reject(reject));
     }
     let mut m = route("fd00:9c::/64", None, RouteKind::Unicast);
     m.multipath = 2;
-    assert!(route_of(&m, &links).unwrap_err().contains("multipath"));
-    let ok = route_of(
+    assert_eq!(
+        route_of(&m, &links).unwrap(),
+        Installed::Reject(RejectKind::Multipath)
+    );
+    let mut s = route("fd00:9c::/64", None, RouteKind::Blackhole);
+    s.src_len = 64;
+    assert!(
+        route_of(&s, &links)
+            .unwrap_err()
+            .contains("source-specific")
+    );
+    let Installed::Route(ok) = route_of(
         &route("fd00:9c::/64", Some("fd00:2::2"), RouteKind::Unicast),
         &links,
     )
-    .unwrap();
+    .unwrap() else {
+        panic!("not a forwarding route")
+    };
     assert_eq!(ok.via, Some("fd00:2::2".parse().unwrap()));
     assert_eq!(
         (ok.metric, ok.table, ok.dev.as_deref()),
@@ -102,7 +114,9 @@ fn a_seg6local_route_reads_back_through_the_parser() {
         nh6: Some("fd00:2::2".parse().unwrap()),
         ..Default::default()
     }));
-    let got = route_of(&r, &links).unwrap();
+    let Installed::Route(got) = route_of(&r, &links).unwrap() else {
+        panic!("not a forwarding route")
+    };
     let Some(Encap::Seg6Local(l)) = &got.encap else {
         panic!("{got:?}")
     };
