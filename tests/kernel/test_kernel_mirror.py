@@ -446,3 +446,45 @@ def test_reload_keeps_the_rule(live, router):
     k = reload([])
     assert k["shadowed"] == 0 and k["installed"] == 1, k
     mirror_equal(live, router, "2001:db8::/32")
+
+
+@pytest.mark.parametrize("kind", ["blackhole", "unreachable", "prohibit"])
+def test_ipv4_reject_routes_answer_as_the_kernel(live, workdir, kind):
+    """The same for IPv4 (`KIND 10.99.0.0/24`): the kernel router's ICMP type and code at the sender (nothing for
+    a blackhole; host unreachable, 1; communication administratively prohibited, 13) are lwt6's, nothing is
+    delivered, and lwt6 counts the drop by name."""
+    from ktnet import sysctl_set, xfer
+    from ktpkt import udp4
+    frame = udp4("10.99.0.1", ttl=64, size=32, tag=13)
+
+    def send():
+        r = xfer(live.s0, [frame], [live.s0, live.d0], timeout=0.25, keep=with_marker)
+        # (ICMP type, code) of each frame to the sender (IPv4 header without options), frames to the receiver
+        return [(f[34], f[35]) for f in r[live.s0.label] if f[23] == 1], r[live.d0.label]
+    live.kernel_mode(LIVE_BASE)
+    sysctl_set(live.rns, "net.ipv4.icmp_ratelimit", 0)
+    try:
+        ip(live, ["-4", "route", "add", kind, "10.99.0.0/24"])
+        kernel = send()
+    finally:
+        ip(live, ["-4", "route", "del", "10.99.0.0/24"], check=False)
+        live.lwt6_mode()
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--kernel-routes"],
+                   label=f"kmr4{os.getpid()}")
+    try:
+        ip(live, ["-4", "route", "add", kind, "10.99.0.0/24"])
+        deadline = time.monotonic() + SETTLE
+        while not any(x.get("type") == kind for x in json.loads(r.ctl("show", "routes", "-j").stdout)):
+            assert time.monotonic() < deadline, "the IPv4 route was not mirrored"
+            time.sleep(0.02)
+        ours = send()
+    finally:
+        final = r.stop()
+        r.kill()
+        ip(live, ["-4", "route", "del", "10.99.0.0/24"], check=False)
+        live.lwt6_mode()
+    want = {"blackhole": [], "unreachable": [(3, 1)], "prohibit": [(3, 13)]}[kind]
+    assert kernel == (want, []), kernel
+    assert ours == kernel, ours
+    reason = {"blackhole": "blackhole_route", "unreachable": "unreachable_route", "prohibit": "prohibited_route"}
+    assert final["drops"].get(reason[kind]) == 1 and final["balanced"], final
