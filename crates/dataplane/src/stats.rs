@@ -71,6 +71,16 @@ drop_reasons! {
     HopLimitExceeded => "hop_limit_exceeded",
     /// No route to the destination; an ICMPv6 Destination Unreachable was sent.
     NoRoute => "no_route",
+    /// Matched a `blackhole` route (mirrored from the kernel): dropped silently.
+    BlackholeRoute => "blackhole_route",
+    /// Matched an `unreachable` route; an ICMPv6 Destination Unreachable (code 0) was sent.
+    UnreachableRoute => "unreachable_route",
+    /// Matched a `prohibit` route; an ICMPv6 Destination Unreachable (code 1, administratively prohibited) was
+    /// sent.
+    ProhibitedRoute => "prohibited_route",
+    /// Matched a kernel multipath route, which lwt6 does not forward over: dropped rather than forwarded
+    /// through a shorter route.
+    MultipathRoute => "multipath_route",
     /// No static neighbour entry for the next hop (offline mode has no neighbour discovery).
     NoNeighbour => "no_neighbour",
     /// No usable source address for a tunnel's outer header.

@@ -350,3 +350,41 @@ fn a_reused_tunnel_id_starts_its_freq_count_anew() {
         one(&mut Worker::new(&fresh), &fresh, "fd03:2::1")
     );
 }
+
+/// A reject route (a kernel `blackhole` mirrored by `lwt6 run --kernel-routes`) inside a configured prefix:
+/// destinations inside it find it, not the shorter configured route; it has no device, gateway or plan; it is
+/// refused on a prefix and metric already held, and removed by `DelRoute`, after which the shorter route is
+/// found again.
+#[test]
+fn a_reject_route_hides_the_shorter_route_until_removed() {
+    use lwt6_dataplane::fib::{Origin, RejectKind};
+    let mut snap = build(&[ROUTES[0].to_string()]);
+    let inside: Ipv6Addr = "fc00:9::1".parse().unwrap();
+    let outside: Ipv6Addr = "fc00:8::1".parse().unwrap();
+    let add = Change::AddReject {
+        prefix: "fc00:9::/32".parse().unwrap(),
+        metric: 1024,
+        kind: RejectKind::Blackhole,
+    };
+    snap.apply(&add).unwrap();
+    let r = snap.fib().lookup_v6(inside).unwrap();
+    assert_eq!(r.origin, Origin::Reject(RejectKind::Blackhole));
+    assert_eq!((r.dev, r.via, r.tunnel), (None, None, None));
+    assert_eq!(snap.fib().best_v6(inside).unwrap().plan_or_max(), u32::MAX);
+    assert_eq!(
+        snap.fib().lookup_v6(outside).unwrap().origin,
+        Origin::Static
+    );
+    assert!(
+        snap.apply(&add).is_err(),
+        "a second route of the same prefix and metric"
+    );
+    snap.apply(&Change::DelRoute {
+        prefix: "fc00:9::/32".parse().unwrap(),
+        metric: 1024,
+        table: 254,
+        line: 0,
+    })
+    .unwrap();
+    assert_eq!(snap.fib().lookup_v6(inside).unwrap().origin, Origin::Static);
+}

@@ -11,7 +11,7 @@
 //! let table = lwt6_netlink::dump()?;                     // ... between the dump and the first change
 //! # let _ = table;
 //! for change in monitor.by_ref() {
-//!     let change = change?; // Error::Overrun: the kernel dropped changes, dump again
+//!     let change = change?; // Error::Overrun: the kernel dropped changes: drain(), then dump again
 //! #   let _ = change;
 //! }
 //! # Ok::<(), lwt6_netlink::Error>(())
@@ -86,6 +86,12 @@ pub enum Error {
     /// The kernel answered the dump request with an error.
     #[error("rtnetlink: the kernel refused the route dump: {0}")]
     Refused(std::io::Error),
+    /// Every dump the kernel gave was marked interrupted (`NLM_F_DUMP_INTR`: the table kept changing while it
+    /// was read), this many times in a row.
+    #[error(
+        "rtnetlink: the route table kept changing during the dump ({0} tries); dump again later"
+    )]
+    Inconsistent(usize),
     /// The kernel dropped route notifications (the socket's buffer overflowed): dump again to resynchronise.
     #[error(
         "rtnetlink: route notifications were lost (receive buffer overrun); the table must be dumped again"

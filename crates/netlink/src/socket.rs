@@ -4,7 +4,8 @@
 use std::os::fd::{AsRawFd, RawFd};
 
 use netlink_packet_core::{
-    NLM_F_DUMP, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage,
+    NetlinkPayload,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::route::RouteMessage;
@@ -43,8 +44,14 @@ fn change(msg: RouteNetlinkMessage, flags: u16) -> Option<RouteChange> {
     })
 }
 
-/// Splits one datagram into its messages; `done` becomes true at the end of a dump.
-fn parse(buf: &[u8], out: &mut Vec<RouteChange>, done: &mut bool) -> Result<(), Error> {
+/// Splits one datagram into its messages; `done` becomes true at the end of a dump, `interrupted` when a
+/// message of a dump says the table changed while it was being dumped (`NLM_F_DUMP_INTR`).
+fn parse(
+    buf: &[u8],
+    out: &mut Vec<RouteChange>,
+    done: &mut bool,
+    interrupted: &mut bool,
+) -> Result<(), Error> {
     let mut off = 0;
     while off + 16 <= buf.len() {
         let len = u32::from_ne_bytes(buf[off..off + 4].try_into().expect("4 bytes")) as usize;
@@ -53,6 +60,9 @@ fn parse(buf: &[u8], out: &mut Vec<RouteChange>, done: &mut bool) -> Result<(), 
                 "netlink message of length {len} at offset {off}"
             )));
             return Ok(());
+        }
+        if u16::from_ne_bytes([buf[off + 6], buf[off + 7]]) & NLM_F_DUMP_INTR != 0 {
+            *interrupted = true;
         }
         match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[off..off + len]) {
             Ok(m) => match m.payload {
@@ -87,9 +97,25 @@ fn recv(s: &Socket, buf: &mut [u8]) -> Result<usize, Error> {
     }
 }
 
+/// How many times a dump the kernel says was interrupted (`NLM_F_DUMP_INTR`: the table changed under it) is
+/// taken again before [`Error::Inconsistent`].
+const DUMP_TRIES: usize = 8;
+
 /// Every route of every table in the calling thread's network namespace, IPv4 and IPv6, as `Add` changes (and
-/// `Unreadable` for routes that could not be read).
+/// `Unreadable` for routes that could not be read): a consistent view of the tables at one moment. A dump the
+/// kernel marks as interrupted (the table changed while it was being read, `NLM_F_DUMP_INTR`) is taken again,
+/// up to [`DUMP_TRIES`] times, then refused ([`Error::Inconsistent`]).
 pub fn dump() -> Result<Vec<RouteChange>, Error> {
+    for _ in 0..DUMP_TRIES {
+        let (routes, interrupted) = dump_once()?;
+        if !interrupted {
+            return Ok(routes);
+        }
+    }
+    Err(Error::Inconsistent(DUMP_TRIES))
+}
+
+fn dump_once() -> Result<(Vec<RouteChange>, bool), Error> {
     let s = open()?;
     let mut hdr = NetlinkHeader::default();
     hdr.flags = NLM_F_REQUEST | NLM_F_DUMP;
@@ -105,11 +131,12 @@ pub fn dump() -> Result<Vec<RouteChange>, Error> {
     let mut buf = vec![0u8; 1 << 16];
     let mut routes = Vec::new();
     let mut done = false;
+    let mut interrupted = false;
     while !done {
         let n = recv(&s, &mut buf)?;
-        parse(&buf[..n], &mut routes, &mut done)?;
+        parse(&buf[..n], &mut routes, &mut done, &mut interrupted)?;
     }
-    Ok(routes)
+    Ok((routes, interrupted))
 }
 
 /// A socket subscribed to route changes (IPv4 and IPv6), iterated for them: each `next` blocks until the
@@ -146,7 +173,7 @@ impl RouteMonitor {
         let mut out: Vec<RouteChange> = self.pending.drain(..).collect();
         loop {
             match self.socket.recv(&mut &mut self.buf[..], 0) {
-                Ok(n) => parse(&self.buf[..n], &mut out, &mut false)?,
+                Ok(n) => parse(&self.buf[..n], &mut out, &mut false, &mut false)?,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Err(Error::Overrun),
                 Err(e) => {
@@ -161,6 +188,37 @@ impl RouteMonitor {
             .set_non_blocking(false)
             .map_err(io("blocking"))?;
         Ok(out)
+    }
+
+    /// Discards every notification waiting on the socket, without blocking, and returns how many datagrams
+    /// were dropped. After an overrun ([`Error::Overrun`]) the queue holds notifications from before the ones the
+    /// kernel dropped: replayed after a fresh [`dump`] they would undo changes the dump already shows. Drain,
+    /// then dump: what arrives after the drain is a run of changes the dump may or may not show already, which
+    /// applying in order absorbs. An overrun reported while draining is drained too.
+    pub fn drain(&mut self) -> Result<usize, Error> {
+        self.pending.clear();
+        self.socket
+            .set_non_blocking(true)
+            .map_err(io("non-blocking"))?;
+        let mut n = 0;
+        let r = loop {
+            match self.socket.recv(&mut &mut self.buf[..], 0) {
+                Ok(_) => n += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break Ok(n),
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => n += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    break Err(Error::Io {
+                        what: "recv",
+                        source: e,
+                    });
+                }
+            }
+        };
+        self.socket
+            .set_non_blocking(false)
+            .map_err(io("blocking"))?;
+        r
     }
 
     /// The socket's descriptor, for `poll`.
@@ -182,7 +240,7 @@ impl Iterator for RouteMonitor {
                 Err(e) => return Some(Err(e)),
             };
             let mut out = Vec::new();
-            if let Err(e) = parse(&self.buf[..n], &mut out, &mut false) {
+            if let Err(e) = parse(&self.buf[..n], &mut out, &mut false, &mut false) {
                 return Some(Err(e));
             }
             self.pending.extend(out);

@@ -311,11 +311,15 @@ impl Control {
                     v["workers"] = json!(workers);
                     v["control_refused"] = json!(self.refused_since_clear());
                     v["cleared_at"] = json!(self.baseline.at.map(crate::show::clear::unix_seconds));
+                    if let Some(k) = self.kernel_routes.stats_json() {
+                        v["kernel_routes"] = k;
+                    }
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
                     s += &crate::show::clear::since_text(&self.baseline);
                     s += &report_text(&total, &names);
+                    s += &self.kernel_routes.stats_text();
                     if self.refused_since_clear() > 0 {
                         s += &format!(
                             "  control connections refused (peer credentials) {}\n",
@@ -474,17 +478,21 @@ impl Control {
         }
         // Lines that only add, remove or replace routes change the published table in place by the routes they
         // changed (through the writer's two snapshots: no rebuild, no copy of the table).
-        let changes: Vec<Change> = delta
-            .removed
-            .iter()
-            .map(|r| Change::DelRoute {
-                prefix: r.prefix,
-                metric: r.metric,
-                table: r.table,
-                line: r.line,
-            })
-            .chain(delta.added.into_iter().map(Change::AddRoute))
-            .collect();
+        // Configured routes win over mirrored kernel routes of the same prefix and metric (crate::kroutes).
+        let keys = crate::kroutes::delta_keys(&delta.removed, &delta.added);
+        let mut changes = self.kernel_routes.yield_to(&delta.added);
+        changes.extend(
+            delta
+                .removed
+                .iter()
+                .map(|r| Change::DelRoute {
+                    prefix: r.prefix,
+                    metric: r.metric,
+                    table: r.table,
+                    line: r.line,
+                })
+                .chain(delta.added.into_iter().map(Change::AddRoute)),
+        );
         if changes.is_empty() {
             tx.commit();
             return Ok(());
@@ -495,6 +503,7 @@ impl Control {
         match writer.apply(&changes) {
             Ok(()) => {
                 tx.commit();
+                crate::kroutes::configured_changed(self, keys);
                 Ok(())
             }
             Err((i, e)) => {
@@ -522,10 +531,9 @@ impl Control {
                 stale: !matches!(e.state, State::Reachable { .. }),
             });
         }
-        for r in self.kernel_routes.routes() {
-            // A kernel route the new configuration now also has stays the configuration's.
-            let _ = snap.apply(&Change::AddRoute(r.clone()));
-        }
+        // A kernel route the new configuration also has stays the configuration's (shadowed).
+        let links = self.link_names();
+        self.kernel_routes.reinstall(&mut snap, &links);
         self.handle.publish(snap);
     }
 

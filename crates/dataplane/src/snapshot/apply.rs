@@ -1,6 +1,7 @@
 //! A [`Change`] applied to a snapshot: the next snapshot, re-planning only the routes the change reaches.
 
 use super::{Change, DynNeigh, Snapshot, cfg_err};
+use crate::fib::{Origin, RouteEntry};
 use crate::spec::{ConfigError, Encap, MAIN_TABLE, Route};
 use std::net::IpAddr;
 
@@ -83,6 +84,33 @@ impl Snapshot {
                 if let Some(r) = self.fib.route(id).cloned() {
                     self.release_tunnel(&r);
                 }
+                self.replan_within(*prefix);
+                Ok(())
+            }
+            Change::AddReject {
+                prefix,
+                metric,
+                kind,
+            } => {
+                if self.fib.contains(*prefix, *metric) {
+                    return Err(cfg_err(
+                        0,
+                        &prefix.to_string(),
+                        format!("route already exists (same prefix and metric {metric})"),
+                    ));
+                }
+                let id = self.fib.insert(RouteEntry {
+                    prefix: *prefix,
+                    via: None,
+                    dev: None,
+                    metric: *metric,
+                    mtu: None,
+                    tunnel: None,
+                    origin: Origin::Reject(*kind),
+                    line: 0,
+                    plan: None,
+                });
+                self.plan_route(id);
                 self.replan_within(*prefix);
                 Ok(())
             }

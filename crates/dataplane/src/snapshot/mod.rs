@@ -78,6 +78,16 @@ pub enum Change {
         /// The line the change came from (for errors).
         line: usize,
     },
+    /// A route of the main table that drops what it matches ([`Origin::Reject`](crate::fib::Origin::Reject)),
+    /// mirrored from the kernel (`lwt6 run --kernel-routes`); removed with [`Change::DelRoute`].
+    AddReject {
+        /// The route's prefix.
+        prefix: IpNet,
+        /// Its metric.
+        metric: u32,
+        /// What it does with a packet.
+        kind: crate::fib::RejectKind,
+    },
     /// A neighbour learned from the wire (dynamic resolution, published by the control thread): added or
     /// updated. A static `neigh add` entry for the same address on the same device still wins.
     NeighSet {

@@ -51,7 +51,7 @@ impl Snapshot {
         plans: &mut Vec<Plan>,
         log: &mut TemplatesBuilder,
     ) -> Option<u32> {
-        if !r.prefix.addr().is_ipv6() {
+        if !r.prefix.addr().is_ipv6() || matches!(r.origin, crate::fib::Origin::Reject(_)) {
             return None;
         }
         let key = self.plan_key(r);

@@ -150,6 +150,7 @@ mod local;
 mod neighbour;
 mod pending;
 mod recording;
+mod reject;
 pub(crate) mod seg6local;
 
 pub use batch::Batch;
@@ -409,6 +410,9 @@ impl Worker {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
+        if let crate::fib::Origin::Reject(kind) = route.origin {
+            return self.reject(cx, buf, kind, L3::V6);
+        }
         self.forward(cx, buf, route, L3::V6)
     }
 
@@ -455,6 +459,9 @@ impl Worker {
             self.icmp4_error(cx, buf.data(), Icmpv4Error::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
+        if let crate::fib::Origin::Reject(kind) = route.origin {
+            return self.reject(cx, buf, kind, L3::V4);
+        }
         self.forward(cx, buf, route, L3::V4)
     }
 }

@@ -66,6 +66,9 @@ pub fn route_line(
 ) -> String {
     {
         let mut line = route_json::dst_text(r);
+        if let Origin::Reject(k) = r.origin {
+            line = format!("{} {line}", k.name());
+        }
         if let Some(t) = r.tunnel {
             let text = match &router.tunnels[t] {
                 Tunnel::Local(l) => l.iproute2_stats(

@@ -105,6 +105,9 @@ pub fn route(
 ) -> String {
     let mut o = Object::default();
     let v6 = r.prefix.addr().is_ipv6();
+    if let Origin::Reject(k) = r.origin {
+        o.put("type", k.name());
+    }
     o.put("dst", dst_text(r));
     if let Some(t) = r.tunnel {
         let c = counters.map(|c| c.get(t).copied().unwrap_or_default());
