@@ -6,13 +6,16 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD,
-    OP_HLIM, OP_ING16, OP_ING32, OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC,
-    PlanEntry, PortEntry, RouteValue, TPL_MAX, Why,
+    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, IOAM_ANY, IOAM_BITS, IOAM_DATA, IoamEntry, Kind,
+    LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32, OP_NEXT_SID, OP_PLEN,
+    OP_RX, OP_SL, OPS_MAX, Op, P_IOAM_ENABLED, P_REQUIRE_HMAC, PlanEntry, PortEntry, RouteValue,
+    TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
+use lwt6_dataplane::hop::ioam::{FillContext, IfIds, IoamNode, NO_IF};
 use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
 use lwt6_dataplane::snapshot::{Link, Snapshot};
+use lwt6_dataplane::wire::ioam;
 use std::collections::HashMap;
 
 const E: usize = 14;
@@ -30,6 +33,10 @@ pub struct Tables {
     pub routes: Vec<(Ipv6Net, RouteValue)>,
     /// Plans, by their index in the `plans` array.
     pub plans: Vec<PlanEntry>,
+    /// IOAM transit: this node's data per namespace and egress device (key namespace | device << 16), and the
+    /// [`IOAM_ANY`] entry for the namespaces it does not know. Empty when transit is left to the worker (IOAM
+    /// domains configured: their roles are the worker's; see also [`Tables::leave_transit_to_the_worker`]).
+    pub ioam: Vec<(u32, IoamEntry)>,
 }
 
 impl Tables {
@@ -39,6 +46,12 @@ impl Tables {
             prefixlen: u32::from(net.prefix_len()),
             addr: net.network().octets(),
         }
+    }
+
+    /// Leaves every frame with a Hop-by-Hop header to the worker (as IOAM domains do): for a router whose workers
+    /// export the traces they fill in transit (`--ioam-export-transit`), which the driver cannot.
+    pub fn leave_transit_to_the_worker(&mut self) {
+        self.ioam.clear();
     }
 
     /// Where a route's frames are handled: `Ok(kind)` in the driver, `Err(why)` by the worker.
@@ -237,9 +250,87 @@ fn ioam_fields(plan: &Plan) -> Result<Vec<Op>, Why> {
         .collect())
 }
 
+/// The IOAM transit entries of `snap` (see [`Tables::ioam`]).
+fn ioam_entries(snap: &Snapshot) -> Vec<(u32, IoamEntry)> {
+    let node = snap.ioam();
+    if !node.domains.is_empty() {
+        return Vec::new();
+    }
+    let mut v = vec![(IOAM_ANY, ioam_entry(node, None, NO_IF))];
+    let mut spaces: Vec<u16> = node.namespaces.keys().copied().collect();
+    spaces.sort_unstable();
+    for ns in spaces {
+        for (d, l) in snap.links.iter().enumerate().take(0xffff) {
+            let key = u32::from(ns) | (d as u32) << 16;
+            v.push((key, ioam_entry(node, Some(ns), IfIds::of(&l.sysctl))));
+        }
+    }
+    v
+}
+
+/// This node's data for namespace `ns` leaving by an egress with ids `egress`, field by field
+/// (`lwt6_wire::ioam::write_node` of each trace-type bit alone): the hop limit and the ingress ids are left for the
+/// driver to patch per packet, the timestamps refused. `ns` None: the entry of the namespaces this node does not
+/// know (NodeLen only).
+fn ioam_entry(node: &IoamNode, ns: Option<u16>, egress: IfIds) -> IoamEntry {
+    let ctx = FillContext {
+        hop_limit: 0,
+        ingress: IfIds { id: 0, wide: 0 },
+        egress,
+        ts_ns: 0,
+    };
+    let data = ns.and_then(|ns| node.node_data(ns, &ctx));
+    let mut e = IoamEntry {
+        refuse: 0,
+        known: u16::from(data.is_some()),
+        ext: 0,
+        len: [0; IOAM_BITS],
+        nl: [0; IOAM_BITS],
+        code: [0; IOAM_BITS],
+        pat: [0; IOAM_BITS],
+        at: [0; IOAM_BITS],
+        data: [0; IOAM_DATA],
+    };
+    let mut at = 0;
+    for k in 0..IOAM_BITS {
+        let bit = 1u32 << (IOAM_BITS - 1 - k);
+        e.nl[k] = ioam::node_len_for_type(bit);
+        let Some(d) = &data else { continue };
+        let n = 4 * ioam::block_words(bit, d.schema.map(|(_, s)| s.len()));
+        let f = ioam::node_field_offsets(bit);
+        e.at[k] = at as u16;
+        if f.ts_sec.is_some() || f.ts_frac.is_some() || at + n > IOAM_DATA {
+            // The driver has no clock the worker's receive time matches; an opaque state longer than the entry
+            // holds is longer than any trace's free space (61 words), so its length (capped at 63 words) still
+            // decides the Overflow flag.
+            e.refuse |= bit;
+            e.len[k] = n.min(252) as u8;
+            continue;
+        }
+        ioam::write_node(&mut e.data[at..at + n], bit, d);
+        e.len[k] = n as u8;
+        let patch = [
+            (f.hop_limit[0].or(f.hop_limit[1]), OP_HLIM),
+            (f.ingress_id, OP_ING16),
+            (f.ingress_wide, OP_ING32),
+        ];
+        if let Some((p, code)) = patch.into_iter().find_map(|(p, c)| Some((p?, c))) {
+            e.code[k] = code;
+            e.pat[k] = p as u8;
+        }
+        at += n;
+    }
+    // The longest field (the only one that may exceed 8 bytes).
+    e.ext = (0..IOAM_BITS).max_by_key(|&k| e.len[k]).unwrap_or(0) as u16;
+    e
+}
+
 /// The maps' contents for `snap`: its main table's IPv6 routes, their plans, and its own addresses.
 pub fn tables(snap: &Snapshot) -> Tables {
-    let mut t = Tables::default();
+    let mut t = Tables {
+        ioam: ioam_entries(snap),
+        ..Tables::default()
+    };
     // Snapshot plan id -> slot (plans are shared by routes).
     let mut slots: HashMap<u32, Result<u32, Why>> = HashMap::new();
     let mut last: Option<Ipv6Net> = None;
@@ -296,6 +387,10 @@ pub fn port_entry(link: &Link, headroom: u16) -> PortEntry {
         ioam_id: link.sysctl.ioam6_id,
         flags: if link.sysctl.seg6_require_hmac > 0 {
             P_REQUIRE_HMAC
+        } else {
+            0
+        } | if link.sysctl.ioam6_enabled {
+            P_IOAM_ENABLED
         } else {
             0
         },

@@ -1,7 +1,9 @@
 //! The loaded program and its maps (with aya, docs/xdp.md says why): load, fill from [`Tables`], read the
 //! counters, run frames in memory (`BPF_PROG_TEST_RUN`).
 
-use crate::layout::{C_KIND, COUNTERS, Kind, PlanEntry, PortEntry, RouteValue, Why};
+use crate::layout::{
+    C_IOAM_FILLED, C_KIND, COUNTERS, IoamEntry, Kind, PlanEntry, PortEntry, RouteValue, Why,
+};
 use crate::tables::Tables;
 use crate::{Absent, available};
 use aya::maps::lpm_trie::{Key, LpmTrie};
@@ -97,6 +99,8 @@ pub struct Counters {
     pub slow: BTreeMap<Why, u64>,
     /// Frames sent per egress slot (the ones that sent any).
     pub egress: BTreeMap<u32, u64>,
+    /// IOAM traces filled (or flagged Overflow) in transit, as the worker's `ioam_transit_filled`.
+    pub ioam_filled: u64,
 }
 
 /// Runs the tier's program on frames in memory from any thread (its own descriptor of the program), also while
@@ -129,6 +133,8 @@ pub struct Tier {
     free: Vec<u32>,
     /// Slots never used so far start here.
     fresh: u32,
+    /// The `ioam` map's entries.
+    ioam: HashMap<u32, IoamEntry>,
     barrier: crate::sys::Barrier,
 }
 
@@ -175,6 +181,7 @@ impl Tier {
             slots: HashMap::new(),
             free: Vec::new(),
             fresh: 0,
+            ioam: HashMap::new(),
             barrier,
         })
     }
@@ -304,6 +311,28 @@ impl Tier {
             }
         }
         self.routes = want;
+        // IOAM transit entries (a hash without preallocation: an update replaces the element under RCU, a
+        // packet reads the old one or the new one).
+        {
+            let want: HashMap<u32, IoamEntry> = t.ioam.iter().copied().collect();
+            let mut map: BpfHashMap<&mut MapData, u32, IoamEntry> =
+                BpfHashMap::try_from(self.ebpf.map_mut("ioam").ok_or(Error::Map {
+                    map: "ioam",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("ioam"))?;
+            for (k, v) in &want {
+                if self.ioam.get(k) != Some(v) {
+                    map.insert(k, v, 0).map_err(map_err("ioam"))?;
+                }
+            }
+            for k in self.ioam.keys() {
+                if !want.contains_key(k) {
+                    map.remove(k).map_err(map_err("ioam"))?;
+                }
+            }
+            self.ioam = want;
+        }
         // 3. Slots no route names.
         let used: HashSet<u32> = self.routes.values().map(|v| v.plan).collect();
         let gone: Vec<(PlanEntry, u32)> = self
@@ -394,6 +423,7 @@ impl Tier {
         let c = sum("counters", COUNTERS as u32)?;
         let mut out = Counters {
             forwarded: c[0],
+            ioam_filled: c[C_IOAM_FILLED],
             ..Counters::default()
         };
         for w in Why::ALL {
