@@ -1415,3 +1415,75 @@ fn ioam_domains_leave_transit_to_the_worker() {
     b.tier.install(&t).unwrap();
     slow(&mut b, "IOAM transit left to the worker", &f, Why::HopByHop);
 }
+
+#[test]
+fn random_transit_frames_agree_with_userspace() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let Some(b) = bench_of(&transit_conf(true), Sizes::default()) else {
+        return;
+    };
+    let b = std::cell::RefCell::new(b);
+    let (sent, filled) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u64));
+    let cases = 2000;
+    // Up to three traces: namespace (known, known with a schema, unknown), trace type (the kernel tests' and any
+    // 24 bits), RemainingLen, NodeLen right or not, the Overflow flag; then a hop limit, a payload, an egress and
+    // up to two bytes of the Hop-by-Hop header overwritten.
+    let trace = (
+        prop_oneof![Just(123u16), Just(200), Just(124)],
+        prop_oneof![
+            Just(0xc4_0000u32),
+            Just(0x00_e000),
+            Just(0x80_0002),
+            Just(0xf0_0000),
+            Just(0xcf_ffff),
+            0u32..0x100_0000
+        ],
+        0u8..40,
+        prop_oneof![4 => Just(None), 1 => (0u8..32).prop_map(Some)],
+        prop_oneof![4 => Just(0u8), 1 => Just(8u8)],
+    );
+    let strategy = (
+        prop::collection::vec(trace, 1..4),
+        any::<u8>(),
+        0usize..300,
+        any::<bool>(),
+        prop::collection::vec((0usize..64, any::<u8>()), 0..3),
+    );
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(traces, hlim, n, r2, flips)| {
+            let opts: Vec<Vec<u8>> = traces
+                .iter()
+                .map(|&(ns, ty, rem, nl, flags)| trace_option(ns, ty, rem, nl, flags, &[]))
+                .collect();
+            let dst = if r2 { "2001:db8:3::1" } else { "2001:db8::7" };
+            let mut f = hbh_frame(dst, hlim, &hbh_of(&opts), n);
+            for (at, v) in flips {
+                if 54 + at < f.len() {
+                    f[54 + at] = v;
+                }
+            }
+            let before = b.borrow().tier.counters().unwrap().ioam_filled;
+            let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
+            sent.set(sent.get() + u32::from(driver));
+            filled.set(filled.get() + b.borrow().tier.counters().unwrap().ioam_filled - before);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        sent.get() * 3 > cases,
+        "only {} of {cases} transit frames forwarded in the driver",
+        sent.get()
+    );
+    assert!(filled.get() > 0, "no trace filled");
+    eprintln!(
+        "{} of {cases} random transit frames forwarded in the driver, {} traces filled",
+        sent.get(),
+        filled.get()
+    );
+}
