@@ -90,9 +90,11 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define W_NEXT 20            // End: the next segment's route is not plain forwarding in the driver
 #define W_IOAM_INVALID 21    // IOAM transit: a trace the worker drops (too short, NodeLen not the trace type's)
 #define W_IOAM_FIELD 22      // IOAM transit: this node's data holds a field the driver cannot write (timestamps)
+#define W_TABLE 23           // End.DT6: the inner destination has no plain-forwarding route in the table
 #define W_REASONS 32         // reasons occupy [1, W_REASONS)
 #define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
 #define KIND_TRANSIT 9       // the counter kind of frames forwarded along a plain plan with IOAM transit
+#define KIND_DT6 10          // the counter kind of End.DT6
 #define KINDS 16
 #define C_IOAM_FILLED 48     // IOAM traces filled (or flagged Overflow) in transit
 #define COUNTERS 64
@@ -115,6 +117,8 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define F_RELOOKUP 4    // the way out (template, egress, MTU) is the plan of the next segment's route, which must
                         // have F_PLAIN: End (with F_SRH_ADVANCE)
 #define F_PLAIN 8       // plain forwarding
+#define F_TABLE 16      // the inner IPv6 packet (as F_DECAP) goes out along the plain plan of its destination's route in
+                        // the plan's table (`vrf`): End.DT6
 // Port flags.
 #define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
 #define P_IOAM_ENABLED 2 // ioam6_enabled: IOAM traces received here are filled in transit
@@ -166,7 +170,7 @@ struct plan {
     __u8 kind;     // counter index (C_KIND + kind)
     __u8 nops;
     __u32 flags;   // F_*
-    __u32 pad;
+    __u32 table;   // F_TABLE: the table, in wire order (the `vrf` key's first bytes)
     struct op ops[OPS_MAX];
     __u8 tpl[TPL_MAX];
 };
@@ -189,6 +193,14 @@ struct ioam_ns {
 
 _Static_assert(sizeof(struct ioam_ns) == 8 + 6 * IOAM_BITS + IOAM_DATA, "ioam_ns");
 _Static_assert(sizeof(struct lpm_key) == 20, "lpm_key");
+
+// Key of the `vrf` LPM trie: 32 bits of table, then the address (prefix length 32 + the route's).
+struct vrf_key {
+    __u32 prefixlen;
+    __u8 table[4];
+    __u8 addr[16];
+};
+_Static_assert(sizeof(struct vrf_key) == 24, "vrf_key");
 _Static_assert(sizeof(struct route) == 8, "route");
 _Static_assert(sizeof(struct port) == 20, "port");
 _Static_assert(sizeof(struct op) == 12, "op");
@@ -251,6 +263,15 @@ struct {
     __type(key, __u32);
     __type(value, __u64);
 } egress_tx SEC(".maps");
+
+// The routes of the tables End.DT6 plans look up (with the router's addresses as /128s in each).
+struct {
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct vrf_key);
+    __type(value, struct route);
+} vrf SEC(".maps");
 
 // IOAM transit: key namespace | egress << 16, or IOAM_ANY. Without the IOAM_ANY entry, transit frames go to the
 // worker (IOAM domains, transit export).
@@ -483,6 +504,81 @@ static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, 
     return bpf_redirect_map(&egress, out, 0);
 }
 
+// End.DT6 (plan `pl`) on the IPv6 packet `ip` (`len` bytes in a frame of `flen`): End.DX6's decapsulation (behind
+// the outer header, or behind an SRH without TLVs with no segment left), then the inner destination looked up in
+// the plan's table; out along that route's plan, which must be plain forwarding (its template the Ethernet
+// header, its one patch the hop limit). Everything else goes to the worker unchanged. A path of its own.
+static __always_inline int table_forward(struct xdp_md *ctx, struct plan *pl, struct port *port, __u8 *ip,
+                                         __u8 *end, __u32 flen, __u32 len) {
+    if ((port->flags & P_REQUIRE_HMAC) || len < 48)
+        return slow(ctx, W_DECAP);
+    __u32 pull;
+    if (ip[6] == 41) {
+        pull = 40;
+    } else if (ip[6] == 43) {
+        if (ip + 48 > end)
+            return slow(ctx, W_SHORT);
+        __u32 srh_len = ((__u32)ip[41] + 1) * 8, le = ip[44];
+        if (ip[40] != 41 || ip[42] != 4 || srh_len != 8 + 16 * (le + 1) || ip[43] != 0)
+            return slow(ctx, W_DECAP);
+        pull = 40 + srh_len;
+    } else {
+        return slow(ctx, W_DECAP);
+    }
+    opaque(pull);
+    if (pull > 40 + 8 + 16 * 256 || pull + 40 > len)
+        return slow(ctx, W_DECAP);
+    __u8 *in = ip + pull;
+    if (in + 40 > end)
+        return slow(ctx, W_SHORT);
+    __u32 ilen = 40 + (((__u32)in[4] << 8) | in[5]);
+    if ((in[0] >> 4) != 6 || pull + ilen > len)
+        return slow(ctx, W_DECAP);
+    __u8 ihl = in[7];
+    if (ihl <= 1)
+        return slow(ctx, W_HOP_LIMIT);
+    if (special(in[8], in[9]) || special(in[24], in[25]))
+        return slow(ctx, W_TABLE);
+    struct vrf_key key = {.prefixlen = 32 + 128};
+    __u32 t = pl->table;
+    __builtin_memcpy(key.table, &t, 4);
+    for (int i = 0; i < 16; i++)
+        key.addr[i] = in[24 + i];
+    struct route *r = bpf_map_lookup_elem(&vrf, &key);
+    if (!r)
+        return slow(ctx, W_TABLE);
+    __u32 id = r->plan;
+    if (id == NO_PLAN)
+        return slow(ctx, r->why);
+    struct plan *way = bpf_map_lookup_elem(&plans, &id);
+    if (!way || !(way->flags & F_PLAIN) || way->tlen != 14 || way->skip || way->growth || way->nops != 1 ||
+        way->ops[0].code != OP_HLIM || way->ops[0].at != 14 + 7)
+        return slow(ctx, W_TABLE);
+    if (ilen > way->max_len)
+        return slow(ctx, W_MTU);
+    __u32 out = way->egress;
+    if (!bpf_map_lookup_elem(&egress, &out))
+        return slow(ctx, W_NO_EGRESS);
+    if (bpf_xdp_adjust_head(ctx, (int)pull))
+        return slow(ctx, W_HEADROOM);
+    __u32 trailer = flen - 14 - pull - ilen;
+    if (trailer && bpf_xdp_adjust_tail(ctx, -(int)trailer)) {
+        bpf_xdp_adjust_head(ctx, -(int)pull);
+        return slow(ctx, W_SHORT);
+    }
+    __u8 *p = (__u8 *)(long)ctx->data;
+    end = (__u8 *)(long)ctx->data_end;
+    if (p + 14 + 8 > end)
+        return XDP_ABORTED;
+    for (int i = 0; i < 14; i++)
+        p[i] = way->tpl[i];
+    p[14 + 7] = ihl - 1;
+    count(&counters, W_FORWARDED);
+    count(&counters, C_KIND + KIND_DT6);
+    count(&egress_tx, out & 63);
+    return bpf_redirect_map(&egress, out, 0);
+}
+
 SEC("xdp")
 int lwt6_plan(struct xdp_md *ctx) {
     __u8 *p = (__u8 *)(long)ctx->data;
@@ -532,6 +628,8 @@ int lwt6_plan(struct xdp_md *ctx) {
 
     if (ip[6] == 0)
         return transit_forward(ctx, pl, flen, len, hlim);
+    if (pl->flags & F_TABLE)
+        return table_forward(ctx, pl, port, ip, end, flen, len);
 
     // An SRH to advance (End.X): right after the IPv6 header, without TLVs, a segment left; its next segment
     // saved for OP_NEXT_SID.

@@ -55,6 +55,9 @@ pub const F_DECAP: u32 = 2;
 pub const F_RELOOKUP: u32 = 4;
 /// Plan flag: plain forwarding (a way out for [`F_RELOOKUP`] plans).
 pub const F_PLAIN: u32 = 8;
+/// Plan flag: the inner IPv6 packet (pulled out as with [`F_DECAP`]) goes out along the plain plan of its
+/// destination's route in the plan's table (the `vrf` map); [`Why::Table`] when it has none (End.DT6).
+pub const F_TABLE: u32 = 16;
 /// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
 pub const P_REQUIRE_HMAC: u16 = 1;
 /// Port flag: the interface's `ioam6_enabled` is on (IOAM traces received on it are filled in transit).
@@ -139,8 +142,8 @@ pub struct PlanEntry {
     pub nops: u8,
     /// `F_*` flags.
     pub flags: u32,
-    /// Zero.
-    pub pad: u32,
+    /// [`F_TABLE`]: the table, in wire order (`u32::from_ne_bytes(id.to_be_bytes())`); zero otherwise.
+    pub table: u32,
     /// Patches, in order.
     pub ops: [Op; OPS_MAX],
     /// Template bytes (the first `tlen`).
@@ -259,11 +262,14 @@ pub enum Why {
     /// IOAM transit: this node's data for the trace holds a field the driver cannot write (timestamps, bits 2
     /// and 3; an opaque state longer than the map holds).
     IoamField = 22,
+    /// End.DT6: the inner destination is special (link-local, multicast, `::/8`, also the source) or has no
+    /// plain-forwarding route in the table.
+    Table = 23,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 22] = [
+    pub const ALL: [Why; 23] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -286,6 +292,7 @@ impl Why {
         Why::Next,
         Why::IoamInvalid,
         Why::IoamField,
+        Why::Table,
     ];
 
     /// The reason's name, as counters print it.
@@ -313,6 +320,7 @@ impl Why {
             Why::Next => "next_segment",
             Why::IoamInvalid => "ioam_invalid",
             Why::IoamField => "ioam_field",
+            Why::Table => "table_lookup",
         }
     }
 }
@@ -342,11 +350,13 @@ pub enum Kind {
     /// Plain forwarding of a packet with a Hop-by-Hop header of IOAM traces, filled in transit (counted for
     /// [`Kind::Forward`] plans).
     IoamTransit = 9,
+    /// seg6local End.DT6 (no counters, no flavours), out along the inner destination's plain plan in its table.
+    EndDt6 = 10,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
@@ -357,6 +367,7 @@ impl Kind {
         Kind::EndDx6,
         Kind::End,
         Kind::IoamTransit,
+        Kind::EndDt6,
     ];
 
     /// The kind's name, as counters print it.
@@ -372,6 +383,7 @@ impl Kind {
             Kind::EndDx6 => "end_dx6",
             Kind::End => "end",
             Kind::IoamTransit => "ioam_transit",
+            Kind::EndDt6 => "end_dt6",
         }
     }
 }

@@ -6,17 +6,21 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, IOAM_ANY, IOAM_BITS, IOAM_DATA, IoamEntry, Kind,
-    LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32, OP_NEXT_SID, OP_PLEN,
-    OP_RX, OP_SL, OPS_MAX, Op, P_IOAM_ENABLED, P_REQUIRE_HMAC, PlanEntry, PortEntry, RouteValue,
-    TPL_MAX, Why,
+    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, F_TABLE, IOAM_ANY, IOAM_BITS, IOAM_DATA,
+    IoamEntry, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32,
+    OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_IOAM_ENABLED, P_REQUIRE_HMAC, PlanEntry,
+    PortEntry, RouteValue, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
+use lwt6_dataplane::fib::RouteEntry;
 use lwt6_dataplane::hop::ioam::{FillContext, IfIds, IoamNode, NO_IF};
 use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
 use lwt6_dataplane::snapshot::{Link, Snapshot};
+use lwt6_dataplane::spec::{MAIN_TABLE, Seg6LocalAction};
+use lwt6_dataplane::tunnel::Tunnel;
 use lwt6_dataplane::wire::ioam;
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 const E: usize = 14;
 const H: usize = 40;
@@ -37,6 +41,9 @@ pub struct Tables {
     /// [`IOAM_ANY`] entry for the namespaces it does not know. Empty when transit is left to the worker (IOAM
     /// domains configured: their roles are the worker's; see also [`Tables::leave_transit_to_the_worker`]).
     pub ioam: Vec<(u32, IoamEntry)>,
+    /// The routes of the tables End.DT6 plans look up (the `vrf` map): table, prefix and value (plain forwarding
+    /// plans only), with the router's own addresses as /128s in each.
+    pub table_routes: Vec<(u32, Ipv6Net, RouteValue)>,
 }
 
 impl Tables {
@@ -214,7 +221,7 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
         kind: kind as u8,
         nops: ops.len() as u8,
         flags,
-        pad: 0,
+        table: 0,
         ops: [Op::default(); OPS_MAX],
         tpl: [0; TPL_MAX],
     };
@@ -334,6 +341,7 @@ pub fn tables(snap: &Snapshot) -> Tables {
     // Snapshot plan id -> slot (plans are shared by routes).
     let mut slots: HashMap<u32, Result<u32, Why>> = HashMap::new();
     let mut last: Option<Ipv6Net> = None;
+    let mut dt6 = std::collections::BTreeSet::new();
     for r in snap.fib().routes_v6() {
         let IpNet::V6(net) = r.prefix else { continue };
         // Lowest metric first within a prefix: the first is the one lookups find.
@@ -342,7 +350,15 @@ pub fn tables(snap: &Snapshot) -> Tables {
         }
         last = Some(net);
         let slot = match r.plan {
-            None => Err(Why::NoPlan),
+            None => match dt6_table(snap, r) {
+                Some(Ok(table)) => {
+                    t.plans.push(dt6_entry(table));
+                    dt6.insert(table);
+                    Ok(t.plans.len() as u32 - 1)
+                }
+                Some(Err(why)) => Err(why),
+                None => Err(Why::NoPlan),
+            },
             Some(id) => *slots.entry(id).or_insert_with(|| {
                 let plan = snap.plan(id).ok_or(Why::NoPlan)?;
                 let e = plan_entry(snap, plan, snap.template(plan))?;
@@ -373,7 +389,126 @@ pub fn tables(snap: &Snapshot) -> Tables {
             }
         }
     }
+    // The tables End.DT6 looks up: their plain routes with plans of their own (the snapshot plans the main table
+    // only), the others to the worker, and the router's addresses.
+    for table in dt6 {
+        let Some(fib) = snap.table(table) else {
+            continue;
+        };
+        let mut last: Option<Ipv6Net> = None;
+        for r in fib.routes_v6() {
+            let IpNet::V6(net) = r.prefix else { continue };
+            if last == Some(net) {
+                continue;
+            }
+            last = Some(net);
+            let value = match forward_entry(snap, r) {
+                Ok(e) => {
+                    t.plans.push(e);
+                    RouteValue {
+                        plan: t.plans.len() as u32 - 1,
+                        why: 0,
+                    }
+                }
+                Err(why) => RouteValue {
+                    plan: NO_PLAN,
+                    why: why as u32,
+                },
+            };
+            t.table_routes.push((table, net, value));
+        }
+        for l in &snap.links {
+            for (a, _) in &l.addrs6 {
+                let net = Ipv6Net::new(*a, 128).expect("a /128");
+                let value = RouteValue {
+                    plan: NO_PLAN,
+                    why: Why::Local as u32,
+                };
+                match t
+                    .table_routes
+                    .iter_mut()
+                    .find(|(tb, n, _)| *tb == table && *n == net)
+                {
+                    Some(e) => e.2 = value,
+                    None => t.table_routes.push((table, net, value)),
+                }
+            }
+        }
+    }
     t
+}
+
+/// The table of an End.DT6 route the driver executes (`table T`, else `vrftable T`, else main, as the worker
+/// does); `Err` for one with counters or flavours; None for other routes.
+fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
+    let Some(Tunnel::Local(l)) = r.tunnel.map(|t| &snap.tunnels[t]) else {
+        return None;
+    };
+    if !matches!(l.spec.action, Seg6LocalAction::EndDt6) {
+        return None;
+    }
+    if l.spec.count || l.spec.flavors.is_some() {
+        return Some(Err(Why::Kind));
+    }
+    Some(Ok(l.spec.table.or(l.spec.vrftable).unwrap_or(MAIN_TABLE)))
+}
+
+/// The driver's End.DT6 plan for `table`: no template of its own (the way out is the plan of the inner
+/// destination's route in the table).
+fn dt6_entry(table: u32) -> PlanEntry {
+    PlanEntry {
+        egress: 0,
+        max_len: 0,
+        tlen: 0,
+        skip: 0,
+        growth: 0,
+        kind: Kind::EndDt6 as u8,
+        nops: 0,
+        flags: F_DECAP | F_TABLE,
+        table: u32::from_ne_bytes(table.to_be_bytes()),
+        ops: [Op::default(); OPS_MAX],
+        tpl: [0; TPL_MAX],
+    }
+}
+
+/// The plain-forwarding plan of a route of a table other than the snapshot's planned one, as the snapshot plans a
+/// gateway route (`Snapshot::plan_for`): the Ethernet header to the gateway's address (a static or not stale
+/// neighbour), the hop limit, the route's MTU or the device's.
+fn forward_entry(snap: &Snapshot, r: &RouteEntry) -> Result<PlanEntry, Why> {
+    if r.tunnel.is_some() {
+        return Err(Why::Kind);
+    }
+    let (Some(dev), Some(IpAddr::V6(gw))) = (r.dev, r.via) else {
+        return Err(Why::NoPlan);
+    };
+    let link = snap.links.get(dev).ok_or(Why::NoPlan)?;
+    let mac = match snap.neighbour(dev, IpAddr::V6(gw)) {
+        Some((m, false)) => m,
+        _ => return Err(Why::NoPlan),
+    };
+    let mtu = r.mtu.map_or(link.mtu, |m| m.value.min(link.mtu)) as usize;
+    let mut e = PlanEntry {
+        egress: dev as u32,
+        max_len: mtu.min(H + usize::from(u16::MAX)) as u32,
+        tlen: E as u16,
+        skip: 0,
+        growth: 0,
+        kind: Kind::Forward as u8,
+        nops: 1,
+        flags: F_PLAIN,
+        table: 0,
+        ops: [Op::default(); OPS_MAX],
+        tpl: [0; TPL_MAX],
+    };
+    e.ops[0] = Op {
+        code: OP_HLIM,
+        at: (E + 7) as u16,
+        ..Op::default()
+    };
+    e.tpl[..6].copy_from_slice(&mac);
+    e.tpl[6..12].copy_from_slice(&link.mac);
+    e.tpl[12..14].copy_from_slice(&[0x86, 0xdd]);
+    Ok(e)
 }
 
 /// The port entry of a link: its MAC, its longest frame (MTU + 18, as lwt6's fast path), its IOAM ids, and

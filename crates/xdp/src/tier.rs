@@ -135,6 +135,8 @@ pub struct Tier {
     fresh: u32,
     /// The `ioam` map's entries.
     ioam: HashMap<u32, IoamEntry>,
+    /// The `vrf` map's entries (table, prefix), with the plan slots they name.
+    vrf: HashMap<(u32, Ipv6Net), RouteValue>,
     barrier: crate::sys::Barrier,
 }
 
@@ -157,6 +159,7 @@ impl Tier {
         let object = available().map(|()| crate::object())?;
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("routes", sizes.routes)
+            .map_max_entries("vrf", sizes.routes)
             .map_max_entries("plans", sizes.plans)
             .map_max_entries("ports", sizes.ports)
             .map_max_entries("egress", sizes.egress)
@@ -182,6 +185,7 @@ impl Tier {
             free: Vec::new(),
             fresh: 0,
             ioam: HashMap::new(),
+            vrf: HashMap::new(),
             barrier,
         })
     }
@@ -311,6 +315,46 @@ impl Tier {
             }
         }
         self.routes = want;
+        // The tables End.DT6 looks up, the same way.
+        {
+            let want: HashMap<(u32, Ipv6Net), RouteValue> = t
+                .table_routes
+                .iter()
+                .map(|(table, net, v)| {
+                    let plan = match slot_of.get(v.plan as usize) {
+                        Some(&s) => s,
+                        None => v.plan,
+                    };
+                    ((*table, *net), RouteValue { plan, why: v.why })
+                })
+                .collect();
+            let mut vrf: LpmTrie<&mut MapData, [u8; 20], RouteValue> =
+                LpmTrie::try_from(self.ebpf.map_mut("vrf").ok_or(Error::Map {
+                    map: "vrf",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("vrf"))?;
+            let key = |table: u32, net: &Ipv6Net| {
+                let mut k = [0u8; 20];
+                k[..4].copy_from_slice(&table.to_be_bytes());
+                k[4..].copy_from_slice(&net.network().octets());
+                Key::new(32 + u32::from(net.prefix_len()), k)
+            };
+            for ((table, net), v) in &want {
+                if self.vrf.get(&(*table, *net)) != Some(v) {
+                    vrf.insert(&key(*table, net), v, 0)
+                        .map_err(map_err("vrf"))?;
+                    done.routes_set += 1;
+                }
+            }
+            for (table, net) in self.vrf.keys() {
+                if !want.contains_key(&(*table, *net)) {
+                    vrf.remove(&key(*table, net)).map_err(map_err("vrf"))?;
+                    done.routes_removed += 1;
+                }
+            }
+            self.vrf = want;
+        }
         // IOAM transit entries (a hash without preallocation: an update replaces the element under RCU, a
         // packet reads the old one or the new one).
         {
@@ -334,7 +378,12 @@ impl Tier {
             self.ioam = want;
         }
         // 3. Slots no route names.
-        let used: HashSet<u32> = self.routes.values().map(|v| v.plan).collect();
+        let used: HashSet<u32> = self
+            .routes
+            .values()
+            .chain(self.vrf.values())
+            .map(|v| v.plan)
+            .collect();
         let gone: Vec<(PlanEntry, u32)> = self
             .slots
             .iter()

@@ -1487,3 +1487,186 @@ fn random_transit_frames_agree_with_userspace() {
         filled.get()
     );
 }
+
+// ---- End.DT6: End.DX6's decapsulation, then the inner destination looked up in table T.
+
+/// Routes in the main table and in table 100, and End.DT6 SIDs on both.
+fn dt6_conf() -> String {
+    "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+link add r2 address 02:00:00:00:03:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+addr add fd00:3::1/64 dev r2
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
+-6 route add 2001:db8::/32 via fd00:2::2 dev r1
+-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2
+-6 route add 2001:db8:100::/48 via fd00:3::2 dev r2 table 100
+-6 route add 2001:db8:101::/48 via fd00:2::2 dev r1 mtu 1280 table 100
+-6 route add 2001:db8:104::/48 via fd00:3::99 dev r2 table 100
+-6 route add 2001:db8:105::/48 encap seg6 mode encap segs fc00::1 dev r1 table 100
+-6 route add fd00:b0::/64 encap seg6local action End.DT6 table 254 dev r1
+-6 route add fd00:b1::/64 encap seg6local action End.DT6 table 100 dev r1
+-6 route add fd00:b3::/64 encap seg6local action End.DT6 table 100 count dev r1
+"
+    .to_string()
+}
+
+#[test]
+fn end_dt6_matches_userspace() {
+    let Some(mut b) = bench_of(&dt6_conf(), Sizes::default()) else {
+        return;
+    };
+    let segs = |sid: &'static str| ["fc00::3", sid];
+    for (sid, inner_dst, what) in [
+        ("fd00:b0::1", "2001:db8::99", "table 254, out of r1"),
+        ("fd00:b0::1", "2001:db8:3::1", "table 254, out of r2"),
+        ("fd00:b1::1", "2001:db8:100::1", "table 100, out of r2"),
+        ("fd00:b1::1", "2001:db8:101::1", "table 100, out of r1"),
+    ] {
+        for (ihl, n) in [(64u8, 16usize), (2, 0), (33, 1000)] {
+            let inner = frame(inner_dst, ihl, 0x0abc_def0, n)[14..].to_vec();
+            for (how, f) in [
+                ("no SRH", encapsulated(sid, 64, 0, &[], &inner)),
+                (
+                    "SRH, Segments Left 0",
+                    encapsulated(sid, 9, 0, &segs(sid), &inner),
+                ),
+            ] {
+                let what = format!("End.DT6, {what}, {how}, inner hop limit {ihl}, {n} bytes");
+                forwarded(&mut b, &what, &f, Kind::EndDt6);
+            }
+        }
+    }
+    // The route MTU in table 100 (1280): exactly, and one byte over.
+    let at = frame("2001:db8:101::1", 64, 0, 1240)[14..].to_vec();
+    forwarded(
+        &mut b,
+        "End.DT6, inner exactly the table route's MTU",
+        &encapsulated("fd00:b1::1", 64, 0, &[], &at),
+        Kind::EndDt6,
+    );
+    let over = frame("2001:db8:101::1", 64, 0, 1241)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DT6, inner MTU + 1",
+        &encapsulated("fd00:b1::1", 64, 0, &[], &over),
+        Why::Mtu,
+    );
+    // Ethernet padding behind the outer packet: trimmed as the router does.
+    let inner = frame("2001:db8:100::1", 64, 0, 16)[14..].to_vec();
+    let mut padded = encapsulated("fd00:b1::1", 64, 0, &[], &inner);
+    padded.extend([0u8; 5]);
+    forwarded(&mut b, "End.DT6, padded frame", &padded, Kind::EndDt6);
+    // To the worker.
+    for (what, sid, inner_dst, ihl, why) in [
+        (
+            "no route in table 100",
+            "fd00:b1::1",
+            "2001:db8::99",
+            64,
+            Why::Table,
+        ),
+        (
+            "an unresolved neighbour in table 100",
+            "fd00:b1::1",
+            "2001:db8:104::1",
+            64,
+            Why::NoPlan,
+        ),
+        (
+            "an encapsulating route in table 100",
+            "fd00:b1::1",
+            "2001:db8:105::1",
+            64,
+            Why::Kind,
+        ),
+        (
+            "inner destination ours",
+            "fd00:b1::1",
+            "fd00:2::1",
+            64,
+            Why::Local,
+        ),
+        (
+            "inner destination ours, table 254",
+            "fd00:b0::1",
+            "fd00:3::1",
+            64,
+            Why::Local,
+        ),
+        (
+            "inner destination another SID",
+            "fd00:b0::1",
+            "fd00:b1::5",
+            64,
+            Why::Kind,
+        ),
+        (
+            "inner destination link-local",
+            "fd00:b0::1",
+            "fe80::1",
+            64,
+            Why::Table,
+        ),
+        (
+            "inner destination multicast",
+            "fd00:b0::1",
+            "ff0e::1",
+            64,
+            Why::Table,
+        ),
+        (
+            "inner hop limit 1",
+            "fd00:b1::1",
+            "2001:db8:100::1",
+            1,
+            Why::HopLimit,
+        ),
+        ("counters", "fd00:b3::1", "2001:db8:100::1", 64, Why::Kind),
+    ] {
+        let inner = frame(inner_dst, ihl, 0, 16)[14..].to_vec();
+        slow(
+            &mut b,
+            &format!("End.DT6, {what}"),
+            &encapsulated(sid, 64, 0, &[], &inner),
+            why,
+        );
+    }
+    let inner = frame("2001:db8:100::1", 64, 0, 16)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DT6, a segment left",
+        &encapsulated("fd00:b1::1", 64, 1, &segs("fd00:b1::1"), &inner),
+        Why::Decap,
+    );
+    slow(
+        &mut b,
+        "End.DT6, no inner packet",
+        &frame("fd00:b1::1", 64, 0, 16),
+        Why::Decap,
+    );
+    let mut v4 = inner.clone();
+    v4[0] = 0x45;
+    slow(
+        &mut b,
+        "End.DT6, IPv4 inside",
+        &encapsulated("fd00:b1::1", 64, 0, &[], &v4),
+        Why::Decap,
+    );
+    slow(
+        &mut b,
+        "End.DT6, outer hop limit 1",
+        &encapsulated("fd00:b1::1", 1, 0, &[], &inner),
+        Why::HopLimit,
+    );
+    let snap = b.router.snapshot();
+    let t = lwt6_xdp::tables(&snap);
+    assert_eq!(
+        t.placement(&"fd00:b3::/64".parse().unwrap()),
+        Some(Err(Why::Kind))
+    );
+}
