@@ -1670,3 +1670,73 @@ fn end_dt6_matches_userspace() {
         Some(Err(Why::Kind))
     );
 }
+
+#[test]
+fn random_end_dt6_frames_agree_with_userspace() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let Some(b) = bench_of(&dt6_conf(), Sizes::default()) else {
+        return;
+    };
+    let b = std::cell::RefCell::new(b);
+    let sent = std::cell::Cell::new(0u32);
+    let cases = 1500;
+    let sids = ["fd00:b0::1", "fd00:b1::1", "fd00:b3::1"];
+    let inner = [
+        "2001:db8::99",
+        "2001:db8:3::1",
+        "2001:db8:100::1",
+        "2001:db8:101::1",
+        "2001:db8:104::1",
+        "2001:db8:105::1",
+        "fd00:2::1",
+        "fe80::1",
+    ];
+    let strategy = (
+        0..sids.len(),
+        0..inner.len(),
+        any::<u8>(),
+        0u8..3,
+        prop_oneof![0usize..64, 0usize..1400],
+        prop::collection::vec((0usize..140, any::<u8>()), 0..3),
+        0usize..20,
+    );
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(s, i, ihl, sl, n, flips, cut)| {
+            let pkt = frame(inner[i], ihl, 0x0012_3456, n)[14..].to_vec();
+            let mut f = if sl == 0 {
+                encapsulated(sids[s], 64, 0, &[], &pkt)
+            } else {
+                encapsulated(sids[s], 64, sl - 1, &["fc00::3", sids[s]], &pkt)
+            };
+            for (at, v) in flips {
+                if at < f.len() {
+                    f[at] = v;
+                }
+            }
+            match cut {
+                0..3 => f.truncate(f.len().saturating_sub(cut + 1)),
+                3..6 => f.extend(std::iter::repeat_n(0xee, cut)),
+                _ => {}
+            }
+            let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
+            sent.set(sent.get() + u32::from(driver));
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Two SIDs of three, four inner destinations of eight and two SRH shapes of three can be forwarded.
+    assert!(
+        sent.get() * 10 > cases,
+        "only {} of {cases} End.DT6 frames forwarded in the driver",
+        sent.get()
+    );
+    eprintln!(
+        "{} of {cases} random End.DT6 frames forwarded in the driver",
+        sent.get()
+    );
+}
