@@ -312,15 +312,17 @@ static __always_inline int special(__u8 hi, __u8 lo) {
     return hi == 0xff || hi == 0 || (hi == 0xfe && (lo & 0xc0) == 0x80);
 }
 
-// IOAM transit on a packet `ip` (`len` bytes) to forward along a plain plan out of `egress`, with a Hop-by-Hop
-// header: laid out as lwt6 and Linux insert traces (PadN(0), IOAM pre-allocated traces each a multiple of 4
+// IOAM transit on the IPv6 packet of the frame in `ctx`, to forward along a plain plan out of `egress`, with a
+// Hop-by-Hop header: laid out as lwt6 and Linux insert traces (PadN(0), IOAM pre-allocated traces each a multiple of 4
 // octets, PadN(2) or nothing), at most IOAM_OPTS of them. With `fill` 0: the checks, nothing written; returns 0
 // when the driver can forward the packet, else the reason it goes to the worker. With `fill` 1 (the checks passed):
 // every trace of a namespace this node knows gets this node's data (hop limit `hl`), or its Overflow flag when
-// there is no room, as Linux's transit does; returns how many (or -1: cannot happen after the checks).
+// there is no room, as Linux's transit does; returns how many traces of known namespaces it met (filled, flagged
+// or already flagged: the worker's `ioam_transit_filled`), or -1 (cannot happen after the checks).
 //
-// A global function, verified once on its own (whatever the paths that call it): it reads the frame and the port
-// from `ctx`.
+// A function of its own (BPF-to-BPF call) that reads the frame and the port from `ctx`, so that it is called with
+// few arguments from the transit path only; no branch on the trace type in the loops over its bits, so that the
+// verifier keeps one state per bit.
 __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u32 hl, __u32 fill) {
     __u8 *p = (__u8 *)(long)ctx->data;
     __u8 *end = (__u8 *)(long)ctx->data_end;
