@@ -88,9 +88,15 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define W_SRH 18             // an SRH-advancing plan on a packet without a plain SRH to advance (or HMAC required)
 #define W_DECAP 19           // a decapsulating plan on a packet without an IPv6 packet to pull out (or HMAC required)
 #define W_NEXT 20            // End: the next segment's route is not plain forwarding in the driver
+#define W_IOAM_INVALID 21    // IOAM transit: a trace the worker drops (too short, NodeLen not the trace type's)
+#define W_IOAM_FIELD 22      // IOAM transit: this node's data holds a field the driver cannot write (timestamps)
+#define W_TABLE 23           // End.DT6: the inner destination has no plain-forwarding route in the table
 #define W_REASONS 32         // reasons occupy [1, W_REASONS)
 #define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
+#define KIND_TRANSIT 9       // the counter kind of frames forwarded along a plain plan with IOAM transit
+#define KIND_DT6 10          // the counter kind of End.DT6
 #define KINDS 16
+#define C_IOAM_FILLED 48     // IOAM traces filled (or flagged Overflow) in transit
 #define COUNTERS 64
 
 // Patch codes: what an op writes at `at` (an offset in the outgoing frame).
@@ -111,8 +117,19 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define F_RELOOKUP 4    // the way out (template, egress, MTU) is the plan of the next segment's route, which must
                         // have F_PLAIN: End (with F_SRH_ADVANCE)
 #define F_PLAIN 8       // plain forwarding
+#define F_TABLE 16      // the inner IPv6 packet (as F_DECAP) goes out along the plain plan of its destination's route in
+                        // the plan's table (`vrf`): End.DT6
 // Port flags.
 #define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
+#define P_IOAM_ENABLED 2 // ioam6_enabled: IOAM traces received here are filled in transit
+
+// IOAM transit (the `ioam` map).
+#define IOAM_BITS 24      // trace-type bits, bit k = 1 << (23 - k) of the 24-bit type
+#define IOAM_DATA 352     // bytes of precomputed fields an entry holds
+#define IOAM_ANY 0xffffffffu // key of the entry used for namespaces this node does not know (checks only)
+#define IOAM_OPTS 8       // most IOAM options a Hop-by-Hop header may hold to be filled in the driver
+#define IOAM_OPT 0x31     // Hop-by-Hop option type of IOAM
+#define IOAM_SCRATCH 272  // the block assembly buffer: 256 bytes and a field copy's overrun
 
 #define NO_PLAN 0xffffffffu
 
@@ -153,12 +170,37 @@ struct plan {
     __u8 kind;     // counter index (C_KIND + kind)
     __u8 nops;
     __u32 flags;   // F_*
-    __u32 pad;
+    __u32 table;   // F_TABLE: the table, in wire order (the `vrf` key's first bytes)
     struct op ops[OPS_MAX];
     __u8 tpl[TPL_MAX];
 };
 
+// This node's data for one (namespace, egress) pair, field by field: for trace-type bit k, `len[k]` bytes at
+// `data + at[k]`, written in bit order; `code[k]` (an OP_* of the per-packet ones: hop limit, ingress ids) patched
+// at `pat[k]` in the field. `nl[k]`: the words bit k counts in NodeLen. A fill that would write a bit of `refuse`
+// goes to the worker. Computed in Rust (crates/xdp/src/tables.rs); this file knows no trace type.
+struct ioam_ns {
+    __u32 refuse;
+    __u16 known; // 0: the IOAM_ANY entry (the namespace is not this node's: nothing is written)
+    __u16 ext;   // the one bit whose field may be longer than 8 bytes (the opaque state)
+    __u8 len[IOAM_BITS];
+    __u8 nl[IOAM_BITS];
+    __u8 code[IOAM_BITS];
+    __u8 pat[IOAM_BITS];
+    __u16 at[IOAM_BITS];
+    __u8 data[IOAM_DATA];
+};
+
+_Static_assert(sizeof(struct ioam_ns) == 8 + 6 * IOAM_BITS + IOAM_DATA, "ioam_ns");
 _Static_assert(sizeof(struct lpm_key) == 20, "lpm_key");
+
+// Key of the `vrf` LPM trie: 32 bits of table, then the address (prefix length 32 + the route's).
+struct vrf_key {
+    __u32 prefixlen;
+    __u8 table[4];
+    __u8 addr[16];
+};
+_Static_assert(sizeof(struct vrf_key) == 24, "vrf_key");
 _Static_assert(sizeof(struct route) == 8, "route");
 _Static_assert(sizeof(struct port) == 20, "port");
 _Static_assert(sizeof(struct op) == 12, "op");
@@ -222,6 +264,33 @@ struct {
     __type(value, __u64);
 } egress_tx SEC(".maps");
 
+// The routes of the tables End.DT6 plans look up (with the router's addresses as /128s in each).
+struct {
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct vrf_key);
+    __type(value, struct route);
+} vrf SEC(".maps");
+
+// IOAM transit: key namespace | egress << 16, or IOAM_ANY. Without the IOAM_ANY entry, transit frames go to the
+// worker (IOAM domains, transit export).
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, __u32);
+    __type(value, struct ioam_ns);
+} ioam SEC(".maps");
+
+// IOAM transit: where a node block is assembled (per CPU; 256 bytes and the overrun of an 8-byte field copy).
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u8[IOAM_SCRATCH]);
+} scratch SEC(".maps");
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // A per-CPU counter, incremented without an atomic operation (the slot is this CPU's alone).
@@ -241,6 +310,275 @@ static __always_inline int slow(struct xdp_md *ctx, __u32 why) {
 // fe80::/10, ff00::/8, ::/8: left to the slow path, as lwt6's own fast path does.
 static __always_inline int special(__u8 hi, __u8 lo) {
     return hi == 0xff || hi == 0 || (hi == 0xfe && (lo & 0xc0) == 0x80);
+}
+
+// IOAM transit on the IPv6 packet of the frame in `ctx`, to forward along a plain plan out of `egress`, with a
+// Hop-by-Hop header: laid out as lwt6 and Linux insert traces (PadN(0), IOAM pre-allocated traces each a multiple of 4
+// octets, PadN(2) or nothing), at most IOAM_OPTS of them. With `fill` 0: the checks, nothing written; returns 0
+// when the driver can forward the packet, else the reason it goes to the worker. With `fill` 1 (the checks passed):
+// every trace of a namespace this node knows gets this node's data (hop limit `hl`), or its Overflow flag when
+// there is no room, as Linux's transit does; returns how many traces of known namespaces it met (filled, flagged
+// or already flagged: the worker's `ioam_transit_filled`), or -1 (cannot happen after the checks).
+//
+// A function of its own (BPF-to-BPF call) that reads the frame and the port from `ctx`, so that it is called with
+// few arguments from the transit path only; no branch on the trace type in the loops over its bits, so that the
+// verifier keeps one state per bit.
+__attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u32 hl, __u32 fill) {
+    __u8 *p = (__u8 *)(long)ctx->data;
+    __u8 *end = (__u8 *)(long)ctx->data_end;
+    __u8 *ip = p + 14;
+    if (ip + 44 > end)
+        return fill ? -1 : W_SHORT;
+    __u32 ifindex = ctx->ingress_ifindex;
+    struct port *port = bpf_map_lookup_elem(&ports, &ifindex);
+    if (!port)
+        return fill ? -1 : W_NO_PORT;
+    __u32 len = 40 + (((__u32)ip[4] << 8) | ip[5]);
+    __u32 hlen = ((__u32)ip[41] + 1) * 8;
+    __u8 *h = ip + 40;
+    if (40 + hlen > len || h[2] != 1 || h[3] != 0)
+        return fill ? -1 : W_HOP_BY_HOP;
+    __u32 any = IOAM_ANY;
+    struct ioam_ns *gen = bpf_map_lookup_elem(&ioam, &any);
+    if (!gen)
+        return fill ? -1 : W_HOP_BY_HOP;
+    int enabled = port->flags & P_IOAM_ENABLED;
+    __u32 ing16 = port->ioam_id, ing32 = port->ioam_wide;
+    int filled = 0;
+    __u32 at = 4;
+    for (__u32 i = 0; i <= IOAM_OPTS; i++) {
+        if (at >= hlen)
+            break;
+        opaque(at);
+        if (at > 2048)
+            return fill ? -1 : W_HOP_BY_HOP;
+        __u8 *o = h + at;
+        if (o + 4 > end)
+            return fill ? -1 : W_SHORT;
+        if (hlen - at == 4 && o[0] == 1 && o[1] == 2 && o[2] == 0 && o[3] == 0)
+            break;
+        if (i == IOAM_OPTS || hlen - at < 12 || o[0] != IOAM_OPT || o[3] != 0)
+            return fill ? -1 : W_HOP_BY_HOP;
+        if (o + 12 > end)
+            return fill ? -1 : W_SHORT;
+        __u32 olen = o[1], next = at + 2 + olen;
+        if (next > hlen || (next & 3))
+            return fill ? -1 : W_HOP_BY_HOP;
+        at = next;
+        if (!enabled)
+            continue;
+        // Linux's checks, in its order: the option long enough for the trace header and the free space it
+        // announces, NodeLen that of the trace type; then the namespace (unknown: ignored), the Overflow flag.
+        __u32 rem = o[7] & 0x7f;
+        if (olen < 10 + 4 * rem)
+            return fill ? -1 : W_IOAM_INVALID;
+        __u32 ty = (__u32)o[8] << 16 | (__u32)o[9] << 8 | o[10];
+        __u32 key = ((__u32)o[4] << 8 | o[5]) | egress << 16;
+        struct ioam_ns *ns = bpf_map_lookup_elem(&ioam, &key);
+        if (!ns || !ns->known)
+            ns = gen;
+        __u32 nl = 0, words = 0;
+        for (__u32 k = 0; k < IOAM_BITS; k++) {
+            __u32 b = (ty >> (IOAM_BITS - 1 - k)) & 1;
+            nl += b * gen->nl[k];
+            words += b * ns->len[k];
+        }
+        words /= 4;
+        if (nl != (__u32)(o[6] >> 3))
+            return fill ? -1 : W_IOAM_INVALID;
+        if (!ns->known)
+            continue;
+        filled++;
+        if (o[6] & 4)
+            continue;
+        if (rem == 0 || rem < words) {
+            if (fill)
+                o[6] |= 4;
+            continue;
+        }
+        if (ty & ns->refuse)
+            return fill ? -1 : W_IOAM_FIELD;
+        if (!fill)
+            continue;
+        // This node's block, assembled in a per-CPU scratch buffer field by field (in bit order, without a branch
+        // on the trace type), then copied to the end of the free space.
+        __u32 zero = 0;
+        __u8 *sb = bpf_map_lookup_elem(&scratch, &zero);
+        if (!sb)
+            return -1;
+        __u32 pos = 0, xpos = 0, x = ns->ext & (IOAM_BITS - 1);
+        for (__u32 k = 0; k < IOAM_BITS; k++) {
+            __u32 b = (ty >> (IOAM_BITS - 1 - k)) & 1;
+            __u32 n = ns->len[k] * b, from = ns->at[k];
+            if (from > IOAM_DATA - 8)
+                from = IOAM_DATA - 8;
+            // The long field starts after the fields of the bits before it (no branch on k: the verifier keeps
+            // one state per iteration).
+            __u32 before = k - x;
+            opaque(before);
+            xpos = (xpos + n * (before >> 31)) & 0xff;
+            *(__u64 *)(sb + pos) = *(__u64 *)(ns->data + from);
+            __u8 *q = sb + pos + (ns->pat[k] & 7);
+            __u32 code = ns->code[k] * b;
+            if (code == OP_HLIM) {
+                q[0] = hl;
+            } else if (code == OP_ING16) {
+                q[0] = ing16 >> 8;
+                q[1] = ing16;
+            } else if (code == OP_ING32) {
+                q[0] = ing32 >> 24;
+                q[1] = ing32 >> 16;
+                q[2] = ing32 >> 8;
+                q[3] = ing32;
+            }
+            pos = (pos + n) & 0xff;
+        }
+        // The one field longer than 8 bytes (the opaque state with its schema): the rest of it.
+        {
+            __u32 n = ns->len[x] * ((ty >> (IOAM_BITS - 1 - x)) & 1), from = ns->at[x];
+            for (__u32 w = 2; w < 64; w++) {
+                if (4 * w >= n)
+                    break;
+                __u32 f = from + 4 * w;
+                opaque(f);
+                if (f > IOAM_DATA - 4)
+                    break;
+                __u32 t = (xpos + 4 * w) & 0xff;
+                *(__u32 *)(sb + t) = *(__u32 *)(ns->data + f);
+            }
+        }
+        __u32 blk = 12 + 4 * (rem - words);
+        for (__u32 w = 0; w < 64; w++) {
+            if (w >= words)
+                break;
+            __u32 to = (blk + 4 * w) & 0xff;
+            __u8 *d = o + to;
+            if (d + 4 > end)
+                return -1;
+            __u8 *src = sb + 4 * w;
+            d[0] = src[0];
+            d[1] = src[1];
+            d[2] = src[2];
+            d[3] = src[3];
+        }
+        o[7] = (o[7] & 0x80) | ((rem - words) & 0x7f);
+    }
+    return fill ? filled : 0;
+}
+
+// A packet with a Hop-by-Hop header (`len` bytes in a frame of `flen`, hop limit `hlim` > 1) whose route's plan
+// is `pl`: forwarded in the driver when the plan is plain forwarding (its template the Ethernet header, its one
+// patch the hop limit) and the header holds IOAM traces the driver can fill (`lwt6_transit`); to the worker
+// otherwise, unchanged. A path of its own, so that the verifier walks it apart from the other plans'.
+static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, __u32 flen,
+                                           __u32 len, __u8 hlim) {
+    if (!(pl->flags & F_PLAIN) || pl->tlen != 14 || pl->skip || pl->growth || pl->nops != 1 ||
+        pl->ops[0].code != OP_HLIM || pl->ops[0].at != 14 + 7)
+        return slow(ctx, W_HOP_BY_HOP);
+    __u32 out = pl->egress;
+    int w = lwt6_transit(ctx, out, hlim - 1, 0);
+    if (w)
+        return slow(ctx, w);
+    if (len > pl->max_len)
+        return slow(ctx, W_MTU);
+    if (!bpf_map_lookup_elem(&egress, &out))
+        return slow(ctx, W_NO_EGRESS);
+    __u32 trailer = flen - 14 - len;
+    if (trailer && bpf_xdp_adjust_tail(ctx, -(int)trailer))
+        return slow(ctx, W_SHORT);
+    __u8 *p = (__u8 *)(long)ctx->data;
+    __u8 *end = (__u8 *)(long)ctx->data_end;
+    if (p + 14 + 8 > end)
+        return XDP_ABORTED;
+    for (int i = 0; i < 14; i++)
+        p[i] = pl->tpl[i];
+    p[14 + 7] = hlim - 1;
+    int n = lwt6_transit(ctx, out, hlim - 1, 1);
+    if (n < 0)
+        return XDP_ABORTED;
+    __u32 idx = C_IOAM_FILLED;
+    __u64 *c = bpf_map_lookup_elem(&counters, &idx);
+    if (c)
+        *c += n;
+    count(&counters, W_FORWARDED);
+    count(&counters, C_KIND + KIND_TRANSIT);
+    count(&egress_tx, out & 63);
+    return bpf_redirect_map(&egress, out, 0);
+}
+
+// End.DT6 (plan `pl`) on the IPv6 packet `ip` (`len` bytes in a frame of `flen`): End.DX6's decapsulation (behind
+// the outer header, or behind an SRH without TLVs with no segment left), then the inner destination looked up in
+// the plan's table; out along that route's plan, which must be plain forwarding (its template the Ethernet
+// header, its one patch the hop limit). Everything else goes to the worker unchanged. A path of its own.
+static __always_inline int table_forward(struct xdp_md *ctx, struct plan *pl, struct port *port, __u8 *ip,
+                                         __u8 *end, __u32 flen, __u32 len) {
+    if ((port->flags & P_REQUIRE_HMAC) || len < 48)
+        return slow(ctx, W_DECAP);
+    __u32 pull;
+    if (ip[6] == 41) {
+        pull = 40;
+    } else if (ip[6] == 43) {
+        if (ip + 48 > end)
+            return slow(ctx, W_SHORT);
+        __u32 srh_len = ((__u32)ip[41] + 1) * 8, le = ip[44];
+        if (ip[40] != 41 || ip[42] != 4 || srh_len != 8 + 16 * (le + 1) || ip[43] != 0)
+            return slow(ctx, W_DECAP);
+        pull = 40 + srh_len;
+    } else {
+        return slow(ctx, W_DECAP);
+    }
+    opaque(pull);
+    if (pull > 40 + 8 + 16 * 256 || pull + 40 > len)
+        return slow(ctx, W_DECAP);
+    __u8 *in = ip + pull;
+    if (in + 40 > end)
+        return slow(ctx, W_SHORT);
+    __u32 ilen = 40 + (((__u32)in[4] << 8) | in[5]);
+    if ((in[0] >> 4) != 6 || pull + ilen > len)
+        return slow(ctx, W_DECAP);
+    __u8 ihl = in[7];
+    if (ihl <= 1)
+        return slow(ctx, W_HOP_LIMIT);
+    if (special(in[8], in[9]) || special(in[24], in[25]))
+        return slow(ctx, W_TABLE);
+    struct vrf_key key = {.prefixlen = 32 + 128};
+    __u32 t = pl->table;
+    __builtin_memcpy(key.table, &t, 4);
+    for (int i = 0; i < 16; i++)
+        key.addr[i] = in[24 + i];
+    struct route *r = bpf_map_lookup_elem(&vrf, &key);
+    if (!r)
+        return slow(ctx, W_TABLE);
+    __u32 id = r->plan;
+    if (id == NO_PLAN)
+        return slow(ctx, r->why);
+    struct plan *way = bpf_map_lookup_elem(&plans, &id);
+    if (!way || !(way->flags & F_PLAIN) || way->tlen != 14 || way->skip || way->growth || way->nops != 1 ||
+        way->ops[0].code != OP_HLIM || way->ops[0].at != 14 + 7)
+        return slow(ctx, W_TABLE);
+    if (ilen > way->max_len)
+        return slow(ctx, W_MTU);
+    __u32 out = way->egress;
+    if (!bpf_map_lookup_elem(&egress, &out))
+        return slow(ctx, W_NO_EGRESS);
+    if (bpf_xdp_adjust_head(ctx, (int)pull))
+        return slow(ctx, W_HEADROOM);
+    __u32 trailer = flen - 14 - pull - ilen;
+    if (trailer && bpf_xdp_adjust_tail(ctx, -(int)trailer)) {
+        bpf_xdp_adjust_head(ctx, -(int)pull);
+        return slow(ctx, W_SHORT);
+    }
+    __u8 *p = (__u8 *)(long)ctx->data;
+    end = (__u8 *)(long)ctx->data_end;
+    if (p + 14 + 8 > end)
+        return XDP_ABORTED;
+    for (int i = 0; i < 14; i++)
+        p[i] = way->tpl[i];
+    p[14 + 7] = ihl - 1;
+    count(&counters, W_FORWARDED);
+    count(&counters, C_KIND + KIND_DT6);
+    count(&egress_tx, out & 63);
+    return bpf_redirect_map(&egress, out, 0);
 }
 
 SEC("xdp")
@@ -277,9 +615,6 @@ int lwt6_plan(struct xdp_md *ctx) {
         return slow(ctx, W_HOP_LIMIT);
     if (special(ip[8], ip[9]) || special(ip[24], ip[25]))
         return slow(ctx, W_ADDR);
-    if (ip[6] == 0)
-        return slow(ctx, W_HOP_BY_HOP);
-
     struct lpm_key key = {.prefixlen = 128};
     for (int i = 0; i < 16; i++)
         key.addr[i] = ip[24 + i];
@@ -292,6 +627,11 @@ int lwt6_plan(struct xdp_md *ctx) {
     struct plan *pl = bpf_map_lookup_elem(&plans, &id);
     if (!pl)
         return slow(ctx, W_NO_PLAN);
+
+    if (ip[6] == 0)
+        return transit_forward(ctx, pl, flen, len, hlim);
+    if (pl->flags & F_TABLE)
+        return table_forward(ctx, pl, port, ip, end, flen, len);
 
     // An SRH to advance (End.X): right after the IPv6 header, without TLVs, a segment left; its next segment
     // saved for OP_NEXT_SID.

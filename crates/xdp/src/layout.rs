@@ -12,6 +12,15 @@ pub const COUNTERS: usize = 64;
 pub const C_KIND: usize = 32;
 /// Plan kinds the counters distinguish.
 pub const KINDS: usize = 16;
+/// Counter of the IOAM traces filled (or flagged Overflow) in transit.
+pub const C_IOAM_FILLED: usize = 48;
+/// Trace-type bits of an IOAM trace (bit k of RFC 9197 is `1 << (23 - k)` of the 24-bit type).
+pub const IOAM_BITS: usize = 24;
+/// Bytes of precomputed node data an [`IoamEntry`] holds.
+pub const IOAM_DATA: usize = 352;
+/// Key of the `ioam` map's entry for namespaces this node does not know (the checks only); without it, frames
+/// with IOAM transit go to the worker.
+pub const IOAM_ANY: u32 = u32::MAX;
 /// The route value's plan when the route is not executed in the driver.
 pub const NO_PLAN: u32 = u32::MAX;
 
@@ -46,8 +55,13 @@ pub const F_DECAP: u32 = 2;
 pub const F_RELOOKUP: u32 = 4;
 /// Plan flag: plain forwarding (a way out for [`F_RELOOKUP`] plans).
 pub const F_PLAIN: u32 = 8;
+/// Plan flag: the inner IPv6 packet (pulled out as with [`F_DECAP`]) goes out along the plain plan of its
+/// destination's route in the plan's table (the `vrf` map); [`Why::Table`] when it has none (End.DT6).
+pub const F_TABLE: u32 = 16;
 /// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
 pub const P_REQUIRE_HMAC: u16 = 1;
+/// Port flag: the interface's `ioam6_enabled` is on (IOAM traces received on it are filled in transit).
+pub const P_IOAM_ENABLED: u16 = 2;
 
 /// Key of the `routes` LPM trie (`struct bpf_lpm_trie_key` with a 16-byte address).
 #[repr(C)]
@@ -128,8 +142,8 @@ pub struct PlanEntry {
     pub nops: u8,
     /// `F_*` flags.
     pub flags: u32,
-    /// Zero.
-    pub pad: u32,
+    /// [`F_TABLE`]: the table, in wire order (`u32::from_ne_bytes(id.to_be_bytes())`); zero otherwise.
+    pub table: u32,
     /// Patches, in order.
     pub ops: [Op; OPS_MAX],
     /// Template bytes (the first `tlen`).
@@ -146,6 +160,34 @@ pub struct DevmapVal {
     pub prog_fd: u32,
 }
 
+/// Value of the `ioam` hash (key: namespace | egress device << 16, or [`IOAM_ANY`]): this node's data for one
+/// namespace leaving by one egress, field by field, so that the driver writes the block of any trace type without
+/// knowing one: for trace-type bit k, `len[k]` bytes at `data[at[k]..]`, in bit order, with the per-packet value
+/// `code[k]` ([`OP_HLIM`], [`OP_ING16`], [`OP_ING32`] or 0) written at `pat[k]` in the field.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoamEntry {
+    /// Trace-type bits whose field the driver cannot write (timestamps): a fill with one goes to the worker.
+    pub refuse: u32,
+    /// 1 for a namespace of this node; 0 for the [`IOAM_ANY`] entry (nothing is written).
+    pub known: u16,
+    /// The one bit whose field may be longer than 8 bytes (the opaque state snapshot with its schema).
+    pub ext: u16,
+    /// Bytes of each bit's field in this node's block.
+    pub len: [u8; IOAM_BITS],
+    /// Words each bit counts in NodeLen.
+    pub nl: [u8; IOAM_BITS],
+    /// Per-packet patch of each bit's field.
+    pub code: [u8; IOAM_BITS],
+    /// Where in the field the patch goes.
+    pub pat: [u8; IOAM_BITS],
+    /// Where each bit's bytes start in `data`.
+    pub at: [u16; IOAM_BITS],
+    /// The fields' bytes.
+    pub data: [u8; IOAM_DATA],
+}
+
+const _: () = assert!(size_of::<IoamEntry>() == 8 + 6 * IOAM_BITS + IOAM_DATA);
 const _: () = assert!(size_of::<LpmKey>() == 20);
 const _: () = assert!(size_of::<RouteValue>() == 8);
 const _: () = assert!(size_of::<PortEntry>() == 20);
@@ -165,6 +207,8 @@ unsafe impl aya::Pod for Op {}
 unsafe impl aya::Pod for PlanEntry {}
 // SAFETY: as above.
 unsafe impl aya::Pod for DevmapVal {}
+// SAFETY: as above.
+unsafe impl aya::Pod for IoamEntry {}
 
 /// Why a frame left the driver (the counter it was counted under): `bpf/plan.bpf.c`'s `W_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -212,11 +256,20 @@ pub enum Why {
     Decap = 19,
     /// End: the next segment is special, or its route is not plain forwarding in the driver.
     Next = 20,
+    /// IOAM transit: a trace Linux drops (shorter than its RemainingLen says, NodeLen not the trace type's): the
+    /// worker drops it with its reason.
+    IoamInvalid = 21,
+    /// IOAM transit: this node's data for the trace holds a field the driver cannot write (timestamps, bits 2
+    /// and 3; an opaque state longer than the map holds).
+    IoamField = 22,
+    /// End.DT6: the inner destination is special (link-local, multicast, `::/8`, also the source) or has no
+    /// plain-forwarding route in the table.
+    Table = 23,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 20] = [
+    pub const ALL: [Why; 23] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -237,6 +290,9 @@ impl Why {
         Why::Srh,
         Why::Decap,
         Why::Next,
+        Why::IoamInvalid,
+        Why::IoamField,
+        Why::Table,
     ];
 
     /// The reason's name, as counters print it.
@@ -262,6 +318,9 @@ impl Why {
             Why::Srh => "srh",
             Why::Decap => "decap",
             Why::Next => "next_segment",
+            Why::IoamInvalid => "ioam_invalid",
+            Why::IoamField => "ioam_field",
+            Why::Table => "table_lookup",
         }
     }
 }
@@ -288,11 +347,16 @@ pub enum Kind {
     EndDx6 = 7,
     /// seg6local End (no flavours, no counters), out along the next segment's plain-forwarding plan.
     End = 8,
+    /// Plain forwarding of a packet with a Hop-by-Hop header of IOAM traces, filled in transit (counted for
+    /// [`Kind::Forward`] plans).
+    IoamTransit = 9,
+    /// seg6local End.DT6 (no counters, no flavours), out along the inner destination's plain plan in its table.
+    EndDt6 = 10,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
@@ -302,6 +366,8 @@ impl Kind {
         Kind::EndX,
         Kind::EndDx6,
         Kind::End,
+        Kind::IoamTransit,
+        Kind::EndDt6,
     ];
 
     /// The kind's name, as counters print it.
@@ -316,6 +382,8 @@ impl Kind {
             Kind::EndX => "end_x",
             Kind::EndDx6 => "end_dx6",
             Kind::End => "end",
+            Kind::IoamTransit => "ioam_transit",
+            Kind::EndDt6 => "end_dt6",
         }
     }
 }
@@ -333,6 +401,7 @@ mod tests {
         for (i, k) in Kind::ALL.into_iter().enumerate() {
             assert_eq!(k as usize, i, "{}", k.name());
         }
-        assert!(Kind::ALL.len() <= KINDS && C_KIND + KINDS <= COUNTERS);
+        assert!(Kind::ALL.len() <= KINDS);
+        const { assert!(C_KIND + KINDS <= C_IOAM_FILLED && C_IOAM_FILLED < COUNTERS) };
     }
 }

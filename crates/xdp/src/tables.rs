@@ -6,14 +6,21 @@
 //! the two byte for byte.
 
 use crate::layout::{
-    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD,
-    OP_HLIM, OP_ING16, OP_ING32, OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_REQUIRE_HMAC,
-    PlanEntry, PortEntry, RouteValue, TPL_MAX, Why,
+    F_DECAP, F_PLAIN, F_RELOOKUP, F_SRH_ADVANCE, F_TABLE, IOAM_ANY, IOAM_BITS, IOAM_DATA,
+    IoamEntry, Kind, LpmKey, NO_PLAN, OP_BYTE, OP_FIRST_WORD, OP_HLIM, OP_ING16, OP_ING32,
+    OP_NEXT_SID, OP_PLEN, OP_RX, OP_SL, OPS_MAX, Op, P_IOAM_ENABLED, P_REQUIRE_HMAC, PlanEntry,
+    PortEntry, RouteValue, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv6Net};
+use lwt6_dataplane::fib::RouteEntry;
+use lwt6_dataplane::hop::ioam::{FillContext, IfIds, IoamNode, NO_IF};
 use lwt6_dataplane::plan::{FRONT, IoamField, Plan, PlanKind};
 use lwt6_dataplane::snapshot::{Link, Snapshot};
+use lwt6_dataplane::spec::{MAIN_TABLE, Seg6LocalAction};
+use lwt6_dataplane::tunnel::Tunnel;
+use lwt6_dataplane::wire::ioam;
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 const E: usize = 14;
 const H: usize = 40;
@@ -30,6 +37,13 @@ pub struct Tables {
     pub routes: Vec<(Ipv6Net, RouteValue)>,
     /// Plans, by their index in the `plans` array.
     pub plans: Vec<PlanEntry>,
+    /// IOAM transit: this node's data per namespace and egress device (key namespace | device << 16), and the
+    /// [`IOAM_ANY`] entry for the namespaces it does not know. Empty when transit is left to the worker (IOAM
+    /// domains configured: their roles are the worker's; see also [`Tables::leave_transit_to_the_worker`]).
+    pub ioam: Vec<(u32, IoamEntry)>,
+    /// The routes of the tables End.DT6 plans look up (the `vrf` map): table, prefix and value (plain forwarding
+    /// plans only), with the router's own addresses as /128s in each.
+    pub table_routes: Vec<(u32, Ipv6Net, RouteValue)>,
 }
 
 impl Tables {
@@ -39,6 +53,12 @@ impl Tables {
             prefixlen: u32::from(net.prefix_len()),
             addr: net.network().octets(),
         }
+    }
+
+    /// Leaves every frame with a Hop-by-Hop header to the worker (as IOAM domains do): for a router whose workers
+    /// export the traces they fill in transit (`--ioam-export-transit`), which the driver cannot.
+    pub fn leave_transit_to_the_worker(&mut self) {
+        self.ioam.clear();
     }
 
     /// Where a route's frames are handled: `Ok(kind)` in the driver, `Err(why)` by the worker.
@@ -201,7 +221,7 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
         kind: kind as u8,
         nops: ops.len() as u8,
         flags,
-        pad: 0,
+        table: 0,
         ops: [Op::default(); OPS_MAX],
         tpl: [0; TPL_MAX],
     };
@@ -237,12 +257,91 @@ fn ioam_fields(plan: &Plan) -> Result<Vec<Op>, Why> {
         .collect())
 }
 
+/// The IOAM transit entries of `snap` (see [`Tables::ioam`]).
+fn ioam_entries(snap: &Snapshot) -> Vec<(u32, IoamEntry)> {
+    let node = snap.ioam();
+    if !node.domains.is_empty() {
+        return Vec::new();
+    }
+    let mut v = vec![(IOAM_ANY, ioam_entry(node, None, NO_IF))];
+    let mut spaces: Vec<u16> = node.namespaces.keys().copied().collect();
+    spaces.sort_unstable();
+    for ns in spaces {
+        for (d, l) in snap.links.iter().enumerate().take(0xffff) {
+            let key = u32::from(ns) | (d as u32) << 16;
+            v.push((key, ioam_entry(node, Some(ns), IfIds::of(&l.sysctl))));
+        }
+    }
+    v
+}
+
+/// This node's data for namespace `ns` leaving by an egress with ids `egress`, field by field
+/// (`lwt6_wire::ioam::write_node` of each trace-type bit alone): the hop limit and the ingress ids are left for the
+/// driver to patch per packet, the timestamps refused. `ns` None: the entry of the namespaces this node does not
+/// know (NodeLen only).
+fn ioam_entry(node: &IoamNode, ns: Option<u16>, egress: IfIds) -> IoamEntry {
+    let ctx = FillContext {
+        hop_limit: 0,
+        ingress: IfIds { id: 0, wide: 0 },
+        egress,
+        ts_ns: 0,
+    };
+    let data = ns.and_then(|ns| node.node_data(ns, &ctx));
+    let mut e = IoamEntry {
+        refuse: 0,
+        known: u16::from(data.is_some()),
+        ext: 0,
+        len: [0; IOAM_BITS],
+        nl: [0; IOAM_BITS],
+        code: [0; IOAM_BITS],
+        pat: [0; IOAM_BITS],
+        at: [0; IOAM_BITS],
+        data: [0; IOAM_DATA],
+    };
+    let mut at = 0;
+    for k in 0..IOAM_BITS {
+        let bit = 1u32 << (IOAM_BITS - 1 - k);
+        e.nl[k] = ioam::node_len_for_type(bit);
+        let Some(d) = &data else { continue };
+        let n = 4 * ioam::block_words(bit, d.schema.map(|(_, s)| s.len()));
+        let f = ioam::node_field_offsets(bit);
+        e.at[k] = at as u16;
+        if f.ts_sec.is_some() || f.ts_frac.is_some() || at + n > IOAM_DATA {
+            // The driver has no clock the worker's receive time matches; an opaque state longer than the entry
+            // holds is longer than any trace's free space (61 words), so its length (capped at 63 words) still
+            // decides the Overflow flag.
+            e.refuse |= bit;
+            e.len[k] = n.min(252) as u8;
+            continue;
+        }
+        ioam::write_node(&mut e.data[at..at + n], bit, d);
+        e.len[k] = n as u8;
+        let patch = [
+            (f.hop_limit[0].or(f.hop_limit[1]), OP_HLIM),
+            (f.ingress_id, OP_ING16),
+            (f.ingress_wide, OP_ING32),
+        ];
+        if let Some((p, code)) = patch.into_iter().find_map(|(p, c)| Some((p?, c))) {
+            e.code[k] = code;
+            e.pat[k] = p as u8;
+        }
+        at += n;
+    }
+    // The longest field (the only one that may exceed 8 bytes).
+    e.ext = (0..IOAM_BITS).max_by_key(|&k| e.len[k]).unwrap_or(0) as u16;
+    e
+}
+
 /// The maps' contents for `snap`: its main table's IPv6 routes, their plans, and its own addresses.
 pub fn tables(snap: &Snapshot) -> Tables {
-    let mut t = Tables::default();
+    let mut t = Tables {
+        ioam: ioam_entries(snap),
+        ..Tables::default()
+    };
     // Snapshot plan id -> slot (plans are shared by routes).
     let mut slots: HashMap<u32, Result<u32, Why>> = HashMap::new();
     let mut last: Option<Ipv6Net> = None;
+    let mut dt6 = std::collections::BTreeSet::new();
     for r in snap.fib().routes_v6() {
         let IpNet::V6(net) = r.prefix else { continue };
         // Lowest metric first within a prefix: the first is the one lookups find.
@@ -251,7 +350,15 @@ pub fn tables(snap: &Snapshot) -> Tables {
         }
         last = Some(net);
         let slot = match r.plan {
-            None => Err(Why::NoPlan),
+            None => match dt6_table(snap, r) {
+                Some(Ok(table)) => {
+                    t.plans.push(dt6_entry(table));
+                    dt6.insert(table);
+                    Ok(t.plans.len() as u32 - 1)
+                }
+                Some(Err(why)) => Err(why),
+                None => Err(Why::NoPlan),
+            },
             Some(id) => *slots.entry(id).or_insert_with(|| {
                 let plan = snap.plan(id).ok_or(Why::NoPlan)?;
                 let e = plan_entry(snap, plan, snap.template(plan))?;
@@ -282,7 +389,126 @@ pub fn tables(snap: &Snapshot) -> Tables {
             }
         }
     }
+    // The tables End.DT6 looks up: their plain routes with plans of their own (the snapshot plans the main table
+    // only), the others to the worker, and the router's addresses.
+    for table in dt6 {
+        let Some(fib) = snap.table(table) else {
+            continue;
+        };
+        let mut last: Option<Ipv6Net> = None;
+        for r in fib.routes_v6() {
+            let IpNet::V6(net) = r.prefix else { continue };
+            if last == Some(net) {
+                continue;
+            }
+            last = Some(net);
+            let value = match forward_entry(snap, r) {
+                Ok(e) => {
+                    t.plans.push(e);
+                    RouteValue {
+                        plan: t.plans.len() as u32 - 1,
+                        why: 0,
+                    }
+                }
+                Err(why) => RouteValue {
+                    plan: NO_PLAN,
+                    why: why as u32,
+                },
+            };
+            t.table_routes.push((table, net, value));
+        }
+        for l in &snap.links {
+            for (a, _) in &l.addrs6 {
+                let net = Ipv6Net::new(*a, 128).expect("a /128");
+                let value = RouteValue {
+                    plan: NO_PLAN,
+                    why: Why::Local as u32,
+                };
+                match t
+                    .table_routes
+                    .iter_mut()
+                    .find(|(tb, n, _)| *tb == table && *n == net)
+                {
+                    Some(e) => e.2 = value,
+                    None => t.table_routes.push((table, net, value)),
+                }
+            }
+        }
+    }
     t
+}
+
+/// The table of an End.DT6 route the driver executes (`table T`, else `vrftable T`, else main, as the worker
+/// does); `Err` for one with counters or flavours; None for other routes.
+fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
+    let Some(Tunnel::Local(l)) = r.tunnel.map(|t| &snap.tunnels[t]) else {
+        return None;
+    };
+    if !matches!(l.spec.action, Seg6LocalAction::EndDt6) {
+        return None;
+    }
+    if l.spec.count || l.spec.flavors.is_some() {
+        return Some(Err(Why::Kind));
+    }
+    Some(Ok(l.spec.table.or(l.spec.vrftable).unwrap_or(MAIN_TABLE)))
+}
+
+/// The driver's End.DT6 plan for `table`: no template of its own (the way out is the plan of the inner
+/// destination's route in the table).
+fn dt6_entry(table: u32) -> PlanEntry {
+    PlanEntry {
+        egress: 0,
+        max_len: 0,
+        tlen: 0,
+        skip: 0,
+        growth: 0,
+        kind: Kind::EndDt6 as u8,
+        nops: 0,
+        flags: F_DECAP | F_TABLE,
+        table: u32::from_ne_bytes(table.to_be_bytes()),
+        ops: [Op::default(); OPS_MAX],
+        tpl: [0; TPL_MAX],
+    }
+}
+
+/// The plain-forwarding plan of a route of a table other than the snapshot's planned one, as the snapshot plans a
+/// gateway route (`Snapshot::plan_for`): the Ethernet header to the gateway's address (a static or not stale
+/// neighbour), the hop limit, the route's MTU or the device's.
+fn forward_entry(snap: &Snapshot, r: &RouteEntry) -> Result<PlanEntry, Why> {
+    if r.tunnel.is_some() {
+        return Err(Why::Kind);
+    }
+    let (Some(dev), Some(IpAddr::V6(gw))) = (r.dev, r.via) else {
+        return Err(Why::NoPlan);
+    };
+    let link = snap.links.get(dev).ok_or(Why::NoPlan)?;
+    let mac = match snap.neighbour(dev, IpAddr::V6(gw)) {
+        Some((m, false)) => m,
+        _ => return Err(Why::NoPlan),
+    };
+    let mtu = r.mtu.map_or(link.mtu, |m| m.value.min(link.mtu)) as usize;
+    let mut e = PlanEntry {
+        egress: dev as u32,
+        max_len: mtu.min(H + usize::from(u16::MAX)) as u32,
+        tlen: E as u16,
+        skip: 0,
+        growth: 0,
+        kind: Kind::Forward as u8,
+        nops: 1,
+        flags: F_PLAIN,
+        table: 0,
+        ops: [Op::default(); OPS_MAX],
+        tpl: [0; TPL_MAX],
+    };
+    e.ops[0] = Op {
+        code: OP_HLIM,
+        at: (E + 7) as u16,
+        ..Op::default()
+    };
+    e.tpl[..6].copy_from_slice(&mac);
+    e.tpl[6..12].copy_from_slice(&link.mac);
+    e.tpl[12..14].copy_from_slice(&[0x86, 0xdd]);
+    Ok(e)
 }
 
 /// The port entry of a link: its MAC, its longest frame (MTU + 18, as lwt6's fast path), its IOAM ids, and
@@ -296,6 +522,10 @@ pub fn port_entry(link: &Link, headroom: u16) -> PortEntry {
         ioam_id: link.sysctl.ioam6_id,
         flags: if link.sysctl.seg6_require_hmac > 0 {
             P_REQUIRE_HMAC
+        } else {
+            0
+        } | if link.sysctl.ioam6_enabled {
+            P_IOAM_ENABLED
         } else {
             0
         },

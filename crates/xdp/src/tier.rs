@@ -1,7 +1,9 @@
 //! The loaded program and its maps (with aya, docs/xdp.md says why): load, fill from [`Tables`], read the
 //! counters, run frames in memory (`BPF_PROG_TEST_RUN`).
 
-use crate::layout::{C_KIND, COUNTERS, Kind, PlanEntry, PortEntry, RouteValue, Why};
+use crate::layout::{
+    C_IOAM_FILLED, C_KIND, COUNTERS, IoamEntry, Kind, PlanEntry, PortEntry, RouteValue, Why,
+};
 use crate::tables::Tables;
 use crate::{Absent, available};
 use aya::maps::lpm_trie::{Key, LpmTrie};
@@ -97,6 +99,8 @@ pub struct Counters {
     pub slow: BTreeMap<Why, u64>,
     /// Frames sent per egress slot (the ones that sent any).
     pub egress: BTreeMap<u32, u64>,
+    /// IOAM traces filled (or flagged Overflow) in transit, as the worker's `ioam_transit_filled`.
+    pub ioam_filled: u64,
 }
 
 /// Runs the tier's program on frames in memory from any thread (its own descriptor of the program), also while
@@ -129,6 +133,10 @@ pub struct Tier {
     free: Vec<u32>,
     /// Slots never used so far start here.
     fresh: u32,
+    /// The `ioam` map's entries.
+    ioam: HashMap<u32, IoamEntry>,
+    /// The `vrf` map's entries (table, prefix), with the plan slots they name.
+    vrf: HashMap<(u32, Ipv6Net), RouteValue>,
     barrier: crate::sys::Barrier,
 }
 
@@ -151,6 +159,7 @@ impl Tier {
         let object = available().map(|()| crate::object())?;
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("routes", sizes.routes)
+            .map_max_entries("vrf", sizes.routes)
             .map_max_entries("plans", sizes.plans)
             .map_max_entries("ports", sizes.ports)
             .map_max_entries("egress", sizes.egress)
@@ -175,6 +184,8 @@ impl Tier {
             slots: HashMap::new(),
             free: Vec::new(),
             fresh: 0,
+            ioam: HashMap::new(),
+            vrf: HashMap::new(),
             barrier,
         })
     }
@@ -304,8 +315,75 @@ impl Tier {
             }
         }
         self.routes = want;
+        // The tables End.DT6 looks up, the same way.
+        {
+            let want: HashMap<(u32, Ipv6Net), RouteValue> = t
+                .table_routes
+                .iter()
+                .map(|(table, net, v)| {
+                    let plan = match slot_of.get(v.plan as usize) {
+                        Some(&s) => s,
+                        None => v.plan,
+                    };
+                    ((*table, *net), RouteValue { plan, why: v.why })
+                })
+                .collect();
+            let mut vrf: LpmTrie<&mut MapData, [u8; 20], RouteValue> =
+                LpmTrie::try_from(self.ebpf.map_mut("vrf").ok_or(Error::Map {
+                    map: "vrf",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("vrf"))?;
+            let key = |table: u32, net: &Ipv6Net| {
+                let mut k = [0u8; 20];
+                k[..4].copy_from_slice(&table.to_be_bytes());
+                k[4..].copy_from_slice(&net.network().octets());
+                Key::new(32 + u32::from(net.prefix_len()), k)
+            };
+            for ((table, net), v) in &want {
+                if self.vrf.get(&(*table, *net)) != Some(v) {
+                    vrf.insert(&key(*table, net), v, 0)
+                        .map_err(map_err("vrf"))?;
+                    done.routes_set += 1;
+                }
+            }
+            for (table, net) in self.vrf.keys() {
+                if !want.contains_key(&(*table, *net)) {
+                    vrf.remove(&key(*table, net)).map_err(map_err("vrf"))?;
+                    done.routes_removed += 1;
+                }
+            }
+            self.vrf = want;
+        }
+        // IOAM transit entries (a hash without preallocation: an update replaces the element under RCU, a
+        // packet reads the old one or the new one).
+        {
+            let want: HashMap<u32, IoamEntry> = t.ioam.iter().copied().collect();
+            let mut map: BpfHashMap<&mut MapData, u32, IoamEntry> =
+                BpfHashMap::try_from(self.ebpf.map_mut("ioam").ok_or(Error::Map {
+                    map: "ioam",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("ioam"))?;
+            for (k, v) in &want {
+                if self.ioam.get(k) != Some(v) {
+                    map.insert(k, v, 0).map_err(map_err("ioam"))?;
+                }
+            }
+            for k in self.ioam.keys() {
+                if !want.contains_key(k) {
+                    map.remove(k).map_err(map_err("ioam"))?;
+                }
+            }
+            self.ioam = want;
+        }
         // 3. Slots no route names.
-        let used: HashSet<u32> = self.routes.values().map(|v| v.plan).collect();
+        let used: HashSet<u32> = self
+            .routes
+            .values()
+            .chain(self.vrf.values())
+            .map(|v| v.plan)
+            .collect();
         let gone: Vec<(PlanEntry, u32)> = self
             .slots
             .iter()
@@ -394,6 +472,7 @@ impl Tier {
         let c = sum("counters", COUNTERS as u32)?;
         let mut out = Counters {
             forwarded: c[0],
+            ioam_filled: c[C_IOAM_FILLED],
             ..Counters::default()
         };
         for w in Why::ALL {

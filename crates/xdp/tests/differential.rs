@@ -209,12 +209,18 @@ fn delta(before: &Counters, after: &Counters) -> Counters {
         by_kind: sub(&after.by_kind, &before.by_kind),
         slow: sub(&after.slow, &before.slow),
         egress: sub(&after.egress, &before.egress),
+        ioam_filled: after.ioam_filled - before.ioam_filled,
     }
 }
 
 /// `frame` must be forwarded in the driver as plan kind `kind`, byte-identical to the userspace router's only
 /// output, on the same egress.
 fn forwarded(b: &mut Bench, what: &str, frame: &[u8], kind: Kind) {
+    forwarded_filling(b, what, frame, kind, 0);
+}
+
+/// [`forwarded`], with `filled` IOAM traces filled (or flagged Overflow) in transit.
+fn forwarded_filling(b: &mut Bench, what: &str, frame: &[u8], kind: Kind, filled: u64) {
     let user = userspace(b, frame);
     assert_eq!(user.len(), 1, "{what}: userspace sends one frame: {user:?}");
     let (dev, want) = &user[0];
@@ -231,6 +237,7 @@ fn forwarded(b: &mut Bench, what: &str, frame: &[u8], kind: Kind) {
         by_kind: [(kind, 1)].into(),
         slow: Default::default(),
         egress: [(*dev as u32, 1)].into(),
+        ioam_filled: filled,
     };
     assert_eq!(d, want_counters, "{what}: counted once, on egress {dev}");
 }
@@ -1022,4 +1029,714 @@ fn no_packet_sees_half_a_plan() {
         let n = checker.join().unwrap();
         assert!(n > 0);
     });
+}
+
+// ---- IOAM transit: the shapes of tests/kernel/test_ioam.py (where the userspace router is proven against the
+// kernel), and the driver's own boundaries.
+
+/// The transit router of tests/kernel/test_ioam.py: namespace 123 with data, wide data and schema 7, namespace
+/// 200 with the defaults, node ids, ingress r0 (`ioam6_enabled` = `enabled`) and egress r1 ids; plus a second
+/// egress without ids, an encapsulating route and a local address.
+fn transit_conf(enabled: bool) -> String {
+    format!(
+        "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+link add r2 address 02:00:00:00:03:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+addr add fd00:3::1/64 dev r2
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
+ioam namespace add 123 data 0xdeadbeef wide 0xcafec0dedeadbeef
+ioam schema add 7 ABCDEFGH
+ioam namespace set 123 schema 7
+ioam namespace add 200
+sysctl net.ipv6.ioam6_id=0x111111
+sysctl net.ipv6.ioam6_id_wide=0x22222222222222
+sysctl net.ipv6.conf.r0.ioam6_enabled={}
+sysctl net.ipv6.conf.r0.ioam6_id=0x0a0a
+sysctl net.ipv6.conf.r0.ioam6_id_wide=0x0b0b0b0b
+sysctl net.ipv6.conf.r1.ioam6_id=0x0c0c
+sysctl net.ipv6.conf.r1.ioam6_id_wide=0x0d0d0d0d
+-6 route add 2001:db8::/32 via fd00:2::2 dev r1
+-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2
+-6 route add fc00::/16 via fd00:2::2 dev r1
+-6 route add fd00:92::/64 encap seg6 mode encap segs fc00::1,fc00::2 dev r1
+",
+        u8::from(enabled)
+    )
+}
+
+/// An IOAM pre-allocated trace option (RFC 9197 §4.4, from its type byte): namespace `ns`, trace type `ty`,
+/// RemainingLen `rem` words of zeroed free space followed by `fill` (nodes already written), NodeLen `nodelen`
+/// (the trace type's when None), flags `flags` (0x8: Overflow).
+fn trace_option(ns: u16, ty: u32, rem: u8, nodelen: Option<u8>, flags: u8, fill: &[u8]) -> Vec<u8> {
+    let nl = nodelen.unwrap_or_else(|| lwt6_dataplane::wire::ioam::node_len_for_type(ty));
+    let data_len = 4 * usize::from(rem) + fill.len();
+    let mut o = vec![0x31, (10 + data_len) as u8, 0, 0];
+    o.extend(ns.to_be_bytes());
+    o.extend(((u16::from(nl) << 11) | (u16::from(flags) << 7) | u16::from(rem)).to_be_bytes());
+    o.extend((ty << 8).to_be_bytes());
+    o.extend(std::iter::repeat_n(0u8, 4 * usize::from(rem)));
+    o.extend_from_slice(fill);
+    o
+}
+
+/// A Hop-by-Hop header (next header UDP) holding `opts` behind a PadN(0), padded with a PadN(2) to 8 octets as
+/// Linux's and lwt6's insertion lay it out.
+fn hbh_of(opts: &[Vec<u8>]) -> Vec<u8> {
+    let mut h = vec![17, 0, 1, 0];
+    for o in opts {
+        h.extend_from_slice(o);
+    }
+    if h.len() % 8 != 0 {
+        h.extend([1, 2, 0, 0]);
+    }
+    assert_eq!(h.len() % 8, 0);
+    h[1] = (h.len() / 8 - 1) as u8;
+    h
+}
+
+/// A frame to r0 for `dst` with the Hop-by-Hop header `hbh` before a payload of `payload` bytes.
+fn hbh_frame(dst: &str, hlim: u8, hbh: &[u8], payload: usize) -> Vec<u8> {
+    let mut f = frame(dst, hlim, 0x0012_3456, payload);
+    f[14 + 6] = 0;
+    let plen = (hbh.len() + payload) as u16;
+    f[18..20].copy_from_slice(&plen.to_be_bytes());
+    f.splice(54..54, hbh.iter().copied());
+    f
+}
+
+/// The transit frames of one trace shape: hop limits 64, 2, 255 and payloads 8, 100, 700 bytes (as the kernel
+/// tests send).
+fn transit_frames(dst: &str, hbh: &[u8]) -> Vec<(String, Vec<u8>)> {
+    [(64u8, 8usize), (2, 100), (255, 700)]
+        .into_iter()
+        .map(|(h, n)| {
+            (
+                format!("hop limit {h}, {n} bytes"),
+                hbh_frame(dst, h, hbh, n),
+            )
+        })
+        .collect()
+}
+
+/// An earlier node's block for trace type 0xc40000 (bits 0, 1, 5), as tests/kernel/test_ioam.py prefills.
+const PREFILLED: [u8; 12] = [
+    0x3a, 0x99, 0x99, 0x99, 0x01, 0x02, 0x03, 0x04, 0x77, 0x77, 0x77, 0x77,
+];
+
+#[test]
+fn ioam_transit_matches_userspace() {
+    let Some(mut b) = bench_of(&transit_conf(true), Sizes::default()) else {
+        return;
+    };
+    let dst = "2001:db8::7";
+    // (what, options, traces this node fills or flags)
+    let cases: Vec<(&str, Vec<Vec<u8>>, u64)> = vec![
+        (
+            "basic 0xc40000",
+            vec![trace_option(123, 0xc4_0000, 6, None, 0, &[])],
+            1,
+        ),
+        (
+            "odd RemainingLen, PadN(2)",
+            vec![trace_option(123, 0xc4_0000, 3, None, 0, &[])],
+            1,
+        ),
+        (
+            "wide 0x00e000",
+            vec![trace_option(123, 0x00_e000, 12, None, 0, &[])],
+            1,
+        ),
+        (
+            "bit 22 without a schema",
+            vec![trace_option(200, 0x80_0002, 4, None, 0, &[])],
+            1,
+        ),
+        (
+            "bit 22 with the schema",
+            vec![trace_option(123, 0x80_0002, 8, None, 0, &[])],
+            1,
+        ),
+        (
+            "every bit but the timestamps, with the schema",
+            vec![trace_option(123, 0xcf_ffff, 40, None, 0, &[])],
+            1,
+        ),
+        (
+            "bits 12-21 and 23 alone",
+            vec![trace_option(123, 0x00_0ffd, 20, None, 0, &[])],
+            1,
+        ),
+        (
+            "a node already there",
+            vec![trace_option(123, 0xc4_0000, 3, None, 0, &PREFILLED)],
+            1,
+        ),
+        (
+            "overflow, no room",
+            vec![trace_option(123, 0xc4_0000, 0, None, 0, &[])],
+            1,
+        ),
+        (
+            "overflow, too small",
+            vec![trace_option(123, 0xc4_0000, 2, None, 0, &[])],
+            1,
+        ),
+        (
+            "overflow, the schema larger than the room",
+            vec![trace_option(123, 0x80_0002, 3, None, 0, &[])],
+            1,
+        ),
+        (
+            "Overflow flag already set",
+            vec![trace_option(123, 0xc4_0000, 6, None, 0x8, &[])],
+            1,
+        ),
+        (
+            "unknown namespace",
+            vec![trace_option(124, 0xc4_0000, 6, None, 0, &[])],
+            0,
+        ),
+        (
+            "unknown namespace, timestamps",
+            vec![trace_option(124, 0xf0_0000, 8, None, 0, &[])],
+            0,
+        ),
+        (
+            "timestamps without room (Overflow only)",
+            vec![trace_option(123, 0xf0_0000, 3, None, 0, &[])],
+            1,
+        ),
+        (
+            "two traces, two namespaces",
+            vec![
+                trace_option(123, 0xc4_0000, 6, None, 0, &[]),
+                trace_option(200, 0x86_0000, 3, None, 0, &[]),
+            ],
+            2,
+        ),
+        (
+            "eight traces (the most)",
+            (0..8)
+                .map(|i| {
+                    trace_option(
+                        if i % 2 == 0 { 123 } else { 124 },
+                        0x80_0000,
+                        1,
+                        None,
+                        0,
+                        &[],
+                    )
+                })
+                .collect(),
+            4,
+        ),
+    ];
+    for (what, opts, filled) in &cases {
+        let hbh = hbh_of(opts);
+        for (how, f) in transit_frames(dst, &hbh) {
+            let what = format!("IOAM transit, {what}, {how}");
+            forwarded_filling(&mut b, &what, &f, Kind::IoamTransit, *filled);
+        }
+        // Out of r2, whose ids are the defaults.
+        let f = hbh_frame("2001:db8:3::1", 64, &hbh, 16);
+        forwarded_filling(
+            &mut b,
+            &format!("IOAM transit, {what}, out of r2"),
+            &f,
+            Kind::IoamTransit,
+            *filled,
+        );
+    }
+    // The MTU boundary (r1: 1400) and the hop limit.
+    let hbh = hbh_of(&[trace_option(123, 0xc4_0000, 6, None, 0, &[])]);
+    let at_mtu = 1400 - 40 - hbh.len();
+    forwarded_filling(
+        &mut b,
+        "IOAM transit, exactly the MTU",
+        &hbh_frame(dst, 64, &hbh, at_mtu),
+        Kind::IoamTransit,
+        1,
+    );
+    slow(
+        &mut b,
+        "IOAM transit, MTU + 1",
+        &hbh_frame(dst, 64, &hbh, at_mtu + 1),
+        Why::Mtu,
+    );
+    slow(
+        &mut b,
+        "IOAM transit, hop limit 1",
+        &hbh_frame(dst, 1, &hbh, 16),
+        Why::HopLimit,
+    );
+
+    // To the worker: what the driver cannot write, and what Linux drops.
+    for (what, opts, why) in [
+        (
+            "timestamps 0xf00000",
+            vec![trace_option(123, 0xf0_0000, 8, None, 0, &[])],
+            Why::IoamField,
+        ),
+        (
+            "every bit 0xfff002, schema",
+            vec![trace_option(123, 0xff_f002, 36, None, 0, &[])],
+            Why::IoamField,
+        ),
+        (
+            "a second trace with timestamps",
+            vec![
+                trace_option(123, 0xc4_0000, 6, None, 0, &[]),
+                trace_option(200, 0x20_0000, 3, None, 0, &[]),
+            ],
+            Why::IoamField,
+        ),
+        (
+            "inconsistent NodeLen",
+            vec![trace_option(123, 0xc4_0000, 6, Some(2), 0, &[])],
+            Why::IoamInvalid,
+        ),
+        (
+            "inconsistent NodeLen, unknown namespace",
+            vec![trace_option(124, 0xc4_0000, 6, Some(4), 0, &[])],
+            Why::IoamInvalid,
+        ),
+        (
+            "RemainingLen past the option",
+            vec![{
+                let mut o = trace_option(123, 0xc4_0000, 6, None, 0, &[]);
+                o[7] = 7;
+                o
+            }],
+            Why::IoamInvalid,
+        ),
+        (
+            "nine traces",
+            (0..9)
+                .map(|_| trace_option(124, 0x80_0000, 1, None, 0, &[]))
+                .collect(),
+            Why::HopByHop,
+        ),
+    ] {
+        let hbh = hbh_of(&opts);
+        for (how, f) in transit_frames(dst, &hbh) {
+            let what = format!("IOAM transit, {what}, {how}");
+            slow(&mut b, &what, &f, why);
+            if why == Why::IoamInvalid {
+                assert!(
+                    userspace(&mut b, &f).is_empty(),
+                    "{what}: the router drops it"
+                );
+            }
+        }
+    }
+    // Hop-by-Hop headers laid out otherwise, and other plans: the worker's.
+    let trace = trace_option(123, 0xc4_0000, 6, None, 0, &[]);
+    let mut alert = vec![17, 0, 5, 2, 0, 0, 1, 0];
+    alert.extend(&trace);
+    alert.extend([1, 2, 0, 0]);
+    alert[1] = (alert.len() / 8 - 1) as u8;
+    let mut pad1 = hbh_of(std::slice::from_ref(&trace));
+    pad1[2..4].copy_from_slice(&[0, 0]);
+    let mut dex = trace.clone();
+    dex[3] = 4;
+    let mut long = hbh_of(std::slice::from_ref(&trace));
+    long[5] += 8;
+    for (what, hbh, dst) in [
+        ("router alert first", alert, dst),
+        ("Pad1 instead of PadN(0)", pad1, dst),
+        ("a Direct Export option", hbh_of(&[dex]), dst),
+        ("an option longer than the header", long, dst),
+        (
+            "to an encapsulating route",
+            hbh_of(std::slice::from_ref(&trace)),
+            "fd00:92::1",
+        ),
+    ] {
+        slow(
+            &mut b,
+            &format!("Hop-by-Hop, {what}"),
+            &hbh_frame(dst, 64, &hbh, 16),
+            Why::HopByHop,
+        );
+    }
+    slow(
+        &mut b,
+        "Hop-by-Hop to a local address",
+        &hbh_frame("fd00:2::1", 64, &hbh_of(&[trace]), 16),
+        Why::Local,
+    );
+}
+
+#[test]
+fn ioam_transit_disabled_on_the_ingress_forwards_unchanged() {
+    let Some(mut b) = bench_of(&transit_conf(false), Sizes::default()) else {
+        return;
+    };
+    for (what, opt) in [
+        ("0xc40000", trace_option(123, 0xc4_0000, 6, None, 0, &[])),
+        ("timestamps", trace_option(123, 0xf0_0000, 8, None, 0, &[])),
+        (
+            "inconsistent NodeLen",
+            trace_option(123, 0xc4_0000, 6, Some(2), 0, &[]),
+        ),
+    ] {
+        for (how, f) in transit_frames("2001:db8::7", &hbh_of(&[opt])) {
+            let what = format!("ioam6_enabled 0, {what}, {how}");
+            forwarded_filling(&mut b, &what, &f, Kind::IoamTransit, 0);
+        }
+    }
+}
+
+#[test]
+fn ioam_domains_leave_transit_to_the_worker() {
+    let text = transit_conf(true) + "ioam domain add d1 namespace 123 ingress r0 egress r1\n";
+    let Some(mut b) = bench_of(&text, Sizes::default()) else {
+        return;
+    };
+    let f = hbh_frame(
+        "2001:db8::7",
+        64,
+        &hbh_of(&[trace_option(123, 0xc4_0000, 6, None, 0, &[])]),
+        16,
+    );
+    slow(&mut b, "IOAM transit with domains", &f, Why::HopByHop);
+    let snap = b.router.snapshot();
+    let mut t = lwt6_xdp::tables(&snap);
+    assert!(t.ioam.is_empty());
+    let b2 = router_of(&transit_conf(true));
+    t = lwt6_xdp::tables(&b2.snapshot());
+    assert!(!t.ioam.is_empty());
+    t.leave_transit_to_the_worker();
+    b.tier.install(&t).unwrap();
+    slow(&mut b, "IOAM transit left to the worker", &f, Why::HopByHop);
+}
+
+#[test]
+fn random_transit_frames_agree_with_userspace() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let Some(b) = bench_of(&transit_conf(true), Sizes::default()) else {
+        return;
+    };
+    let b = std::cell::RefCell::new(b);
+    let (sent, filled) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u64));
+    let cases = 2000;
+    // Up to three traces: namespace (known, known with a schema, unknown), trace type (the kernel tests' and any
+    // 24 bits), RemainingLen, NodeLen right or not, the Overflow flag; then a hop limit, a payload, an egress and
+    // up to two bytes of the Hop-by-Hop header overwritten.
+    let trace = (
+        prop_oneof![Just(123u16), Just(200), Just(124)],
+        prop_oneof![
+            Just(0xc4_0000u32),
+            Just(0x00_e000),
+            Just(0x80_0002),
+            Just(0xf0_0000),
+            Just(0xcf_ffff),
+            0u32..0x100_0000
+        ],
+        0u8..40,
+        prop_oneof![4 => Just(None), 1 => (0u8..32).prop_map(Some)],
+        prop_oneof![4 => Just(0u8), 1 => Just(8u8)],
+    );
+    let strategy = (
+        prop::collection::vec(trace, 1..4),
+        any::<u8>(),
+        0usize..300,
+        any::<bool>(),
+        prop::collection::vec((0usize..64, any::<u8>()), 0..3),
+    );
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(traces, hlim, n, r2, flips)| {
+            let opts: Vec<Vec<u8>> = traces
+                .iter()
+                .map(|&(ns, ty, rem, nl, flags)| trace_option(ns, ty, rem, nl, flags, &[]))
+                .collect();
+            let dst = if r2 { "2001:db8:3::1" } else { "2001:db8::7" };
+            let mut f = hbh_frame(dst, hlim, &hbh_of(&opts), n);
+            for (at, v) in flips {
+                if 54 + at < f.len() {
+                    f[54 + at] = v;
+                }
+            }
+            let before = b.borrow().tier.counters().unwrap().ioam_filled;
+            let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
+            sent.set(sent.get() + u32::from(driver));
+            filled.set(filled.get() + b.borrow().tier.counters().unwrap().ioam_filled - before);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        sent.get() * 3 > cases,
+        "only {} of {cases} transit frames forwarded in the driver",
+        sent.get()
+    );
+    assert!(filled.get() > 0, "no trace filled");
+    eprintln!(
+        "{} of {cases} random transit frames forwarded in the driver, {} traces filled",
+        sent.get(),
+        filled.get()
+    );
+}
+
+// ---- End.DT6: End.DX6's decapsulation, then the inner destination looked up in table T.
+
+/// Routes in the main table and in table 100, and End.DT6 SIDs on both.
+fn dt6_conf() -> String {
+    "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+link add r2 address 02:00:00:00:03:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+addr add fd00:3::1/64 dev r2
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
+-6 route add 2001:db8::/32 via fd00:2::2 dev r1
+-6 route add 2001:db8:3::/48 via fd00:3::2 dev r2
+-6 route add 2001:db8:100::/48 via fd00:3::2 dev r2 table 100
+-6 route add 2001:db8:101::/48 via fd00:2::2 dev r1 mtu 1280 table 100
+-6 route add 2001:db8:104::/48 via fd00:3::99 dev r2 table 100
+-6 route add 2001:db8:105::/48 encap seg6 mode encap segs fc00::1 dev r1 table 100
+-6 route add fd00:b0::/64 encap seg6local action End.DT6 table 254 dev r1
+-6 route add fd00:b1::/64 encap seg6local action End.DT6 table 100 dev r1
+-6 route add fd00:b3::/64 encap seg6local action End.DT6 table 100 count dev r1
+"
+    .to_string()
+}
+
+#[test]
+fn end_dt6_matches_userspace() {
+    let Some(mut b) = bench_of(&dt6_conf(), Sizes::default()) else {
+        return;
+    };
+    let segs = |sid: &'static str| ["fc00::3", sid];
+    for (sid, inner_dst, what) in [
+        ("fd00:b0::1", "2001:db8::99", "table 254, out of r1"),
+        ("fd00:b0::1", "2001:db8:3::1", "table 254, out of r2"),
+        ("fd00:b1::1", "2001:db8:100::1", "table 100, out of r2"),
+        ("fd00:b1::1", "2001:db8:101::1", "table 100, out of r1"),
+    ] {
+        for (ihl, n) in [(64u8, 16usize), (2, 0), (33, 1000)] {
+            let inner = frame(inner_dst, ihl, 0x0abc_def0, n)[14..].to_vec();
+            for (how, f) in [
+                ("no SRH", encapsulated(sid, 64, 0, &[], &inner)),
+                (
+                    "SRH, Segments Left 0",
+                    encapsulated(sid, 9, 0, &segs(sid), &inner),
+                ),
+            ] {
+                let what = format!("End.DT6, {what}, {how}, inner hop limit {ihl}, {n} bytes");
+                forwarded(&mut b, &what, &f, Kind::EndDt6);
+            }
+        }
+    }
+    // The route MTU in table 100 (1280): exactly, and one byte over.
+    let at = frame("2001:db8:101::1", 64, 0, 1240)[14..].to_vec();
+    forwarded(
+        &mut b,
+        "End.DT6, inner exactly the table route's MTU",
+        &encapsulated("fd00:b1::1", 64, 0, &[], &at),
+        Kind::EndDt6,
+    );
+    let over = frame("2001:db8:101::1", 64, 0, 1241)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DT6, inner MTU + 1",
+        &encapsulated("fd00:b1::1", 64, 0, &[], &over),
+        Why::Mtu,
+    );
+    // Ethernet padding behind the outer packet: trimmed as the router does.
+    let inner = frame("2001:db8:100::1", 64, 0, 16)[14..].to_vec();
+    let mut padded = encapsulated("fd00:b1::1", 64, 0, &[], &inner);
+    padded.extend([0u8; 5]);
+    forwarded(&mut b, "End.DT6, padded frame", &padded, Kind::EndDt6);
+    // To the worker.
+    for (what, sid, inner_dst, ihl, why) in [
+        (
+            "no route in table 100",
+            "fd00:b1::1",
+            "2001:db8::99",
+            64,
+            Why::Table,
+        ),
+        (
+            "an unresolved neighbour in table 100",
+            "fd00:b1::1",
+            "2001:db8:104::1",
+            64,
+            Why::NoPlan,
+        ),
+        (
+            "an encapsulating route in table 100",
+            "fd00:b1::1",
+            "2001:db8:105::1",
+            64,
+            Why::Kind,
+        ),
+        (
+            "inner destination ours",
+            "fd00:b1::1",
+            "fd00:2::1",
+            64,
+            Why::Local,
+        ),
+        (
+            "inner destination ours, table 254",
+            "fd00:b0::1",
+            "fd00:3::1",
+            64,
+            Why::Local,
+        ),
+        (
+            "inner destination another SID",
+            "fd00:b0::1",
+            "fd00:b1::5",
+            64,
+            Why::Kind,
+        ),
+        (
+            "inner destination link-local",
+            "fd00:b0::1",
+            "fe80::1",
+            64,
+            Why::Table,
+        ),
+        (
+            "inner destination multicast",
+            "fd00:b0::1",
+            "ff0e::1",
+            64,
+            Why::Table,
+        ),
+        (
+            "inner hop limit 1",
+            "fd00:b1::1",
+            "2001:db8:100::1",
+            1,
+            Why::HopLimit,
+        ),
+        ("counters", "fd00:b3::1", "2001:db8:100::1", 64, Why::Kind),
+    ] {
+        let inner = frame(inner_dst, ihl, 0, 16)[14..].to_vec();
+        slow(
+            &mut b,
+            &format!("End.DT6, {what}"),
+            &encapsulated(sid, 64, 0, &[], &inner),
+            why,
+        );
+    }
+    let inner = frame("2001:db8:100::1", 64, 0, 16)[14..].to_vec();
+    slow(
+        &mut b,
+        "End.DT6, a segment left",
+        &encapsulated("fd00:b1::1", 64, 1, &segs("fd00:b1::1"), &inner),
+        Why::Decap,
+    );
+    slow(
+        &mut b,
+        "End.DT6, no inner packet",
+        &frame("fd00:b1::1", 64, 0, 16),
+        Why::Decap,
+    );
+    let mut v4 = inner.clone();
+    v4[0] = 0x45;
+    slow(
+        &mut b,
+        "End.DT6, IPv4 inside",
+        &encapsulated("fd00:b1::1", 64, 0, &[], &v4),
+        Why::Decap,
+    );
+    slow(
+        &mut b,
+        "End.DT6, outer hop limit 1",
+        &encapsulated("fd00:b1::1", 1, 0, &[], &inner),
+        Why::HopLimit,
+    );
+    let snap = b.router.snapshot();
+    let t = lwt6_xdp::tables(&snap);
+    assert_eq!(
+        t.placement(&"fd00:b3::/64".parse().unwrap()),
+        Some(Err(Why::Kind))
+    );
+}
+
+#[test]
+fn random_end_dt6_frames_agree_with_userspace() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let Some(b) = bench_of(&dt6_conf(), Sizes::default()) else {
+        return;
+    };
+    let b = std::cell::RefCell::new(b);
+    let sent = std::cell::Cell::new(0u32);
+    let cases = 1500;
+    let sids = ["fd00:b0::1", "fd00:b1::1", "fd00:b3::1"];
+    let inner = [
+        "2001:db8::99",
+        "2001:db8:3::1",
+        "2001:db8:100::1",
+        "2001:db8:101::1",
+        "2001:db8:104::1",
+        "2001:db8:105::1",
+        "fd00:2::1",
+        "fe80::1",
+    ];
+    let strategy = (
+        0..sids.len(),
+        0..inner.len(),
+        any::<u8>(),
+        0u8..3,
+        prop_oneof![0usize..64, 0usize..1400],
+        prop::collection::vec((0usize..140, any::<u8>()), 0..3),
+        0usize..20,
+    );
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(s, i, ihl, sl, n, flips, cut)| {
+            let pkt = frame(inner[i], ihl, 0x0012_3456, n)[14..].to_vec();
+            let mut f = if sl == 0 {
+                encapsulated(sids[s], 64, 0, &[], &pkt)
+            } else {
+                encapsulated(sids[s], 64, sl - 1, &["fc00::3", sids[s]], &pkt)
+            };
+            for (at, v) in flips {
+                if at < f.len() {
+                    f[at] = v;
+                }
+            }
+            match cut {
+                0..3 => f.truncate(f.len().saturating_sub(cut + 1)),
+                3..6 => f.extend(std::iter::repeat_n(0xee, cut)),
+                _ => {}
+            }
+            let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
+            sent.set(sent.get() + u32::from(driver));
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Two SIDs of three, four inner destinations of eight and two SRH shapes of three can be forwarded.
+    assert!(
+        sent.get() * 10 > cases,
+        "only {} of {cases} End.DT6 frames forwarded in the driver",
+        sent.get()
+    );
+    eprintln!(
+        "{} of {cases} random End.DT6 frames forwarded in the driver",
+        sent.get()
+    );
 }

@@ -291,6 +291,12 @@ impl Snapshot {
         self.seg6_first_word
     }
 
+    /// This node's IOAM identity and namespaces (for executors of the plans outside this crate: the XDP tier's
+    /// transit fill).
+    pub fn ioam(&self) -> &IoamNode {
+        &self.ioam
+    }
+
     /// The template of a plan of this snapshot.
     #[inline(always)]
     pub fn template(&self, plan: &Plan) -> &[u8] {
