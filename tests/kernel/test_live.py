@@ -151,29 +151,100 @@ def compare_with_kernel(kernel_outputs, ours):
         compare_frames(kb, lb, f"{cid}: frames back at the sender")
 
 
-@pytest.mark.parametrize("io", ["packet", "xdp"])
-def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
-    """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET and over AF_XDP) exactly the
-    bytes the kernel router gave them; the counters balance and every frame the kernel did not forward is a named
-    drop. After SIGTERM no XDP program is left on the interfaces."""
+def gro(ns, ifname, on):
+    """GRO on or off on a veth: with it, its peer takes XDP-redirected frames (the kernel's `ndo_xdp_xmit` on a
+    veth needs the peer's NAPI, which GRO or an XDP program enables)."""
+    subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "gro", "on" if on else "off"],
+                   check=True, capture_output=True)
+
+
+def router_totals(final):
+    """(received, sent, dropped) of the whole router: both tiers when the XDP tier ran."""
+    if "xdp" in final:
+        t = final["xdp"]["total"]
+        return t["rx"], t["tx"], t["dropped"]
+    return final["rx"], final["tx"], sum(final["drops"].values())
+
+
+@pytest.mark.parametrize("io,tier", [("packet", None), ("xdp", "off"), ("xdp", "on")])
+def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io, tier):
+    """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET, over AF_XDP, and over
+    AF_XDP with the XDP tier forwarding in the driver) exactly the bytes the kernel router gave them; the counters
+    balance and every frame the kernel did not forward is a named drop. After SIGTERM no XDP program is left on
+    the interfaces. With the tier, d0 has GRO on (so that r1 takes redirected frames) and the driver must have
+    forwarded the plain and seg6 encap cases itself."""
     assert kernel_outputs["seg6-encap3"][1], "the kernel forwarded nothing: the harness is broken"
     live.lwt6_mode()
-    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, args=["--io", io],
-                   label="diff-" + io)
+    args = ["--io", io] + (["--xdp-tier", tier] if tier else [])
+    if tier == "on":
+        gro(live.topo.name(live.d), "d0", True)
     try:
-        if io == "xdp":
-            assert xdp_programs(live.rns, {"r0", "r1"}) == {"r0", "r1"}, "no XDP program while running"
-        ours = send_cases(live)
+        r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, args=args,
+                       label=f"diff-{io}-{tier}")
+        try:
+            if io == "xdp":
+                assert xdp_programs(live.rns, {"r0", "r1"}) == {"r0", "r1"}, "no XDP program while running"
+            ours = send_cases(live)
+        finally:
+            final = r.stop()
     finally:
-        final = r.stop()
+        if tier == "on":
+            gro(live.topo.name(live.d), "d0", False)
     assert final["io"] == "af_" + io, final["io"]
     assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached"
     compare_with_kernel(kernel_outputs, ours)
     n = len(case_frames())
-    assert final["rx"] - noise(final) == n and final["balanced"], final
+    rx, tx, dropped = router_totals(final)
+    assert rx - noise(final) == n and final["balanced"] and rx == tx + dropped, final
     assert final["icmp_errors_sent"] == 5, final
     assert set(final["drops"]) - {"multicast_destination"} == {"hop_limit_exceeded", "no_route", "mtu_exceeded"}, \
         final["drops"]
+    if tier == "on":
+        x = final["xdp"]
+        # Per tier: the driver's frames are forwarded or handed on; in all: received = sent + dropped.
+        assert x["received"] == x["sent"] + x["to_worker"] and x["dropped"] == 0, x
+        # Every frame the driver handed on reached the worker: none vanished between the tiers.
+        assert x["to_worker"] == final["rx"], (x, final["rx"])
+        assert x["egress"]["r1"]["redirect"], x["egress"]
+        # plain (fc00::99), seg6 encap (3 SIDs, 2 with HMAC), encap.red and inline, twice each but one plain.
+        assert x["by_kind"].get("forward", 0) >= 1 and x["by_kind"].get("seg6_encap", 0) >= 4, x
+        assert x["egress"]["r1"]["tx"] == x["sent"], x
+    elif io == "xdp":
+        assert "xdp" not in final, final.get("xdp")
+
+
+def test_xdp_tier_without_redirect_capability_delivers_through_the_worker(live, workdir):
+    """d0 without GRO and without an XDP program: the kernel would drop frames redirected to r1. The tier says
+    so (`show stats`), leaves r1 out of its devmap, and every frame reaches d0 through the worker, counted
+    `no_egress`; when GRO comes on at d0 while the router runs, the driver takes over (checked every second)."""
+    live.lwt6_mode()
+    d = live.topo.name(live.d)
+    gro(d, "d0", False)
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--xdp-tier", "on"],
+                   label="xdp-noredirect")
+    frames = [udp6("fc00::99", hlim=64, size=100, tag=i) for i in range(20)]
+    try:
+        text = r.ctl("show", "stats")
+        assert "xdp egress r1" in text.stdout and "redirect no" in text.stdout, text.stdout
+        got = xfer(live.s0, frames, [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
+        assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames arrived"
+        s = r.stats()["xdp"]
+        assert s["sent"] == 0 and s["to_worker_by_reason"].get("no_egress", 0) == len(frames), s
+        assert not s["egress"]["r1"]["redirect"] and s["egress"]["r1"]["why_not"], s["egress"]
+        gro(d, "d0", True)
+        deadline = time.monotonic() + 5
+        while not r.stats()["xdp"]["egress"]["r1"]["redirect"]:
+            assert time.monotonic() < deadline, "GRO on d0 was not noticed within 5 s"
+            time.sleep(0.1)
+        got = xfer(live.s0, frames, [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
+        assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames arrived after GRO on"
+        s = r.stats()["xdp"]
+        assert s["sent"] == len(frames) and s["by_kind"]["forward"] == len(frames), s
+    finally:
+        final = r.stop()
+        gro(d, "d0", False)
+    rx, tx, dropped = router_totals(final)
+    assert rx == tx + dropped and tx >= 2 * len(frames), final
 
 
 def test_route_added_under_traffic_takes_effect_without_loss(live, workdir):

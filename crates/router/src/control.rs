@@ -64,6 +64,8 @@ pub struct Control {
     pub kernel_routes: crate::kroutes::KernelRoutes,
     /// The packet trace the workers follow (`trace add|stop|clear`, `show trace`).
     pub trace: Arc<crate::trace::TraceBoard>,
+    /// The XDP tier, when it runs (its counters and egress states in `show stats`).
+    pub xdp: Option<crate::xdp_tier::Handle>,
     /// Says whether the router is stopping (a SIGINT or SIGTERM is pending): a long request gives up then,
     /// changing nothing. `None`: never.
     pub stopping: Option<Box<dyn FnMut() -> bool>>,
@@ -183,6 +185,7 @@ impl Control {
             outbox: Arc::default(),
             kernel_routes: Default::default(),
             trace: Arc::default(),
+            xdp: None,
             stopping: None,
             refused: 0,
         }
@@ -285,10 +288,16 @@ impl Control {
                     v["io"] = json!(self.io);
                     v["workers"] = json!(workers);
                     v["control_refused"] = json!(self.refused);
+                    if let Some(t) = self.xdp.as_ref().and_then(|t| t.lock().ok()) {
+                        v["xdp"] = t.json(&total.stats);
+                    }
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
                     s += &report_text(&total, &names);
+                    if let Some(t) = self.xdp.as_ref().and_then(|t| t.lock().ok()) {
+                        s += &t.text(&total.stats);
+                    }
                     if self.refused > 0 {
                         s += &format!(
                             "  control connections refused (peer credentials) {}\n",

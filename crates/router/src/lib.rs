@@ -9,6 +9,8 @@
 //! - [`kroutes`]: the kernel's main routing table followed over rtnetlink (`--kernel-routes`);
 //! - [`log`]: the log lines on standard error, rate-limited per kind;
 //! - [`metrics`]: the counters in the Prometheus text format;
+//! - [`xdp_tier`]: the XDP tier (`--io xdp`): lwt6's plans executed in the driver, its maps following the
+//!   snapshot;
 //! - [`trace`]: the packet trace the control thread arms and the workers follow;
 //! - [`show`]: router state as text and JSON, as the control socket answers `show ...` and `lwt6 show` and
 //!   `lwt6 pcap` print it (routes as `ip route` lists them, traced frames).
@@ -29,6 +31,7 @@ pub mod metrics;
 mod run;
 pub mod show;
 pub mod trace;
+pub mod xdp_tier;
 
 pub use error::Error;
 pub(crate) use error::fail;
