@@ -159,11 +159,10 @@ def gro(ns, ifname, on):
 
 
 def router_totals(final):
-    """(received, sent, dropped) of the whole router: both tiers when the XDP tier ran."""
-    if "xdp" in final:
-        t = final["xdp"]["total"]
-        return t["rx"], t["tx"], t["dropped"]
-    return final["rx"], final["tx"], sum(final["drops"].values())
+    """(received, sent, dropped + for the router + waiting) of the whole router: both tiers when the XDP tier
+    ran."""
+    t = final["xdp"]["total"] if "xdp" in final else dict(final, dropped=sum(final["drops"].values()))
+    return t["rx"], t["tx"], t["dropped"] + t["consumed"] + t["pending"]
 
 
 @pytest.mark.parametrize("io,tier", [("packet", None), ("xdp", "off"), ("xdp", "on")])
@@ -858,8 +857,9 @@ def test_kernel_routes_followed_live(live, workdir):
 
 
 def test_bench_live_measures_the_router_cpu(workdir):
-    """`lwt6 bench live`, one short interleaved round: the receiver's XDP sink has NAPI threads of its own (off the
-    router's CPU), every router delivered frames at overload, and the router CPU's time per packet is measured."""
+    """`lwt6 bench live`, two short interleaved rounds: the receiver's XDP sink has NAPI threads of its own (off
+    the router's CPU), every router (the kernel, lwt6 with the XDP tier on and off) delivered frames at overload,
+    the router CPU's time per packet is measured, and with the tier on the driver forwarded frames itself."""
     require_root()
     out = subprocess.run([lwt6_bin(), "bench", "live", "--cases", "plain", "--workers", "1", "--rounds", "2",
                           "--steps", "0", "--overload-ms", "300", "-j"],
@@ -869,8 +869,14 @@ def test_bench_live_measures_the_router_cpu(workdir):
     assert doc["settings"]["receiver"] == "xdp"
     assert doc["settings"]["receiver_threads"] >= 1
     rows = doc["results"]
-    assert sorted((r["router"], r["round"]) for r in rows) == [("kernel", 1), ("kernel", 2), ("lwt6", 1), ("lwt6", 2)]
+    assert sorted((r["router"], r["round"], r.get("xdp_tier", "")) for r in rows) == [
+        ("kernel", 1, ""), ("kernel", 2, ""), ("lwt6", 1, "off"), ("lwt6", 1, "on"), ("lwt6", 2, "off"),
+        ("lwt6", 2, "on")]
     for r in rows:
+        if r.get("xdp_tier") == "on":
+            assert r["xdp_forwarded"] > 0, r
+        elif r["router"] == "lwt6":
+            assert r["xdp_forwarded"] is None, r
         assert r["delivered_at_max"] > 0, r
         assert r["cpu_at_max"]["router_cpu_ns_per_packet"] > 0, r
     overlap = subprocess.run([lwt6_bin(), "bench", "live", "--receiver-cpus", "1", "--router-cpus", "1"],

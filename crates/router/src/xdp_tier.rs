@@ -342,7 +342,7 @@ impl XdpTier {
                 "routes_removed": self.last.installed.routes_removed,
                 "error": self.last.error,
             },
-            "total": {"rx": t.rx, "tx": t.tx, "dropped": t.dropped},
+            "total": {"rx": t.rx, "tx": t.tx, "dropped": t.dropped, "consumed": t.consumed, "pending": t.pending, "balanced": t.balanced()},
         })
     }
 
@@ -351,8 +351,8 @@ impl XdpTier {
         let c = self.counters().unwrap_or_default();
         let t = TierTotals::new(&c, worker);
         let mut s = format!(
-            "xdp tier: frames in {}, forwarded in the driver {}, to the worker {}; router total: in {}, out {}, dropped {}\n",
-            t.xdp_rx, c.forwarded, t.to_worker, t.rx, t.tx, t.dropped
+            "xdp tier: frames in {}, forwarded in the driver {}, to the worker {}; router total: in {}, out {}, dropped {}, for the router {}, waiting for a neighbour {}\n",
+            t.xdp_rx, c.forwarded, t.to_worker, t.rx, t.tx, t.dropped, t.consumed, t.pending
         );
         for (k, n) in &c.by_kind {
             s += &format!("  xdp forwarded {:<20} {n}\n", k.name());
@@ -377,8 +377,10 @@ impl XdpTier {
 /// The tiers' counters put together. The XDP tier receives every frame first: it forwards some (received and
 /// sent by the tier) and hands the others to the worker (counted by the tier per reason, and received by the
 /// worker). So for the router as a whole: received = forwarded in the driver + received by the worker, sent =
-/// forwarded in the driver + sent by the worker, dropped = the worker's drops; each tier balances by itself
-/// (tier: received = sent + handed on; worker: received = sent + dropped). Frames handed on that never reach the
+/// forwarded in the driver + sent by the worker, dropped = the worker's drops, and the worker's own `consumed`
+/// (frames for the router itself: NDP, ARP, echo requests) and `pending` (waiting for a neighbour) as the
+/// worker counts them; each tier balances by itself (tier: received = sent + handed on; worker: received = sent
+/// + dropped + consumed + pending). Frames handed on that never reach the
 /// worker (its socket ring full) are the worker's `overload`, counted by the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TierTotals {
@@ -392,6 +394,10 @@ pub struct TierTotals {
     pub tx: u64,
     /// The router's frames dropped.
     pub dropped: u64,
+    /// Frames for the router itself (the worker's `consumed`).
+    pub consumed: u64,
+    /// Frames waiting for a neighbour (the worker's `pending`).
+    pub pending: u64,
 }
 
 impl TierTotals {
@@ -404,12 +410,14 @@ impl TierTotals {
             rx: c.forwarded + worker.rx,
             tx: c.forwarded + worker.tx,
             dropped: worker.dropped(),
+            consumed: worker.consumed,
+            pending: worker.pending,
         }
     }
 
-    /// Whether the router's totals balance (received = sent + dropped).
+    /// Whether the router's totals balance (received = sent + dropped + consumed + pending).
     pub fn balanced(&self) -> bool {
-        self.rx == self.tx + self.dropped
+        self.rx == self.tx + self.dropped + self.consumed + self.pending
     }
 }
 
@@ -538,6 +546,11 @@ mod tests {
         assert_eq!((t.xdp_rx, t.to_worker), (13, 3));
         assert_eq!((t.rx, t.tx, t.dropped), (13, 12, 1));
         assert!(t.balanced());
+        // Frames for the router itself and frames waiting for a neighbour are the worker's to count.
+        w.rx += 2;
+        w.consumed = 1;
+        w.pending = 1;
+        assert!(TierTotals::new(&c, &w).balanced());
         // A worker that lost a frame shows in the total.
         w.tx = 1;
         assert!(!TierTotals::new(&c, &w).balanced());
