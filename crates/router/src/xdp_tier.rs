@@ -379,9 +379,9 @@ impl XdpTier {
 /// worker). So for the router as a whole: received = forwarded in the driver + received by the worker, sent =
 /// forwarded in the driver + sent by the worker, dropped = the worker's drops, and the worker's own `consumed`
 /// (frames for the router itself: NDP, ARP, echo requests) and `pending` (waiting for a neighbour) as the
-/// worker counts them; each tier balances by itself (tier: received = sent + handed on; worker: received = sent
-/// + dropped + consumed + pending). Frames handed on that never reach the
-/// worker (its socket ring full) are the worker's `overload`, counted by the kernel.
+/// worker counts them; each tier balances by itself (tier: received = sent + handed on; worker: received =
+/// sent, dropped, consumed and pending added up). Frames handed on that never reach the worker (its socket ring
+/// full) are the worker's `overload`, counted by the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TierTotals {
     /// Frames the XDP program ran on.
