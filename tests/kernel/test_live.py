@@ -225,6 +225,8 @@ def test_xdp_tier_without_redirect_capability_delivers_through_the_worker(live, 
     try:
         text = r.ctl("show", "stats")
         assert "xdp egress r1" in text.stdout and "redirect no" in text.stdout, text.stdout
+        where = r.ctl("show", "xdp").stdout
+        assert "fc00::/16 worker no_egress\n" in where and "egress r1: not from the driver" in where, where
         got = xfer(live.s0, frames, [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
         assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames arrived"
         s = r.stats()["xdp"]
@@ -239,6 +241,8 @@ def test_xdp_tier_without_redirect_capability_delivers_through_the_worker(live, 
         assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames arrived after GRO on"
         s = r.stats()["xdp"]
         assert s["sent"] == len(frames) and s["by_kind"]["forward"] == len(frames), s
+        where = json.loads(r.ctl("show", "xdp", "-j").stdout)
+        assert {"dst": "fc00::/16", "driver": True, "kind": "forward", "growth": 0} in where["routes"], where
     finally:
         final = r.stop()
         gro(d, "d0", False)

@@ -254,7 +254,7 @@ impl Control {
             [] => {
                 return (
                     false,
-                    "show what? (expected one of: routes, stats, neigh, trace)".into(),
+                    "show what? (expected one of: routes, stats, neigh, trace, xdp)".into(),
                 );
             }
         };
@@ -270,6 +270,7 @@ impl Control {
                     (true, crate::show::trace::text(&sum, &frames))
                 }
             }
+            "xdp" => crate::xdp_tier::show(self.xdp.as_ref(), &self.handle.load(), json),
             "routes" => {
                 // With the workers' `count` counters of seg6local routes, as `ip -s route` shows them.
                 let (total, _) = gather(&self.reports);

@@ -3,6 +3,8 @@
 //! maps following the published snapshot, its egress devices checked for redirect capability, its counters for
 //! `show stats`, the metrics and the final report.
 
+pub mod placement;
+
 use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
 use lwt6_io::afxdp;
 use lwt6_io::netdev::NetDev;
@@ -42,6 +44,36 @@ pub fn open<P>(
         "lwt6: XDP tier not used ({why}): AF_XDP with the plain redirect program (--xdp-tier off)"
     );
     open_ports(None)
+}
+
+/// `show xdp [-j]`: every route's place (driver or worker, and why) with the running tier's headroom and egress
+/// states, then the tier's state; an error when the tier does not run.
+pub fn show(t: Option<&Handle>, snap: &Snapshot, json: bool) -> (bool, String) {
+    let Some(t) = t.and_then(|t| t.lock().ok()) else {
+        return (
+            false,
+            "the XDP tier does not run (lwt6 run --io xdp, --xdp-tier; docs/xdp.md); `lwt6 check -c FILE --xdp` says where the routes would run".into(),
+        );
+    };
+    let ok = |e: u32| t.egress.get(e as usize).is_some_and(|e| e.redirect.is_ok());
+    let places = placement::placement(snap, HEADROOM, ok);
+    if json {
+        let mut v = t.json(&Default::default());
+        if let Some(o) = v.as_object_mut() {
+            o.remove("total");
+        }
+        v["routes"] = placement::json(&places);
+        (true, format!("{v}\n"))
+    } else {
+        let mut s = placement::text(&places, HEADROOM);
+        for e in &t.egress {
+            match &e.redirect {
+                Ok(()) => s += &format!("egress {}: the driver redirects to it\n", e.name),
+                Err(why) => s += &format!("egress {}: not from the driver: {why}\n", e.name),
+            }
+        }
+        (true, s)
+    }
 }
 
 /// [`XdpTier::sync`] under the lock.
