@@ -522,6 +522,16 @@ def test_metrics(live, workdir):
     assert info.labels["rustc"].startswith("rustc ") and info.labels["profile"] in ("debug", "release"), info
     assert fams["lwt6_config_reload_success"].samples[0].value == 0
     assert samples("lwt6_config_reloads") == {(("result", "failure"),): 1, (("result", "success"),): 0}
+    # The XDP tier (on by default over AF_XDP): its families in the same exposition, the odd name round-trips, and
+    # the router's totals over both tiers balance (d0 has no GRO: r1 takes no redirected frame, all via the worker).
+    assert final["io"] == "af_xdp" and "xdp" in final, final.get("io")
+    redirect = {k: v for k, v in ((tuple(sorted(s.labels.items())), s.value)
+                                  for s in fams["lwt6_xdp_egress_redirect"].samples)}
+    assert set(redirect) == {(("link", "r0"),), (("link", "r1"),), (("link", odd),)}, redirect
+    assert redirect[(("link", "r1"),)] == 0, redirect
+    to_worker = samples("lwt6_xdp_to_worker_frames")
+    assert to_worker[(("reason", "no_egress"),)] >= 1 and to_worker[(("reason", "no_route"),)] == 1, to_worker
+    assert samples("lwt6_router_rx_frames")[()] == samples("lwt6_rx_frames")[()], "nothing forwarded in the driver"
     assert got["head"].startswith("HTTP/1.0 200 OK") or got["head"].startswith("HTTP/1.1 200 OK"), got["head"]
     assert got["head"].endswith("\r\n\r\n"), got["head"]
     assert got["other"].startswith("HTTP/1.1 404 "), got["other"]
