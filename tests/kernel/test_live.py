@@ -212,10 +212,18 @@ def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io, tier):
         assert "xdp" not in final, final.get("xdp")
 
 
+def wait_until(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met within the time"
+        time.sleep(0.05)
+
+
 def test_xdp_tier_without_redirect_capability_delivers_through_the_worker(live, workdir):
     """d0 without GRO and without an XDP program: the kernel would drop frames redirected to r1. The tier says
     so (`show stats`), leaves r1 out of its devmap, and every frame reaches d0 through the worker, counted
-    `no_egress`; when GRO comes on at d0 while the router runs, the driver takes over (checked every second)."""
+    `no_egress`; when GRO comes on at d0 while the router runs, the driver takes over (checked every second).
+    While a trace is armed the driver leaves every frame to the worker, which traces it."""
     live.lwt6_mode()
     d = live.topo.name(live.d)
     gro(d, "d0", False)
@@ -243,6 +251,18 @@ def test_xdp_tier_without_redirect_capability_delivers_through_the_worker(live, 
         assert s["sent"] == len(frames) and s["by_kind"]["forward"] == len(frames), s
         where = json.loads(r.ctl("show", "xdp", "-j").stdout)
         assert {"dst": "fc00::/16", "driver": True, "kind": "forward", "growth": 0} in where["routes"], where
+        # A trace armed: the driver leaves every frame to the worker (counted `traced`), which traces them.
+        assert r.ctl("trace", "add", "3").returncode == 0
+        wait_until(lambda: {"dst": "fc00::/16", "driver": False, "reason": "traced", "growth": 0}
+                   in json.loads(r.ctl("show", "xdp", "-j").stdout)["routes"])
+        got = xfer(live.s0, frames[:3], [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
+        assert len(got) == 3
+        doc = show_trace(r, 3)
+        assert doc["recorded"] == 3 and all(f["outcome"] == "sent" for f in doc["frames"]), doc
+        assert r.stats()["xdp"]["to_worker_by_reason"]["traced"] == 3
+        # The trace done, the driver takes the routes back.
+        wait_until(lambda: {"dst": "fc00::/16", "driver": True, "kind": "forward", "growth": 0}
+                   in json.loads(r.ctl("show", "xdp", "-j").stdout)["routes"])
     finally:
         final = r.stop()
         gro(d, "d0", False)

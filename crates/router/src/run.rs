@@ -422,7 +422,7 @@ fn serve(
         a.control.display()
     );
     if let Some(t) = &tier {
-        crate::xdp_tier::sync(t, &handle);
+        crate::xdp_tier::sync(t, &handle, &trace);
         if let Some(m) = &metrics_tier {
             let _ = m.set(Arc::clone(t));
         }
@@ -501,7 +501,7 @@ fn serve(
             }
         }
         if let Some(t) = &tier {
-            crate::xdp_tier::sync(t, &control.handle);
+            crate::xdp_tier::sync(t, &control.handle, &control.trace);
         }
         if threads.iter().any(|t| t.is_finished()) {
             eprintln!("lwt6: a worker thread ended unexpectedly; stopping");

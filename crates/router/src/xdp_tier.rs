@@ -56,7 +56,15 @@ pub fn show(t: Option<&Handle>, snap: &Snapshot, json: bool) -> (bool, String) {
         );
     };
     let ok = |e: u32| t.egress.get(e as usize).is_some_and(|e| e.redirect.is_ok());
-    let places = placement::placement(snap, HEADROOM, ok);
+    let mut places = placement::placement(snap, HEADROOM, ok);
+    if t.generation.is_some_and(|(_, tracing)| tracing) {
+        // What the tier installed while a trace runs: every route but the router's own addresses to the worker.
+        for p in &mut places {
+            if p.place != Err(lwt6_xdp::Why::Local) {
+                p.place = Err(lwt6_xdp::Why::Traced);
+            }
+        }
+    }
     if json {
         let mut v = t.json(&Default::default());
         if let Some(o) = v.as_object_mut() {
@@ -77,9 +85,10 @@ pub fn show(t: Option<&Handle>, snap: &Snapshot, json: bool) -> (bool, String) {
 }
 
 /// [`XdpTier::sync`] under the lock.
-pub fn sync(t: &Handle, handle: &SnapshotHandle) {
+pub fn sync(t: &Handle, handle: &SnapshotHandle, trace: &crate::trace::TraceBoard) {
+    let tracing = trace.active();
     if let Ok(mut t) = t.lock() {
-        t.sync(handle);
+        t.sync(handle, tracing);
     }
 }
 
@@ -185,7 +194,8 @@ pub struct XdpTier {
     /// Per device id: the first `xsks` slot of its queues.
     xsk_base: Vec<u32>,
     features: Option<XdpFeatures>,
-    generation: Option<u64>,
+    /// The snapshot generation installed, and whether a trace was armed then.
+    generation: Option<(u64, bool)>,
     egress_checked: Instant,
     /// The last installation.
     pub last: LastInstall,
@@ -254,22 +264,33 @@ impl XdpTier {
 
     /// Makes the maps follow the published snapshot (when a new one was published since the last call) and the
     /// egress devices' capability (every second). Called by the control thread after every request and tick.
-    pub fn sync(&mut self, handle: &SnapshotHandle) {
+    /// While a trace is armed (`tracing`), every route is left to the workers (counted `traced`), so that
+    /// every frame can be traced.
+    pub fn sync(&mut self, handle: &SnapshotHandle, tracing: bool) {
         if self.egress_checked.elapsed() >= EGRESS_CHECK {
             self.egress_checked = Instant::now();
             self.check_egress();
         }
-        let generation = handle.generation();
+        let generation = (handle.generation(), tracing);
         if self.generation == Some(generation) {
             return;
         }
         self.generation = Some(generation);
         let start = Instant::now();
-        let t = {
+        let mut t = {
             // Not held longer than needed: the snapshot writer waits for its spare to be free.
             let snap = handle.load();
             lwt6_xdp::tables(&snap)
         };
+        if tracing {
+            t.plans.clear();
+            for (_, v) in &mut t.routes {
+                if v.why != lwt6_xdp::Why::Local as u32 {
+                    v.plan = lwt6_xdp::layout::NO_PLAN;
+                    v.why = lwt6_xdp::Why::Traced as u32;
+                }
+            }
+        }
         let r = self.tier.install(&t);
         self.last = LastInstall {
             routes: t.routes.len(),

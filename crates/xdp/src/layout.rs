@@ -212,11 +212,14 @@ pub enum Why {
     Decap = 19,
     /// End: the next segment is special, or its route is not plain forwarding in the driver.
     Next = 20,
+    /// A packet trace is armed (`lwt6 ctl trace add`): every route is left to the worker, which traces (set by
+    /// the engine as a route's reason; the program only counts it).
+    Traced = 21,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 20] = [
+    pub const ALL: [Why; 21] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -237,6 +240,7 @@ impl Why {
         Why::Srh,
         Why::Decap,
         Why::Next,
+        Why::Traced,
     ];
 
     /// The reason's name, as counters print it.
@@ -262,6 +266,7 @@ impl Why {
             Why::Srh => "srh",
             Why::Decap => "decap",
             Why::Next => "next_segment",
+            Why::Traced => "traced",
         }
     }
 }
