@@ -23,7 +23,8 @@ fn config(n: usize) -> String {
     let mut t = String::from(
         "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
          addr add fd00:1::2/64 dev r0\naddr add fd00:2::1/64 dev r1\n\
-         neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\nneigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1\n",
+         neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\nneigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1\n\
+         -6 route add fc00::/16 via fd00:2::2 dev r1\n",
     );
     for i in 0..n {
         let (a, b) = (0x2000 + i / 65536, i % 65536);
@@ -31,7 +32,7 @@ fn config(n: usize) -> String {
             let _ = writeln!(
                 t,
                 "-6 route add {a:x}:{b:x}::/64 encap seg6 mode encap segs fc00::{:x} dev r1",
-                i % 50 + 1
+                i / 100 % 50 + 1
             );
         } else {
             let _ = writeln!(
