@@ -455,7 +455,11 @@ fn serve(
         fds.push(m.raw_fd());
     }
     'main: loop {
-        let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
+        // The XDP tier may have a publication to install or an egress check due sooner.
+        let wait = tier.as_ref().map_or(NEIGH_TICK_MS, |t| {
+            crate::xdp_tier::due_ms(t, &control.handle, &control.trace).min(NEIGH_TICK_MS)
+        });
+        let _ = sys::poll_readable(&fds, wait);
         let now = sys::realtime_ns();
         while let Ok(events) = neigh_rx.try_recv() {
             control.learn(&events, now);

@@ -92,6 +92,14 @@ pub fn sync(t: &Handle, handle: &SnapshotHandle, trace: &crate::trace::TraceBoar
     }
 }
 
+/// [`XdpTier::due`] under the lock, in whole milliseconds (at least 1), for the control loop's `poll`.
+pub fn due_ms(t: &Handle, handle: &SnapshotHandle, trace: &crate::trace::TraceBoard) -> i32 {
+    let tracing = trace.active();
+    t.lock()
+        .map(|t| t.due(handle, tracing))
+        .map_or(1, |d| (d.as_millis() as i32).saturating_add(1))
+}
+
 /// The final report's part: text, JSON, and whether the router's totals balance.
 pub fn report(
     t: &Handle,
@@ -116,6 +124,11 @@ pub const HEADROOM: u16 = (afxdp::XDP_PACKET_HEADROOM - 40) as u16;
 
 /// How often the egress devices' redirect capability is looked at again (a veth's changes with its peer).
 const EGRESS_CHECK: Duration = Duration::from_secs(1);
+
+/// After an installation that took `t`, the next one waits until `GAP_FACTOR * t` has passed: following the
+/// snapshot takes at most a quarter of the control thread when publications come faster than it can install
+/// them (publications meanwhile are installed together, by the next one).
+const GAP_FACTOR: u32 = 3;
 
 /// Whether `--xdp-tier` was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -197,6 +210,8 @@ pub struct XdpTier {
     /// The snapshot generation installed, and whether a trace was armed then.
     generation: Option<(u64, bool)>,
     egress_checked: Instant,
+    /// When the last installation ended.
+    installed_at: Option<Instant>,
     /// The last installation.
     pub last: LastInstall,
 }
@@ -243,6 +258,7 @@ impl XdpTier {
             features,
             generation: None,
             egress_checked: Instant::now(),
+            installed_at: None,
             last: LastInstall::default(),
         })
     }
@@ -272,7 +288,7 @@ impl XdpTier {
             self.check_egress();
         }
         let generation = (handle.generation(), tracing);
-        if self.generation == Some(generation) {
+        if self.generation == Some(generation) || self.wait().is_some_and(|w| !w.is_zero()) {
             return;
         }
         self.generation = Some(generation);
@@ -292,6 +308,7 @@ impl XdpTier {
             }
         }
         let r = self.tier.install(&t);
+        self.installed_at = Some(Instant::now());
         self.last = LastInstall {
             routes: t.routes.len(),
             took: start.elapsed(),
@@ -314,6 +331,22 @@ impl XdpTier {
             // Try again at the next publication or tick.
             self.generation = None;
         }
+    }
+
+    /// How long the next installation must still wait (see [`GAP_FACTOR`]); `None` when it need not.
+    fn wait(&self) -> Option<Duration> {
+        let end = self.installed_at?;
+        Some((self.last.took * GAP_FACTOR).saturating_sub(end.elapsed()))
+    }
+
+    /// How long until the tier must run again: a publication not installed yet (its gap not over), or the next
+    /// egress check. The control loop waits no longer than that.
+    pub fn due(&self, handle: &SnapshotHandle, tracing: bool) -> Duration {
+        let egress = EGRESS_CHECK.saturating_sub(self.egress_checked.elapsed());
+        if self.generation == Some((handle.generation(), tracing)) {
+            return egress;
+        }
+        self.wait().unwrap_or_default().min(egress)
     }
 
     /// Looks again whether each egress takes redirected frames; adds it to or removes it from the devmap.
