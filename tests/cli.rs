@@ -622,3 +622,45 @@ fn decode_shows_time_and_interface_as_tshark_and_stops_at_count() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "clap refuses 0");
 }
+
+#[test]
+fn xdp_placement_at_the_headroom_boundary() {
+    // seg6 encap with 3 SIDs adds an outer IPv6 header (40 bytes, RFC 8200) and an SRH of 8 + 16 * 3 bytes
+    // (RFC 8754 §2): 96 bytes. A driver leaving 96 runs it; one leaving 95 hands its frames to the worker.
+    let d = tmp("xdpplace");
+    let conf = d.join("r.conf");
+    std::fs::write(
+        &conf,
+        "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
+         addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n\
+         -6 route add fc00::/16 via fd00:2::2 dev r1\n\
+         -6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1,fc00::2,fc00::3 dev r1\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = lwt6().args(args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let c = conf.to_str().unwrap();
+    let at = run(&["check", "-c", c, "--xdp", "--xdp-headroom", "96"]);
+    assert!(
+        at.contains("fd00:91::/64 driver seg6_encap (adds 96 bytes)\n"),
+        "{at}"
+    );
+    assert!(at.contains("fc00::/16 driver forward\n"), "{at}");
+    let short = run(&["headroom", "--xdp", c, "--xdp-headroom", "95"]);
+    assert!(
+        short.contains("fd00:91::/64 worker headroom (adds 96 bytes, the driver leaves 95)\n"),
+        "{short}"
+    );
+    // The router's own address is delivered by the worker, never forwarded in the driver.
+    assert!(short.contains("fd00:2::1/128 worker local\n"), "{short}");
+    let j: serde_json::Value = serde_json::from_str(&run(&["headroom", "--xdp", c, "-j"])).unwrap();
+    assert!(
+        j.as_array().unwrap().contains(&serde_json::json!(
+            {"dst": "fd00:91::/64", "driver": true, "kind": "seg6_encap", "growth": 96}
+        )),
+        "{j}"
+    );
+}

@@ -84,6 +84,12 @@ pub struct LiveBenchArgs {
     /// lwt6's packet I/O.
     #[arg(long, value_enum, default_value_t = LiveIo::Xdp)]
     pub io: LiveIo,
+    /// With `--io xdp`: the XDP tier's settings to measure, comma separated, each a sub-case of every worker
+    /// count (`on`: plans forwarded in the driver, `off`: AF_XDP alone; `lwt6 run --xdp-tier`). The tier
+    /// forwards to d0 only when r1 takes redirected frames: with `--receiver xdp` (d0's XDP program) it does,
+    /// with `--receiver stack` (d0 without XDP or GRO) every frame goes to the worker, counted `no_egress`.
+    #[arg(long = "xdp-tier", default_value = "on,off", value_delimiter = ',', value_parser = ["on", "off"])]
+    pub xdp_tier: Vec<String>,
     /// The sender.
     #[arg(long, value_enum, default_value_t = Sender::Xdp)]
     pub sender: Sender,
@@ -720,7 +726,7 @@ impl Bench<'_> {
         Ok(v)
     }
 
-    fn lwt6(&self, c: &Case, workers: usize) -> Result<Value, Failure> {
+    fn lwt6(&self, c: &Case, workers: usize, tier: &str) -> Result<Value, Failure> {
         let dir = std::env::temp_dir();
         let tag = format!("lwt6-bench-live-{}", std::process::id());
         let conf = dir.join(format!("{tag}.conf"));
@@ -754,15 +760,12 @@ impl Bench<'_> {
             ])
             .arg(&self.a.router_cpus)
             .arg(&self.bin)
-            .args([
-                "run",
-                "-j",
-                "--io",
-                io,
-                "--workers",
-                &workers.to_string(),
-                "-c",
-            ])
+            .args(["run", "-j", "--io", io, "--workers", &workers.to_string()])
+            .args(match self.a.io {
+                LiveIo::Xdp => vec!["--xdp-tier", tier],
+                LiveIo::Packet => vec![],
+            })
+            .arg("-c")
             .arg(&conf)
             .arg("--control")
             .arg(&sock)
@@ -781,12 +784,18 @@ impl Bench<'_> {
         let _ = std::fs::remove_file(&conf);
         let mut v = r?;
         let fin = fin?;
-        let rx = fin["rx"].as_u64().unwrap_or(0);
+        // With the XDP tier, the router's frames are the driver's and the workers' (docs/xdp.md).
+        let rx = fin["xdp"]["total"]["rx"]
+            .as_u64()
+            .or(fin["rx"].as_u64())
+            .unwrap_or(0);
         let reallocs = fin["reallocs"].as_u64().unwrap_or(0);
         v["case"] = json!(c.name);
         v["router"] = json!("lwt6");
         v["io"] = json!(io);
         v["workers"] = json!(workers);
+        v["xdp_tier"] = json!(tier);
+        v["xdp_forwarded"] = fin["xdp"]["sent"].clone();
         v["rx"] = json!(rx);
         v["reallocs"] = json!(reallocs);
         v["reallocs_per_packet"] = json!(if rx > 0 {
@@ -1056,7 +1065,9 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
             }
             vs.push(b.kernel(c)?);
             for &w in &a.workers {
-                vs.push(b.lwt6(c, w)?);
+                for t in tiers(&a) {
+                    vs.push(b.lwt6(c, w, t)?);
+                }
             }
             for mut v in vs {
                 v["round"] = json!(round);
@@ -1069,7 +1080,7 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
     drop(b);
     let doc = json!({
         "machine": {"load_before": started, "load_after": load(), "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)},
-        "settings": {"io": value_name(&a.io), "sender": value_name(&a.sender),
+        "settings": {"io": value_name(&a.io), "xdp_tier": tiers(&a), "sender": value_name(&a.sender),
                      "receiver": value_name(&a.receiver), "receiver_threads": receiver_threads,
                      "sender_cpus": a.sender_cpus, "router_cpus": a.router_cpus, "receiver_cpus": a.receiver_cpus,
                      "queues": a.queues, "rounds": a.rounds, "overload_ms": a.overload_ms,
@@ -1091,6 +1102,14 @@ pub fn run(a: LiveBenchArgs) -> Result<(), Failure> {
         table(&doc, &a, &all)
     };
     super::stdio::write_stdout(text.as_bytes(), "the results")
+}
+
+/// The tier settings measured: `--xdp-tier`'s with AF_XDP, `off` (none) with AF_PACKET.
+fn tiers(a: &LiveBenchArgs) -> Vec<&str> {
+    match a.io {
+        LiveIo::Xdp => a.xdp_tier.iter().map(String::as_str).collect(),
+        LiveIo::Packet => vec!["off"],
+    }
 }
 
 /// The median of `xs` (the mean of the middle two for an even count); `None` when empty.
@@ -1181,8 +1200,18 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
     head += " kernel |";
     sep += "---|";
     for w in &a.workers {
-        head += &format!(" lwt6 {w} worker{} |", if *w == 1 { "" } else { "s" });
-        sep += "---|";
+        for t in tiers(a) {
+            head += &format!(
+                " lwt6 {w} worker{}{} |",
+                if *w == 1 { "" } else { "s" },
+                match (a.io, t) {
+                    (LiveIo::Xdp, "on") => ", XDP tier",
+                    (LiveIo::Xdp, _) => ", tier off",
+                    _ => "",
+                }
+            );
+            sep += "---|";
+        }
     }
     let mut out = format!(
         "load {} → {}; sender {} on CPUs {}, router on CPUs {}, receiver {} on CPUs {}; medians of {} round{}\n\
@@ -1199,12 +1228,12 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
         if a.rounds == 1 { "" } else { "s" }
     );
     for c in all.iter().filter(|c| a.cases.iter().any(|n| n == c.name)) {
-        let of = |router: &str, w: Option<usize>| -> Vec<&Value> {
+        let of = |router: &str, w: Option<(usize, &str)>| -> Vec<&Value> {
             rows.iter()
                 .filter(|v| {
                     v["case"] == c.name
                         && v["router"] == router
-                        && w.is_none_or(|w| v["workers"] == json!(w))
+                        && w.is_none_or(|(w, t)| v["workers"] == json!(w) && v["xdp_tier"] == t)
                 })
                 .collect()
         };
@@ -1222,14 +1251,21 @@ fn table(doc: &Value, a: &LiveBenchArgs, all: &[Case]) -> String {
         line += &format!(" {} |", cell(&k));
         let mut ratios = Vec::new();
         for &w in &a.workers {
-            let l = summary(&of("lwt6", Some(w)));
-            line += &format!(" {} |", cell(&l));
-            if let (Some(kd), Some(ld), Some(kc), Some(lc)) =
-                (k.delivered, l.delivered, k.cpu_us, l.cpu_us)
-                && kd > 0.0
-                && kc > 0.0
-            {
-                ratios.push(format!("{:.2}x, {:.2}x ({w}w)", ld / kd, lc / kc));
+            for t in tiers(a) {
+                let l = summary(&of("lwt6", Some((w, t))));
+                line += &format!(" {} |", cell(&l));
+                if let (Some(kd), Some(ld), Some(kc), Some(lc)) =
+                    (k.delivered, l.delivered, k.cpu_us, l.cpu_us)
+                    && kd > 0.0
+                    && kc > 0.0
+                {
+                    let tier = if a.io == LiveIo::Xdp && t == "on" {
+                        ", tier"
+                    } else {
+                        ""
+                    };
+                    ratios.push(format!("{:.2}x, {:.2}x ({w}w{tier})", ld / kd, lc / kc));
+                }
             }
         }
         line += &format!(" {} |\n", ratios.join("; "));

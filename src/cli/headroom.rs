@@ -90,6 +90,31 @@ pub struct HeadroomArgs {
     /// Show the arithmetic step by step.
     #[arg(long)]
     pub explain: bool,
+    /// The XDP driver's question instead: which routes of configuration FILE fit the headroom a driver leaves in
+    /// front of a received frame (`--xdp-headroom`), i.e. run in lwt6's XDP tier (docs/xdp.md), and why not the
+    /// others (same as `lwt6 check -c FILE --xdp`).
+    #[arg(long = "xdp", value_name = "FILE")]
+    pub xdp: Option<std::path::PathBuf>,
+    /// With --xdp: the driver's headroom for a plan: 216 (XDP_PACKET_HEADROOM 256 less the 40-byte xdp_frame:
+    /// veth, virtio-net, generic XDP), about 120 after an XDP-redirected veth hop.
+    #[arg(long = "xdp-headroom", requires = "xdp", value_parser = crate::cli::within::<u16>(0, 4096))]
+    pub xdp_headroom: Option<u16>,
+}
+
+/// `lwt6 headroom --xdp FILE`: the routes of FILE that fit the driver's headroom.
+fn xdp(file: &std::path::Path, headroom: Option<u16>, json: bool) -> Result<(), Failure> {
+    use lwt6_router::xdp_tier::{HEADROOM, placement};
+    let cfg = super::load_config(file)?;
+    let snap = lwt6_dataplane::snapshot::Snapshot::build(&cfg)
+        .map_err(|e| fail(format!("{}: {e}", file.display())))?;
+    let h = headroom.unwrap_or(HEADROOM);
+    let p = placement::placement(&snap, h, |_| true);
+    let text = if json {
+        format!("{}\n", placement::json(&p))
+    } else {
+        placement::text(&p, h)
+    };
+    super::stdio::write_stdout(text.as_bytes(), "the routes")
 }
 
 /// Parses "A..B", "A..=B" or "N" into an inclusive range.
@@ -144,6 +169,9 @@ struct Row {
 
 /// Runs `lwt6 headroom`.
 pub fn run(a: HeadroomArgs) -> Result<(), Failure> {
+    if let Some(f) = &a.xdp {
+        return xdp(f, a.xdp_headroom, a.json);
+    }
     let protos: Vec<Proto> = match &a.proto {
         Some(p) => vec![p.parse::<Proto>().map_err(fail)?],
         None => Proto::ALL.to_vec(),
@@ -404,6 +432,8 @@ mod tests {
             rpl_cmpr: 0,
             json: true,
             explain: false,
+            xdp: None,
+            xdp_headroom: None,
         }
     }
 

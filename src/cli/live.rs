@@ -62,6 +62,20 @@ pub struct RunArgs {
     /// time stamps, or with journald's priority prefixes under systemd).
     #[arg(long = "log-level", value_name = "LEVEL", default_value = "info")]
     pub log_level: lwt6_router::log::LevelFilter,
+    /// With AF_XDP: run the routes' forwarding plans in the driver (lwt6's XDP program; docs/xdp.md), handing
+    /// every other frame to the workers. Default: on when this build has the tier and it loads (else said once
+    /// and off); `on` fails when it cannot; `off` attaches the plain redirect program.
+    #[arg(long = "xdp-tier", value_enum)]
+    pub xdp_tier: Option<OnOff>,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// `lwt6 ctl`.
@@ -117,6 +131,11 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             .transpose()?,
         metrics: a.metrics,
         kernel_routes: a.kernel_routes,
+        xdp_tier: match a.xdp_tier {
+            None => lwt6_router::xdp_tier::TierMode::Default,
+            Some(OnOff::On) => lwt6_router::xdp_tier::TierMode::On,
+            Some(OnOff::Off) => lwt6_router::xdp_tier::TierMode::Off,
+        },
     };
     let report = lwt6_router::run(&opts)?;
     let text = if a.json {

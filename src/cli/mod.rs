@@ -172,6 +172,15 @@ pub struct CheckArgs {
     /// Router configuration.
     #[arg(short = 'c', long = "config")]
     pub config: PathBuf,
+    /// Also say, per IPv6 route, whether `lwt6 run`'s XDP tier would forward its frames in the driver (and as
+    /// which plan) or hand them to the worker, and why (docs/xdp.md). Egress devices are assumed to take
+    /// redirected frames.
+    #[arg(long = "xdp")]
+    pub xdp: bool,
+    /// With --xdp: the bytes the receiving driver leaves in front of a frame (default 216: veth, virtio-net and
+    /// generic XDP; about 120 after an XDP-redirected veth hop).
+    #[arg(long = "xdp-headroom", requires = "xdp", value_parser = crate::cli::within::<u16>(0, 4096))]
+    pub xdp_headroom: Option<u16>,
 }
 
 pub mod audit;
@@ -240,11 +249,18 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             let cfg = load_config(&a.config)?;
             let (links, routes) = (cfg.links.len(), cfg.routes.len());
             let tunnels = cfg.routes.iter().filter(|r| r.encap.is_some()).count();
-            Router::build_from(cfg).map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
+            let router = Router::build_from(cfg)
+                .map_err(|e| fail(format!("{}: {e}", a.config.display())))?;
             out!(
                 "{}: ok ({links} links, {routes} routes, {tunnels} tunnels)",
                 a.config.display()
             );
+            if a.xdp {
+                use lwt6_router::xdp_tier::{HEADROOM, placement};
+                let h = a.xdp_headroom.unwrap_or(HEADROOM);
+                let p = placement::placement(&router.snapshot(), h, |_| true);
+                out!("{}", placement::text(&p, h).trim_end());
+            }
             Ok(())
         }
     }

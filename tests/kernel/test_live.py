@@ -151,29 +151,123 @@ def compare_with_kernel(kernel_outputs, ours):
         compare_frames(kb, lb, f"{cid}: frames back at the sender")
 
 
-@pytest.mark.parametrize("io", ["packet", "xdp"])
-def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io):
-    """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET and over AF_XDP) exactly the
-    bytes the kernel router gave them; the counters balance and every frame the kernel did not forward is a named
-    drop. After SIGTERM no XDP program is left on the interfaces."""
+def gro(ns, ifname, on):
+    """GRO on or off on a veth: with it, its peer takes XDP-redirected frames (the kernel's `ndo_xdp_xmit` on a
+    veth needs the peer's NAPI, which GRO or an XDP program enables)."""
+    subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "gro", "on" if on else "off"],
+                   check=True, capture_output=True)
+
+
+def router_totals(final):
+    """(received, sent, dropped + for the router + waiting) of the whole router: both tiers when the XDP tier
+    ran."""
+    t = final["xdp"]["total"] if "xdp" in final else dict(final, dropped=sum(final["drops"].values()))
+    return t["rx"], t["tx"], t["dropped"] + t["consumed"] + t["pending"]
+
+
+@pytest.mark.parametrize("io,tier", [("packet", None), ("xdp", "off"), ("xdp", "on")])
+def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io, tier):
+    """For every case the receiver and the sender get from `lwt6 run` (over AF_PACKET, over AF_XDP, and over
+    AF_XDP with the XDP tier forwarding in the driver) exactly the bytes the kernel router gave them; the counters
+    balance and every frame the kernel did not forward is a named drop. After SIGTERM no XDP program is left on
+    the interfaces. With the tier, d0 has GRO on (so that r1 takes redirected frames) and the driver must have
+    forwarded the plain and seg6 encap cases itself."""
     assert kernel_outputs["seg6-encap3"][1], "the kernel forwarded nothing: the harness is broken"
     live.lwt6_mode()
-    r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, args=["--io", io],
-                   label="diff-" + io)
+    args = ["--io", io] + (["--xdp-tier", tier] if tier else [])
+    if tier == "on":
+        gro(live.topo.name(live.d), "d0", True)
     try:
-        if io == "xdp":
-            assert xdp_programs(live.rns, {"r0", "r1"}) == {"r0", "r1"}, "no XDP program while running"
-        ours = send_cases(live)
+        r = LiveRouter(live.rns, "\n".join(LIVE_BASE + CASES_CONFIG) + "\n", workdir, args=args,
+                       label=f"diff-{io}-{tier}")
+        try:
+            if io == "xdp":
+                assert xdp_programs(live.rns, {"r0", "r1"}) == {"r0", "r1"}, "no XDP program while running"
+            ours = send_cases(live)
+        finally:
+            final = r.stop()
     finally:
-        final = r.stop()
+        if tier == "on":
+            gro(live.topo.name(live.d), "d0", False)
     assert final["io"] == "af_" + io, final["io"]
     assert xdp_programs(live.rns, {"r0", "r1"}) == set(), "an XDP program was left attached"
     compare_with_kernel(kernel_outputs, ours)
     n = len(case_frames())
-    assert final["rx"] - noise(final) == n and final["balanced"], final
+    rx, tx, dropped = router_totals(final)
+    assert rx - noise(final) == n and final["balanced"] and rx == tx + dropped, final
     assert final["icmp_errors_sent"] == 5, final
     assert set(final["drops"]) - {"multicast_destination"} == {"hop_limit_exceeded", "no_route", "mtu_exceeded"}, \
         final["drops"]
+    if tier == "on":
+        x = final["xdp"]
+        # Per tier: the driver's frames are forwarded or handed on; in all: received = sent + dropped.
+        assert x["received"] == x["sent"] + x["to_worker"] and x["dropped"] == 0, x
+        # Every frame the driver handed on reached the worker: none vanished between the tiers.
+        assert x["to_worker"] == final["rx"], (x, final["rx"])
+        assert x["egress"]["r1"]["redirect"], x["egress"]
+        # plain (fc00::99), seg6 encap (3 SIDs, 2 with HMAC), encap.red and inline, twice each but one plain.
+        assert x["by_kind"].get("forward", 0) >= 1 and x["by_kind"].get("seg6_encap", 0) >= 4, x
+        assert x["egress"]["r1"]["tx"] == x["sent"], x
+    elif io == "xdp":
+        assert "xdp" not in final, final.get("xdp")
+
+
+def wait_until(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met within the time"
+        time.sleep(0.05)
+
+
+def test_xdp_tier_without_redirect_capability_delivers_through_the_worker(live, workdir):
+    """d0 without GRO and without an XDP program: the kernel would drop frames redirected to r1. The tier says
+    so (`show stats`), leaves r1 out of its devmap, and every frame reaches d0 through the worker, counted
+    `no_egress`; when GRO comes on at d0 while the router runs, the driver takes over (checked every second).
+    While a trace is armed the driver leaves every frame to the worker, which traces it."""
+    live.lwt6_mode()
+    d = live.topo.name(live.d)
+    gro(d, "d0", False)
+    r = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "xdp", "--xdp-tier", "on"],
+                   label="xdp-noredirect")
+    frames = [udp6("fc00::99", hlim=64, size=100, tag=i) for i in range(20)]
+    try:
+        text = r.ctl("show", "stats")
+        assert "xdp egress r1" in text.stdout and "redirect no" in text.stdout, text.stdout
+        where = r.ctl("show", "xdp").stdout
+        assert "fc00::/16 worker no_egress\n" in where and "egress r1: not from the driver" in where, where
+        got = xfer(live.s0, frames, [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
+        assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames arrived"
+        s = r.stats()["xdp"]
+        assert s["sent"] == 0 and s["to_worker_by_reason"].get("no_egress", 0) == len(frames), s
+        assert not s["egress"]["r1"]["redirect"] and s["egress"]["r1"]["why_not"], s["egress"]
+        gro(d, "d0", True)
+        deadline = time.monotonic() + 5
+        while not r.stats()["xdp"]["egress"]["r1"]["redirect"]:
+            assert time.monotonic() < deadline, "GRO on d0 was not noticed within 5 s"
+            time.sleep(0.1)
+        got = xfer(live.s0, frames, [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
+        assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames arrived after GRO on"
+        s = r.stats()["xdp"]
+        assert s["sent"] == len(frames) and s["by_kind"]["forward"] == len(frames), s
+        where = json.loads(r.ctl("show", "xdp", "-j").stdout)
+        assert {"dst": "fc00::/16", "driver": True, "kind": "forward", "growth": 0} in where["routes"], where
+        # A trace armed: the driver leaves every frame to the worker (counted `traced`), which traces them.
+        assert r.ctl("trace", "add", "3").returncode == 0
+        wait_until(lambda: {"dst": "fc00::/16", "driver": False, "reason": "traced", "growth": 0}
+                   in json.loads(r.ctl("show", "xdp", "-j").stdout)["routes"])
+        got = xfer(live.s0, frames[:3], [live.d0], timeout=0.5, keep=with_marker)[live.d0.label]
+        assert len(got) == 3
+        doc = show_trace(r, 3)
+        assert doc["recorded"] == 3 and all(f["outcome"] == "sent" for f in doc["frames"]), doc
+        assert r.stats()["xdp"]["to_worker_by_reason"]["traced"] == 3
+        # The trace done, the driver takes the routes back.
+        wait_until(lambda: {"dst": "fc00::/16", "driver": True, "kind": "forward", "growth": 0}
+                   in json.loads(r.ctl("show", "xdp", "-j").stdout)["routes"])
+    finally:
+        final = r.stop()
+        gro(d, "d0", False)
+    rx, tx, dropped = router_totals(final)
+    assert rx == tx + dropped and tx >= 2 * len(frames), final
 
 
 def test_route_added_under_traffic_takes_effect_without_loss(live, workdir):
@@ -448,6 +542,16 @@ def test_metrics(live, workdir):
     assert info.labels["rustc"].startswith("rustc ") and info.labels["profile"] in ("debug", "release"), info
     assert fams["lwt6_config_reload_success"].samples[0].value == 0
     assert samples("lwt6_config_reloads") == {(("result", "failure"),): 1, (("result", "success"),): 0}
+    # The XDP tier (on by default over AF_XDP): its families in the same exposition, the odd name round-trips, and
+    # the router's totals over both tiers balance (d0 has no GRO: r1 takes no redirected frame, all via the worker).
+    assert final["io"] == "af_xdp" and "xdp" in final, final.get("io")
+    redirect = {k: v for k, v in ((tuple(sorted(s.labels.items())), s.value)
+                                  for s in fams["lwt6_xdp_egress_redirect"].samples)}
+    assert set(redirect) == {(("link", "r0"),), (("link", "r1"),), (("link", odd),)}, redirect
+    assert redirect[(("link", "r1"),)] == 0, redirect
+    to_worker = samples("lwt6_xdp_to_worker_frames")
+    assert to_worker[(("reason", "no_egress"),)] >= 1 and to_worker[(("reason", "no_route"),)] == 1, to_worker
+    assert samples("lwt6_router_rx_frames")[()] == samples("lwt6_rx_frames")[()], "nothing forwarded in the driver"
     assert got["head"].startswith("HTTP/1.0 200 OK") or got["head"].startswith("HTTP/1.1 200 OK"), got["head"]
     assert got["head"].endswith("\r\n\r\n"), got["head"]
     assert got["other"].startswith("HTTP/1.1 404 "), got["other"]
@@ -788,8 +892,9 @@ def test_kernel_routes_followed_live(live, workdir):
 
 
 def test_bench_live_measures_the_router_cpu(workdir):
-    """`lwt6 bench live`, one short interleaved round: the receiver's XDP sink has NAPI threads of its own (off the
-    router's CPU), every router delivered frames at overload, and the router CPU's time per packet is measured."""
+    """`lwt6 bench live`, two short interleaved rounds: the receiver's XDP sink has NAPI threads of its own (off
+    the router's CPU), every router (the kernel, lwt6 with the XDP tier on and off) delivered frames at overload,
+    the router CPU's time per packet is measured, and with the tier on the driver forwarded frames itself."""
     require_root()
     out = subprocess.run([lwt6_bin(), "bench", "live", "--cases", "plain", "--workers", "1", "--rounds", "2",
                           "--steps", "0", "--overload-ms", "300", "-j"],
@@ -799,8 +904,14 @@ def test_bench_live_measures_the_router_cpu(workdir):
     assert doc["settings"]["receiver"] == "xdp"
     assert doc["settings"]["receiver_threads"] >= 1
     rows = doc["results"]
-    assert sorted((r["router"], r["round"]) for r in rows) == [("kernel", 1), ("kernel", 2), ("lwt6", 1), ("lwt6", 2)]
+    assert sorted((r["router"], r["round"], r.get("xdp_tier", "")) for r in rows) == [
+        ("kernel", 1, ""), ("kernel", 2, ""), ("lwt6", 1, "off"), ("lwt6", 1, "on"), ("lwt6", 2, "off"),
+        ("lwt6", 2, "on")]
     for r in rows:
+        if r.get("xdp_tier") == "on":
+            assert r["xdp_forwarded"] > 0, r
+        elif r["router"] == "lwt6":
+            assert r["xdp_forwarded"] is None, r
         assert r["delivered_at_max"] > 0, r
         assert r["cpu_at_max"]["router_cpu_ns_per_packet"] > 0, r
     overlap = subprocess.run([lwt6_bin(), "bench", "live", "--receiver-cpus", "1", "--router-cpus", "1"],

@@ -21,7 +21,7 @@ pub mod xsk;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::port::Port;
@@ -258,9 +258,36 @@ pub struct XdpAttachment {
     ifname: String,
     ifindex: u32,
     mode: XdpMode,
-    map: bpf::Map,
+    map: XskMapRef,
     _prog: OwnedFd,
     _link: OwnedFd,
+}
+
+/// The XSKMAP an attachment's ports register in: its own, or another program's from slot `base` on.
+#[derive(Debug)]
+enum XskMapRef {
+    Own(bpf::Map),
+    External { fd: OwnedFd, base: u32 },
+}
+
+impl XskMapRef {
+    /// Puts socket `sock` in the slot of queue `queue`.
+    fn register(&self, queue: u32, sock: RawFd) -> io::Result<()> {
+        match self {
+            XskMapRef::Own(m) => bpf::map_update(m, queue, sock as u32),
+            XskMapRef::External { fd, base } => {
+                bpf::xskmap_update(fd.as_fd(), base + queue, sock as u32)
+            }
+        }
+    }
+
+    /// Empties the slot of queue `queue`.
+    fn unregister(&self, queue: u32) -> io::Result<()> {
+        match self {
+            XskMapRef::Own(m) => bpf::map_delete(m, queue),
+            XskMapRef::External { fd, base } => bpf::xskmap_delete(fd.as_fd(), base + queue),
+        }
+    }
 }
 
 /// The live attachments, by (network namespace, interface index).
@@ -271,11 +298,44 @@ impl XdpAttachment {
     /// Loads the redirect program and attaches it to `ifname` (in the calling thread's network namespace).
     /// `Auto` tries native mode, then generic mode.
     pub fn attach(ifname: &str, mode: XdpMode) -> Result<XdpAttachment, XskError> {
-        let ifindex = ifindex(ifname)?;
         let map = bpf::create_xskmap(MAX_QUEUES, "lwt6_xsks")
             .map_err(|e| XskError::classify("BPF_MAP_CREATE", e))?;
         let prog = bpf::load_redirect_program(&map, "lwt6_xsk")
             .map_err(|e| XskError::classify("BPF_PROG_LOAD", e))?;
+        XdpAttachment::link(ifname, mode, prog, XskMapRef::Own(map))
+    }
+
+    /// Attaches another, already loaded XDP program `prog` to `ifname` (in the calling thread's network
+    /// namespace; `Auto`: native mode, then generic mode). Its ports register their sockets in `xskmap` (an
+    /// XSKMAP the program redirects to) at slot `base + queue`; the program must send queue `q`'s frames to that
+    /// slot. The descriptors are duplicated: the attachment holds its own. Not shared ([`XdpAttachment::shared`]
+    /// finds only lwt6's own redirect program).
+    pub fn with_program(
+        ifname: &str,
+        mode: XdpMode,
+        prog: BorrowedFd<'_>,
+        xskmap: BorrowedFd<'_>,
+        base: u32,
+    ) -> Result<XdpAttachment, XskError> {
+        let dup = |fd: BorrowedFd<'_>| {
+            fd.try_clone_to_owned()
+                .map_err(|e| XskError::classify("dup", e))
+        };
+        let map = XskMapRef::External {
+            fd: dup(xskmap)?,
+            base,
+        };
+        XdpAttachment::link(ifname, mode, dup(prog)?, map)
+    }
+
+    /// Attaches `prog` to `ifname` in `mode` (`Auto`: native, then generic).
+    fn link(
+        ifname: &str,
+        mode: XdpMode,
+        prog: OwnedFd,
+        map: XskMapRef,
+    ) -> Result<XdpAttachment, XskError> {
+        let ifindex = ifindex(ifname)?;
         let tries: &[XdpMode] = match mode {
             XdpMode::Auto => &[XdpMode::Driver, XdpMode::Skb],
             XdpMode::Driver => &[XdpMode::Driver],
@@ -447,7 +507,9 @@ impl XskPort {
             .map(|i| i * fs)
             .rev()
             .collect();
-        bpf::map_update(&attachment.map, queue, sock.fd.as_raw_fd() as u32)
+        attachment
+            .map
+            .register(queue, sock.fd.as_raw_fd())
             .map_err(|e| XskError::classify("XSKMAP update", e))?;
         Ok(XskPort {
             sock,
@@ -666,6 +728,6 @@ impl Port for XskPort {
 impl Drop for XskPort {
     fn drop(&mut self) {
         // Take the socket out of the map before it closes (the kernel would also drop the entry on close).
-        let _ = bpf::map_delete(&self.attachment.map, self.queue);
+        let _ = self.attachment.map.unregister(self.queue);
     }
 }

@@ -14,3 +14,5 @@ pub mod output;
 pub mod pcap;
 pub mod port;
 pub mod sys;
+#[cfg(target_os = "linux")]
+pub mod xdpfeatures;

@@ -67,6 +67,8 @@ pub struct Control {
     pub trace: Arc<crate::trace::TraceBoard>,
     /// The live capture the workers follow (`capture start|stop`, `show capture`).
     pub capture: Arc<crate::capture::CaptureBoard>,
+    /// The XDP tier, when it runs (its counters and egress states in `show stats`).
+    pub xdp: Option<crate::xdp_tier::Handle>,
     /// Says whether the router is stopping (a SIGINT or SIGTERM is pending): a long request gives up then,
     /// changing nothing. `None`: never.
     pub stopping: Option<Box<dyn FnMut() -> bool>>,
@@ -191,6 +193,7 @@ impl Control {
             kernel_routes: Default::default(),
             trace: Arc::default(),
             capture: Arc::default(),
+            xdp: None,
             stopping: None,
             refused: 0,
             baseline: Default::default(),
@@ -238,7 +241,10 @@ impl Control {
     pub fn handle_batch(&mut self, lines: &[&str]) -> (bool, String) {
         if let Some((i, _)) = lines.iter().enumerate().find(|(_, l)| {
             let first = l.split_whitespace().next();
-            matches!(first, Some("show" | "link" | "batch" | "trace" | "clear" | "capture"))
+            matches!(
+                first,
+                Some("show" | "link" | "batch" | "trace" | "clear" | "capture")
+            )
         }) {
             return (
                 false,
@@ -292,6 +298,7 @@ impl Control {
                     (true, crate::show::trace::text(&sum, &frames))
                 }
             }
+            "xdp" => crate::xdp_tier::show(self.xdp.as_ref(), &self.handle.load(), json),
             "routes" => {
                 // With the workers' `count` counters of seg6local routes, as `ip -s route` shows them.
                 let (total, _) = self.counters();
@@ -314,12 +321,18 @@ impl Control {
                     if let Some(k) = self.kernel_routes.stats_json() {
                         v["kernel_routes"] = k;
                     }
+                    if let Some(t) = self.xdp.as_ref().and_then(|t| t.lock().ok()) {
+                        v["xdp"] = t.json(&total.stats);
+                    }
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
                     s += &crate::show::clear::since_text(&self.baseline);
                     s += &report_text(&total, &names);
                     s += &self.kernel_routes.stats_text();
+                    if let Some(t) = self.xdp.as_ref().and_then(|t| t.lock().ok()) {
+                        s += &t.text(&total.stats);
+                    }
                     if self.refused_since_clear() > 0 {
                         s += &format!(
                             "  control connections refused (peer credentials) {}\n",

@@ -13,6 +13,8 @@
 //! - [`privilege`]: the capabilities `lwt6 run` needs, checked before it starts;
 //! - [`metrics`]: the counters in the Prometheus text format;
 //! - [`capture`]: the live capture (a pcapng file of what the workers receive, send and drop);
+//! - [`xdp_tier`]: the XDP tier (`--io xdp`): lwt6's plans executed in the driver, its maps following the
+//!   snapshot;
 //! - [`trace`]: the packet trace the control thread arms and the workers follow;
 //! - [`show`]: router state as text and JSON, as the control socket answers `show ...` and `lwt6 show` and
 //!   `lwt6 pcap` print it (routes as `ip route` lists them, traced frames).
@@ -36,6 +38,7 @@ pub mod privilege;
 mod run;
 pub mod show;
 pub mod trace;
+pub mod xdp_tier;
 
 pub use error::Error;
 pub(crate) use error::fail;

@@ -114,6 +114,8 @@ pub struct Sources {
     pub snapshot: Option<Arc<SnapshotHandle>>,
     /// The results of the reloads.
     pub reload: Arc<ReloadStatus>,
+    /// The XDP tier, once the router runs with it (its families: [`crate::xdp_tier::metrics`]).
+    pub xdp: crate::xdp_tier::Shared,
 }
 
 impl Sources {
@@ -125,7 +127,11 @@ impl Sources {
             .map(|r| r.lock().map(|r| r.clone()).unwrap_or_default())
             .collect();
         let snap = self.snapshot.as_ref().map(|h| h.load());
-        render(&each, &self.links, snap.as_deref(), &self.reload)
+        let text = render(&each, &self.links, snap.as_deref(), &self.reload);
+        match self.xdp.get() {
+            Some(t) => crate::xdp_tier::metrics(t, &each, text),
+            None => text,
+        }
     }
 }
 
@@ -580,6 +586,7 @@ mod tests {
             links: vec!["r0".into()],
             snapshot: None,
             reload: Arc::new(ReloadStatus::default()),
+            xdp: Default::default(),
         };
         std::thread::spawn(move || serve(l, s));
         addr

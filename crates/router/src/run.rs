@@ -6,6 +6,7 @@
 use crate::control::{self, Control};
 use crate::engine::{self, WorkerCtx, WorkerReport};
 use crate::show::interfaces::PortInfo;
+use crate::xdp_tier::{TierMode, XdpTier};
 use crate::{Error, fail, kroutes, links, metrics, privilege, trace};
 use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
 use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
@@ -67,6 +68,8 @@ pub struct RunOptions {
     pub metrics: Option<std::net::SocketAddr>,
     /// Follow the kernel's main routing table (rtnetlink).
     pub kernel_routes: bool,
+    /// The XDP tier with AF_XDP (`--xdp-tier`; docs/xdp.md).
+    pub xdp_tier: TierMode,
 }
 
 /// The final counters of a run, and how the run ended.
@@ -82,18 +85,27 @@ pub struct RunReport {
     pub io: &'static str,
     /// Whether a worker thread panicked (its counters are those it last published).
     pub worker_panicked: bool,
+    /// The XDP tier's final counters and state (text, JSON) and whether the router's totals balance, when it ran.
+    pub xdp: Option<(String, serde_json::Value, bool)>,
 }
 
 impl RunReport {
     /// The counters as text, one a line (what `lwt6 run` prints at the end).
     pub fn text(&self) -> String {
-        control::report_text(&self.total, &self.links)
+        let mut s = control::report_text(&self.total, &self.links);
+        if let Some((t, _, _)) = &self.xdp {
+            s += t;
+        }
+        s
     }
 
     /// The counters as JSON (`lwt6 run -j`): the total, the I/O back end, and each worker's under `workers`.
     pub fn json(&self) -> serde_json::Value {
         let mut v = control::report_json(&self.total, &self.links);
         v["io"] = serde_json::json!(self.io);
+        if let Some((_, x, _)) = &self.xdp {
+            v["xdp"] = x.clone();
+        }
         v["workers"] = serde_json::json!(
             self.workers
                 .iter()
@@ -116,6 +128,12 @@ impl RunReport {
                 st.rx,
                 st.tx,
                 st.dropped()
+            )));
+        }
+        if let Some((_, x, false)) = &self.xdp {
+            return Err(fail(format!(
+                "internal error: the XDP tier's and the workers' counters do not balance ({})",
+                x["total"]
             )));
         }
         Ok(())
@@ -160,16 +178,24 @@ struct XdpPorts {
     ports: Vec<Vec<XskPort>>,
     port_dev: Vec<Vec<usize>>,
     attachments: Vec<Arc<XdpAttachment>>,
+    /// The XDP tier attached instead of the plain redirect program.
+    tier: Option<Box<XdpTier>>,
 }
 
 /// Opens the AF_XDP back end: lwt6's XDP program on every interface, one socket per receive queue, queue `q`
 /// served by worker `q % workers`. Every worker needs a socket on every interface to send from, so an interface
 /// needs at least as many queues as there are workers. On any error what was attached is detached (dropped).
-fn open_af_xdp(devs: &[NetDev], workers: usize, headroom: usize) -> Result<XdpPorts, String> {
+fn open_af_xdp(
+    devs: &[NetDev],
+    workers: usize,
+    headroom: usize,
+    tier: Option<Box<XdpTier>>,
+) -> Result<XdpPorts, String> {
     let mut x = XdpPorts {
         ports: (0..workers).map(|_| Vec::new()).collect(),
         port_dev: vec![Vec::new(); workers],
         attachments: Vec::new(),
+        tier,
     };
     // What the UMEM frame leaves after the kernel's own headroom and a 1500-byte frame (4096-byte frames).
     let opts = XskOptions {
@@ -185,7 +211,17 @@ fn open_af_xdp(devs: &[NetDev], workers: usize, headroom: usize) -> Result<XdpPo
                 if queues == 1 { "" } else { "s" }
             ));
         }
-        let att = XdpAttachment::shared(&d.name, XdpMode::Auto).map_err(|e| e.to_string())?;
+        let att = match &x.tier {
+            // The tier's program, its XSKMAP holding every interface's sockets from the device's first slot on.
+            Some(t) => {
+                let (map, base) = t.xsk_map(id)?;
+                Arc::new(
+                    XdpAttachment::with_program(&d.name, XdpMode::Auto, t.program_fd()?, map, base)
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            None => XdpAttachment::shared(&d.name, XdpMode::Auto).map_err(|e| e.to_string())?,
+        };
         for q in 0..queues {
             let w = q as usize % workers;
             let p = XskPort::open_on(Arc::clone(&att), q, opts).map_err(|e| e.to_string())?;
@@ -229,15 +265,25 @@ pub fn run(a: &RunOptions) -> Result<RunReport, Error> {
     let snap = Snapshot::build(&cfg)
         .map_err(|e| Error::lasting(format!("{}: {e}", a.config.display())))?;
     let xdp = match a.io {
+        Io::Packet if a.xdp_tier == TierMode::On => {
+            return Err(fail("--xdp-tier on needs AF_XDP (--io xdp or auto)"));
+        }
         Io::Packet => None,
         Io::Xdp => Some(
-            open_af_xdp(&devs, a.workers, snap.rx_headroom)
-                .map_err(|why| fail(format!("--io xdp: {why}")))?,
+            crate::xdp_tier::open(&devs, &snap, a.xdp_tier, |t| {
+                open_af_xdp(&devs, a.workers, snap.rx_headroom, t)
+            })
+            .map_err(|why| fail(format!("--io xdp: {why}")))?,
         ),
-        Io::Auto => match privilege::xdp_allowed(&held)
-            .and_then(|()| open_af_xdp(&devs, a.workers, snap.rx_headroom))
-        {
+        Io::Auto => match privilege::xdp_allowed(&held).and_then(|()| {
+            crate::xdp_tier::open(&devs, &snap, a.xdp_tier, |t| {
+                open_af_xdp(&devs, a.workers, snap.rx_headroom, t)
+            })
+        }) {
             Ok(x) => Some(x),
+            Err(why) if a.xdp_tier == TierMode::On => {
+                return Err(fail(format!("--xdp-tier on: {why}")));
+            }
             Err(why) => {
                 log::warn!("AF_XDP not used ({why}): using AF_PACKET");
                 None
@@ -293,6 +339,8 @@ fn serve(
         .map(|_| Arc::new(Mutex::new(WorkerReport::default())))
         .collect();
     let reload = Arc::new(metrics::ReloadStatus::default());
+    // The XDP tier, for the metrics thread once the workers run.
+    let metrics_tier: Option<crate::xdp_tier::Shared> = a.metrics.map(|_| Default::default());
     if let Some(addr) = a.metrics {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
@@ -301,6 +349,7 @@ fn serve(
             links: names.clone(),
             snapshot: Some(handle.clone()),
             reload: reload.clone(),
+            xdp: metrics_tier.clone().unwrap_or_default(),
         };
         std::thread::Builder::new()
             .name("lwt6-metrics".into())
@@ -322,6 +371,7 @@ fn serve(
     // Held until the workers have stopped: the XDP programs stay attached for the router's life.
     let mut _attachments = Vec::new();
     let mut port_info = Vec::new();
+    let mut tier = None;
     match ports {
         Ports::Packet(ports) => {
             for (i, p) in ports.into_iter().enumerate() {
@@ -349,6 +399,7 @@ fn serve(
         }
         Ports::Xdp(x) => {
             _attachments = x.attachments;
+            tier = x.tier.map(|t| Arc::new(Mutex::new(*t)));
             for (i, (p, d)) in x.ports.into_iter().zip(x.port_dev).enumerate() {
                 port_info.extend(p.iter().zip(&d).map(|(p, d)| PortInfo::xsk(*d, i, p)));
                 let ctx = WorkerCtx {
@@ -370,12 +421,23 @@ fn serve(
         }
     }
     log::info!(
-        "running on {} ({io}, {} worker{}), control {}",
+        "running on {} ({io}{}, {} worker{}), control {}",
         names.join(", "),
+        if tier.is_some() {
+            " with the XDP tier"
+        } else {
+            ""
+        },
         a.workers,
         if a.workers == 1 { "" } else { "s" },
         a.control.display()
     );
+    if let Some(t) = &tier {
+        crate::xdp_tier::sync(t, &handle, &trace);
+        if let Some(m) = &metrics_tier {
+            let _ = m.set(Arc::clone(t));
+        }
+    }
     let stopping = {
         let (signals, pending) = (Rc::clone(&signals), Rc::clone(&pending));
         move || {
@@ -390,6 +452,7 @@ fn serve(
         outbox,
         trace,
         capture,
+        xdp: tier.clone(),
         stopping: Some(Box::new(stopping)),
         ports: port_info,
         ..Control::new(cfg, handle, reports.clone(), io)
@@ -408,7 +471,11 @@ fn serve(
     let status = |c: &Control| crate::notify::status(&names, io, &c.handle.load(), a.workers);
     notify.ready(&status(&control));
     'main: loop {
-        let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
+        // The XDP tier may have a publication to install or an egress check due sooner.
+        let wait = tier.as_ref().map_or(NEIGH_TICK_MS, |t| {
+            crate::xdp_tier::due_ms(t, &control.handle, &control.trace).min(NEIGH_TICK_MS)
+        });
+        let _ = sys::poll_readable(&fds, wait);
         let now = sys::realtime_ns();
         while let Ok(events) = neigh_rx.try_recv() {
             control.learn(&events, now);
@@ -460,6 +527,9 @@ fn serve(
                 break;
             }
         }
+        if let Some(t) = &tier {
+            crate::xdp_tier::sync(t, &control.handle, &control.trace);
+        }
         if threads.iter().any(|t| t.is_finished()) {
             log::error!("a worker thread ended unexpectedly; stopping");
             break;
@@ -474,11 +544,15 @@ fn serve(
     // A capture still running gets what the workers sent it, and its file is closed.
     let _ = control.capture.stop();
     let (total, workers) = control::gather(&reports);
+    let xdp = tier
+        .as_ref()
+        .map(|t| crate::xdp_tier::report(t, &total.stats));
     Ok(RunReport {
         total,
         workers,
         links: names,
         io,
         worker_panicked: panicked,
+        xdp,
     })
 }

@@ -41,6 +41,14 @@ impl TraceBoard {
         }
     }
 
+    /// Whether a trace is armed and still has frames to trace (the XDP tier then leaves every frame to the
+    /// workers, which trace).
+    pub fn active(&self) -> bool {
+        self.state
+            .lock()
+            .is_ok_and(|s| s.armed.as_ref().is_some_and(|(_, b)| b.remaining() > 0))
+    }
+
     /// Stops the trace: no more frames are traced; those recorded stay.
     pub fn stop(&self) {
         if let Ok(mut s) = self.state.lock()

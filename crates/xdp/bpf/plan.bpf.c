@@ -250,6 +250,16 @@ struct {
     __type(value, __u32);
 } xsks SEC(".maps");
 
+// Where each receiving interface's queues start in `xsks` (one XSKMAP serves every interface: a socket is bound
+// to one interface and queue, and the kernel drops a frame redirected to a socket of another). Without an
+// entry, the queue index itself.
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, __u32);
+    __type(value, __u32);
+} xsk_base SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, COUNTERS);
@@ -304,7 +314,12 @@ static __always_inline void count(void *map, __u32 idx) {
 // on to the kernel when the queue has none. Nothing in the frame has been changed.
 static __always_inline int slow(struct xdp_md *ctx, __u32 why) {
     count(&counters, why & (W_REASONS - 1));
-    return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+    __u32 ifindex = ctx->ingress_ifindex;
+    __u32 key = ctx->rx_queue_index;
+    __u32 *base = bpf_map_lookup_elem(&xsk_base, &ifindex);
+    if (base)
+        key += *base;
+    return bpf_redirect_map(&xsks, key, XDP_PASS);
 }
 
 // fe80::/10, ff00::/8, ::/8: left to the slow path, as lwt6's own fast path does.

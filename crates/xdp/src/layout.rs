@@ -265,11 +265,14 @@ pub enum Why {
     /// End.DT6: the inner destination is special (link-local, multicast, `::/8`, also the source) or has no
     /// plain-forwarding route in the table.
     Table = 23,
+    /// A packet trace is armed (`lwt6 ctl trace add`): every route is left to the worker, which traces (set by
+    /// the engine as a route's reason; the program only counts it).
+    Traced = 24,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 23] = [
+    pub const ALL: [Why; 24] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -293,6 +296,7 @@ impl Why {
         Why::IoamInvalid,
         Why::IoamField,
         Why::Table,
+        Why::Traced,
     ];
 
     /// The reason's name, as counters print it.
@@ -321,6 +325,7 @@ impl Why {
             Why::IoamInvalid => "ioam_invalid",
             Why::IoamField => "ioam_field",
             Why::Table => "table_lookup",
+            Why::Traced => "traced",
         }
     }
 }

@@ -15,6 +15,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const MAP_CREATE: libc::c_long = 0;
 /// `BPF_MAP_UPDATE_ELEM`.
 const MAP_UPDATE_ELEM: libc::c_long = 2;
+/// `BPF_MAP_DELETE_ELEM`.
+const MAP_DELETE_ELEM: libc::c_long = 3;
 /// `BPF_PROG_TEST_RUN`.
 const PROG_TEST_RUN: libc::c_long = 10;
 /// `BPF_MAP_TYPE_ARRAY`.
@@ -98,6 +100,16 @@ impl Barrier {
             .call(MAP_UPDATE_ELEM)
             .map(drop)
     }
+}
+
+/// Deletes element `key` (a `u32`) of map `map` (aya's `DevMap` has no call for it).
+pub fn map_delete(map: std::os::fd::BorrowedFd<'_>, key: u32) -> io::Result<()> {
+    // map_fd @0, key @8
+    Attr::new()
+        .u32(0, map.as_raw_fd() as u32)
+        .u64(8, &key as *const u32 as u64)
+        .call(MAP_DELETE_ELEM)
+        .map(drop)
 }
 
 /// Runs program `prog` `repeat` times on `data` (`BPF_PROG_TEST_RUN`); returns the action, the frame as the last

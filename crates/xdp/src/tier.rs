@@ -165,6 +165,7 @@ impl Tier {
             .map_max_entries("egress", sizes.egress)
             .map_max_entries("egress_tx", sizes.egress)
             .map_max_entries("xsks", sizes.queues)
+            .map_max_entries("xsk_base", sizes.ports)
             .load(object)
             .map_err(|e| Error::Load(format!("{e:#}")))?;
         let prog: &mut Xdp = ebpf
@@ -409,6 +410,33 @@ impl Tier {
         self.slots.len()
     }
 
+    /// Makes the slow-path frames received on interface `ifindex` use the `xsks` slots from `base` on: queue `q`
+    /// goes to slot `base + q` (one XSKMAP serves every interface). Without a base, slot `q`.
+    pub fn set_xsk_base(&mut self, ifindex: u32, base: u32) -> Result<(), Error> {
+        let mut m: BpfHashMap<&mut MapData, u32, u32> =
+            BpfHashMap::try_from(self.map_mut("xsk_base")?).map_err(map_err("xsk_base"))?;
+        m.insert(ifindex, base, 0).map_err(map_err("xsk_base"))
+    }
+
+    /// The `xsks` map's descriptor (an XSKMAP: socket descriptors by slot), for an AF_XDP engine that registers
+    /// its sockets itself.
+    pub fn xsk_map_fd(&self) -> Result<std::os::fd::BorrowedFd<'_>, Error> {
+        map_fd(self.map("xsks")?, "xsks")
+    }
+
+    /// Removes egress slot `slot` from the devmap: the plans that leave by it go to the worker again, counted
+    /// `no_egress`. Removing a slot that is not set is not an error.
+    pub fn clear_egress(&mut self, slot: u32) -> Result<(), Error> {
+        let fd = map_fd(self.map("egress")?, "egress")?;
+        match crate::sys::map_delete(fd, slot) {
+            Err(e) if e.raw_os_error() != Some(libc::ENOENT) => Err(Error::Map {
+                map: "egress",
+                err: e.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Hands the slow-path frames of receive queue `queue` to AF_XDP socket `socket` (without one, they go on to
     /// the kernel).
     pub fn set_socket(
@@ -513,6 +541,25 @@ impl Tier {
             frame: out,
         })
     }
+}
+
+/// The descriptor of one of the program's maps.
+fn map_fd<'a>(
+    m: &'a aya::maps::Map,
+    name: &'static str,
+) -> Result<std::os::fd::BorrowedFd<'a>, Error> {
+    use aya::maps::Map as M;
+    use std::os::fd::AsFd;
+    let data: &MapData = match m {
+        M::XskMap(d) | M::DevMap(d) | M::HashMap(d) | M::Array(d) | M::PerCpuArray(d) => d,
+        _ => {
+            return Err(Error::Map {
+                map: name,
+                err: "of an unexpected type".into(),
+            });
+        }
+    };
+    Ok(data.fd().as_fd())
 }
 
 /// An aya error with its sources (the verifier's log is one of them: its last 40 lines, which say why).

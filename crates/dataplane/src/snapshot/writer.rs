@@ -4,11 +4,14 @@ use super::{Change, Snapshot};
 use crate::spec::ConfigError;
 use arc_swap::ArcSwap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The publication point between the control plane and the workers.
 #[derive(Debug)]
 pub struct SnapshotHandle {
     current: ArcSwap<Snapshot>,
+    /// Publications so far (a follower of the snapshot, such as the XDP tier, looks whether it changed).
+    generation: AtomicU64,
 }
 
 impl SnapshotHandle {
@@ -16,17 +19,27 @@ impl SnapshotHandle {
     pub fn new(snap: Snapshot) -> Self {
         SnapshotHandle {
             current: ArcSwap::from_pointee(snap),
+            generation: AtomicU64::new(0),
         }
     }
 
     /// Replaces the snapshot; workers see it at their next batch, batches in flight finish on the old one.
     pub fn publish(&self, snap: Snapshot) {
         self.current.store(Arc::new(snap));
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many snapshots were published after the first (it changes with every [`publish`](Self::publish) and
+    /// [`swap`](Self::swap); read it before [`load`](Self::load) to know the loaded one is at least that new).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Publishes `snap` and returns the one it replaces.
     pub fn swap(&self, snap: Arc<Snapshot>) -> Arc<Snapshot> {
-        self.current.swap(snap)
+        let old = self.current.swap(snap);
+        self.generation.fetch_add(1, Ordering::Release);
+        old
     }
 
     /// The current snapshot, for one batch (one reference-count operation per batch, none per packet).

@@ -12,7 +12,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// `BPF_MAP_CREATE`.
 const CMD_MAP_CREATE: u32 = 0;
@@ -191,6 +191,31 @@ pub fn create_xskmap(entries: u32, name: &str) -> io::Result<Map> {
 /// Sets `map[key] = value` (for an XSKMAP: the socket descriptor serving queue `key`).
 pub fn map_update(map: &Map, key: u32, value: u32) -> io::Result<()> {
     map.element(key, Element::Update(&value.to_ne_bytes()))
+}
+
+/// Sets `map[key] = value` in an XSKMAP this crate did not create (another program's: 4-byte keys and values,
+/// which the kernel checks for that map type).
+pub fn xskmap_update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()> {
+    let (k, v) = (key, value);
+    // map_fd @0, key @8, value @16, flags @24 (BPF_ANY = 0)
+    let mut attr = Attr::new();
+    attr.u32(0, map.as_raw_fd() as u32)
+        .u64(8, &k as *const u32 as u64)
+        .u64(16, &v as *const u32 as u64);
+    // SAFETY: an XSKMAP's keys and values are 4 bytes (the kernel refuses to create one otherwise): it reads
+    // 4 bytes at `key` and at `value`, the live u32s `k` and `v`, which outlive the call; no descriptor returned.
+    unsafe { attr.call(CMD_MAP_UPDATE_ELEM) }.map(drop)
+}
+
+/// Deletes `map[key]` in an XSKMAP this crate did not create (4-byte keys).
+pub fn xskmap_delete(map: BorrowedFd<'_>, key: u32) -> io::Result<()> {
+    let k = key;
+    let mut attr = Attr::new();
+    attr.u32(0, map.as_raw_fd() as u32)
+        .u64(8, &k as *const u32 as u64);
+    // SAFETY: an XSKMAP's keys are 4 bytes: the kernel reads 4 bytes at `key`, the live u32 `k`, which outlives
+    // the call; no descriptor returned.
+    unsafe { attr.call(CMD_MAP_DELETE_ELEM) }.map(drop)
 }
 
 /// Deletes `map[key]`.
