@@ -26,7 +26,7 @@ use crate::exporter::{Sink, SinkError};
 use crate::ioam_trace::{Trace, option_type};
 use lwt6_wire::ioam::DecodedNode;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// The method's path.
@@ -34,7 +34,7 @@ pub const PATH: &str = "/ioam_api.IOAMService/Report";
 
 // ---- protobuf (the wire format: https://protobuf.dev/programming-guides/encoding/) ----
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -42,7 +42,7 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
+pub(crate) fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, (u64::from(field) << 3) | u64::from(wire));
 }
 
@@ -54,7 +54,7 @@ fn uint(out: &mut Vec<u8>, field: u32, v: Option<u64>) {
     }
 }
 
-fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+pub(crate) fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     tag(out, field, 2);
     varint(out, b.len() as u64);
     out.extend_from_slice(b);
@@ -333,13 +333,10 @@ enum Event {
 
 impl Conn {
     fn open(addr: &str, limits: &Limits) -> Result<Conn, CallError> {
-        let sa = addr
-            .to_socket_addrs()
-            .map_err(|e| call_error("resolve", format!("{addr}: {e}")))?
-            .next()
-            .ok_or_else(|| call_error("resolve", format!("{addr}: no address")))?;
-        let sock = TcpStream::connect_timeout(&sa, limits.connect_timeout)
-            .map_err(|e| io_error(addr, "connecting", &e))?;
+        let (sock, _) = crate::net::connect(addr, limits.connect_timeout).map_err(|e| match e {
+            crate::net::ConnectError::Resolve(m) => call_error("resolve", m),
+            crate::net::ConnectError::Connect(e) => io_error(addr, "connecting", &e),
+        })?;
         sock.set_read_timeout(Some(limits.io_timeout))
             .and_then(|_| sock.set_write_timeout(Some(limits.io_timeout)))
             .and_then(|_| sock.set_nodelay(true))
