@@ -58,6 +58,21 @@ pub struct RunArgs {
     /// changes made with `ip route` take effect at once.
     #[arg(long = "kernel-routes")]
     pub kernel_routes: bool,
+    /// Export the IOAM traces the router removes at its domains' boundaries (repeatable; docs/ioam.md,
+    /// *Export*): `json:FILE`, `json:-`, `grpc:HOST:PORT` or `otlp:http://HOST:PORT[/PATH]`. Workers never wait
+    /// for an exporter: what its queue cannot hold, or its collector refuses, is counted lost per exporter
+    /// (`lwt6 ctl show ioam export`). Changed at run time with `lwt6 ctl ioam export add|del TARGET`.
+    #[arg(long = "ioam-export", value_name = "TARGET", value_parser = parse_export_target)]
+    pub ioam_export: Vec<String>,
+    /// Also export every IOAM trace this router fills in transit.
+    #[arg(long = "ioam-export-transit")]
+    pub ioam_export_transit: bool,
+}
+
+/// Checks an export target when the arguments are read (the router starts it later).
+fn parse_export_target(s: &str) -> Result<String, String> {
+    s.parse::<lwt6_export::target::Target>()
+        .map(|_| s.to_string())
 }
 
 /// `lwt6 ctl`.
@@ -73,7 +88,8 @@ pub struct CtlArgs {
     pub batch: Option<PathBuf>,
     /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
     /// `show routes|stats|neigh|trace [-j]`, or `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`,
-    /// `trace stop`, `trace clear` (docs/live.md, *Packet tracing*); the words are joined by spaces.
+    /// `trace stop`, `trace clear` (docs/live.md, *Packet tracing*), `ioam export add|del TARGET`, `show ioam
+    /// export [-j]` (docs/live.md, *IOAM export*); the words are joined by spaces.
     #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }
@@ -106,6 +122,8 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             .transpose()?,
         metrics: a.metrics,
         kernel_routes: a.kernel_routes,
+        ioam_export: a.ioam_export,
+        ioam_export_transit: a.ioam_export_transit,
     };
     let report = lwt6_router::run(&opts)?;
     let text = if a.json {

@@ -88,7 +88,7 @@ struct Shared {
     submitted: AtomicU64,
     /// The failures by kind and the last error so far, as the thread last saw them (a slow path: updated after
     /// a failed batch only).
-    failures: Mutex<(Option<String>, Vec<(String, u64)>)>,
+    failures: Mutex<Ended>,
 }
 
 /// What the exporter thread hands back when it ends.
@@ -432,5 +432,49 @@ mod tests {
         assert_eq!(file.len(), 2 * one, "the cut third record was taken back");
         assert_eq!((r.written, r.lost), (2, 4));
         assert!(r.last_error.unwrap().contains("os error 28"));
+    }
+
+    /// A sink that says when it starts writing and waits to be let go.
+    struct Stuck {
+        started: std::sync::mpsc::Sender<()>,
+        go: Arc<std::sync::Barrier>,
+    }
+
+    impl Sink for Stuck {
+        fn write(&mut self, _: &[IoamRecord]) -> Result<(), SinkError> {
+            let _ = self.started.send(());
+            self.go.wait();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stuck_sink_never_holds_a_submitter_and_what_does_not_fit_is_counted() {
+        let (started, seen) = std::sync::mpsc::channel();
+        let go = Arc::new(std::sync::Barrier::new(2));
+        let e = Exporter::spawn(
+            Box::new(Stuck {
+                started,
+                go: Arc::clone(&go),
+            }),
+            1,
+        );
+        let s = e.submitter().unwrap();
+        s.submit(vec![record(0), record(1)]);
+        seen.recv().unwrap();
+        // The sink holds the first batch; the channel has room for one more; the rest is lost at once.
+        let t = std::time::Instant::now();
+        for i in 1..10 {
+            s.submit(vec![record(i); 3]);
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(e.submitted(), 2 + 9 * 3);
+        assert_eq!(e.progress().lost, 8 * 3);
+        go.wait();
+        seen.recv().unwrap();
+        go.wait();
+        drop(s);
+        let r = e.finish();
+        assert_eq!((r.written, r.lost), (2 + 3, 8 * 3));
     }
 }

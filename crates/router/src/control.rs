@@ -69,6 +69,8 @@ pub struct Control {
     pub stopping: Option<Box<dyn FnMut() -> bool>>,
     /// Connections refused by their peer's credentials (`control_refused` in `show stats`).
     pub refused: u64,
+    /// The IOAM exporters (`ioam export add|del`, `show ioam export`; [`crate::export`]).
+    pub export: Arc<crate::export::ExportHub>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -185,6 +187,7 @@ impl Control {
             trace: Arc::default(),
             stopping: None,
             refused: 0,
+            export: Arc::default(),
         }
     }
 
@@ -200,6 +203,9 @@ impl Control {
     /// Answers one request: `(true, output)` or `(false, error message)`.
     pub fn handle_line(&mut self, line: &str) -> (bool, String) {
         let toks: Vec<&str> = line.split_whitespace().collect();
+        if let Some(r) = self.export.control(&toks) {
+            return r;
+        }
         match toks.first().copied() {
             None => (false, "empty request".into()),
             Some("show") => self.show(&toks[1..]),
@@ -285,10 +291,12 @@ impl Control {
                     v["io"] = json!(self.io);
                     v["workers"] = json!(workers);
                     v["control_refused"] = json!(self.refused);
+                    v["ioam_export"] = self.export.json();
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
                     s += &report_text(&total, &names);
+                    s += &self.export.text();
                     if self.refused > 0 {
                         s += &format!(
                             "  control connections refused (peer credentials) {}\n",

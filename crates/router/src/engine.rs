@@ -164,6 +164,8 @@ pub struct WorkerCtx<P> {
     pub index: usize,
     /// The packet trace the control thread arms (`lwt6 ctl trace add`), looked at once per round.
     pub trace: Arc<crate::trace::TraceBoard>,
+    /// The IOAM exporters, looked at once per round ([`crate::export`]).
+    pub export: Arc<crate::export::ExportHub>,
 }
 
 impl<P> std::fmt::Debug for WorkerCtx<P> {
@@ -198,6 +200,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     let mut last_publish = Instant::now();
     let mut draining = None;
     let mut trace_seen = 0;
+    let mut export = crate::export::WorkerExport::default();
     loop {
         if draining.is_none() && ctx.stop.load(Ordering::Relaxed) {
             draining = Some(0usize);
@@ -234,6 +237,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         // Timers of the next hops being resolved, and the packets a newer snapshot's neighbours release.
         worker.service(&snap, ts, &mut |odev, _ts, frame| stages[odev].push(frame));
         drop(snap);
+        export.round(&ctx.export, &mut worker);
         let traced = worker.take_traces();
         if !traced.is_empty() {
             ctx.trace.deposit(trace_seen, traced);

@@ -64,7 +64,7 @@ impl<T: std::fmt::Display> From<T> for LabelValue {
 }
 
 /// The label set of every family: (name, value) pairs.
-type Labels = Vec<(&'static str, LabelValue)>;
+pub(crate) type Labels = Vec<(&'static str, LabelValue)>;
 
 /// The results of `SIGHUP` reloads, shared by the control thread (which reloads) and the metrics server.
 #[derive(Debug)]
@@ -114,6 +114,8 @@ pub struct Sources {
     pub snapshot: Option<Arc<SnapshotHandle>>,
     /// The results of the reloads.
     pub reload: Arc<ReloadStatus>,
+    /// The IOAM exporters (`--ioam-export`), if any.
+    pub export: Option<Arc<crate::export::ExportHub>>,
 }
 
 impl Sources {
@@ -125,12 +127,13 @@ impl Sources {
             .map(|r| r.lock().map(|r| r.clone()).unwrap_or_default())
             .collect();
         let snap = self.snapshot.as_ref().map(|h| h.load());
-        render(&each, &self.links, snap.as_deref(), &self.reload)
+        let export = self.export.as_ref().map(|h| h.stats()).unwrap_or_default();
+        render_with(&each, &self.links, snap.as_deref(), &self.reload, &export)
     }
 }
 
 /// A counter family registered in `reg` under `name` (exposed as `name_total`).
-fn counters(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
+pub(crate) fn counters(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
     let f = Family::<Labels, Counter>::default();
     reg.register(name, help, f.clone());
     f
@@ -143,7 +146,7 @@ fn counter(reg: &mut Registry, name: &str, help: &str, v: u64) {
     reg.register(name, help, c);
 }
 
-fn count(f: &Family<Labels, Counter>, labels: Labels, v: u64) {
+pub(crate) fn count(f: &Family<Labels, Counter>, labels: Labels, v: u64) {
     f.get_or_create(&labels).inc_by(v);
 }
 
@@ -154,6 +157,17 @@ pub fn render(
     links: &[String],
     snap: Option<&Snapshot>,
     reload: &ReloadStatus,
+) -> String {
+    render_with(each, links, snap, reload, &[])
+}
+
+/// [`render`], with the IOAM exporters' counters ([`crate::export::register`]).
+pub fn render_with(
+    each: &[WorkerReport],
+    links: &[String],
+    snap: Option<&Snapshot>,
+    reload: &ReloadStatus,
+    export: &[crate::export::ExporterStats],
 ) -> String {
     let mut total = WorkerReport::default();
     for r in each {
@@ -344,6 +358,7 @@ pub fn render(
         vec![("result", "failure".into())],
         reload.failed.load(Ordering::Relaxed),
     );
+    crate::export::register(&mut reg, export);
     let mut s = String::new();
     // Writing to a String fails only if an encoder reports an error, which ours never do.
     let _ = prometheus_client::encoding::text::encode(&mut s, &reg);
@@ -580,6 +595,7 @@ mod tests {
             links: vec!["r0".into()],
             snapshot: None,
             reload: Arc::new(ReloadStatus::default()),
+            export: None,
         };
         std::thread::spawn(move || serve(l, s));
         addr

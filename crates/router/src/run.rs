@@ -66,6 +66,10 @@ pub struct RunOptions {
     pub metrics: Option<std::net::SocketAddr>,
     /// Follow the kernel's main routing table (rtnetlink).
     pub kernel_routes: bool,
+    /// IOAM export targets to start with (`--ioam-export`; more over the control socket).
+    pub ioam_export: Vec<String>,
+    /// Also export every IOAM trace the workers fill in transit (`--ioam-export-transit`).
+    pub ioam_export_transit: bool,
 }
 
 /// The final counters of a run, and how the run ended.
@@ -81,18 +85,30 @@ pub struct RunReport {
     pub io: &'static str,
     /// Whether a worker thread panicked (its counters are those it last published).
     pub worker_panicked: bool,
+    /// Every IOAM exporter's final counters.
+    pub ioam_export: Vec<crate::export::ExporterStats>,
 }
 
 impl RunReport {
     /// The counters as text, one a line (what `lwt6 run` prints at the end).
     pub fn text(&self) -> String {
-        control::report_text(&self.total, &self.links)
+        let mut s = control::report_text(&self.total, &self.links);
+        for e in &self.ioam_export {
+            s += &format!("  ioam export {}\n", e.text());
+        }
+        s
     }
 
     /// The counters as JSON (`lwt6 run -j`): the total, the I/O back end, and each worker's under `workers`.
     pub fn json(&self) -> serde_json::Value {
         let mut v = control::report_json(&self.total, &self.links);
         v["io"] = serde_json::json!(self.io);
+        v["ioam_export"] = serde_json::json!(
+            self.ioam_export
+                .iter()
+                .map(|e| e.json())
+                .collect::<Vec<_>>()
+        );
         v["workers"] = serde_json::json!(
             self.workers
                 .iter()
@@ -292,6 +308,15 @@ fn serve(
         .map(|_| Arc::new(Mutex::new(WorkerReport::default())))
         .collect();
     let reload = Arc::new(metrics::ReloadStatus::default());
+    let export = Arc::new(crate::export::ExportHub::new(
+        names.clone(),
+        a.ioam_export_transit,
+    ));
+    for spec in &a.ioam_export {
+        export
+            .add(spec)
+            .map_err(|e| fail(format!("--ioam-export {e}")))?;
+    }
     if let Some(addr) = a.metrics {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
@@ -300,6 +325,7 @@ fn serve(
             links: names.clone(),
             snapshot: Some(handle.clone()),
             reload: reload.clone(),
+            export: Some(export.clone()),
         };
         std::thread::Builder::new()
             .name("lwt6-metrics".into())
@@ -334,6 +360,7 @@ fn serve(
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
                     index: i,
                     trace: Arc::clone(&trace),
+                    export: Arc::clone(&export),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -353,6 +380,7 @@ fn serve(
                     close: close_xsk,
                     index: i,
                     trace: Arc::clone(&trace),
+                    export: Arc::clone(&export),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -378,6 +406,7 @@ fn serve(
     let mut control = Control {
         outbox,
         trace,
+        export: Arc::clone(&export),
         stopping: Some(Box::new(stopping)),
         ..Control::new(cfg, handle, reports.clone(), io)
     };
@@ -448,11 +477,13 @@ fn serve(
         panicked |= t.join().is_err();
     }
     let (total, workers) = control::gather(&reports);
+    let ioam_export = export.finish();
     Ok(RunReport {
         total,
         workers,
         links: names,
         io,
         worker_panicked: panicked,
+        ioam_export,
     })
 }
