@@ -102,6 +102,8 @@ struct Inner {
     running: Vec<Running>,
     /// Removed exporters: their final counters, once they ended.
     ended: Arc<Mutex<Vec<ExporterStats>>>,
+    /// The threads ending removed exporters ([`ExportHub::finish`] waits for them).
+    ending: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ExportHub {
@@ -154,7 +156,7 @@ impl ExportHub {
         let r = g.running.remove(i);
         self.generation.fetch_add(1, Ordering::Release);
         let ended = Arc::clone(&g.ended);
-        let _ = std::thread::Builder::new()
+        let t = std::thread::Builder::new()
             .name("lwt6-export-end".into())
             .spawn(move || {
                 let stats = ExporterStats::of(&r.target, &r.exporter, false);
@@ -169,6 +171,10 @@ impl ExportHub {
                     e.push(done);
                 }
             });
+        g.ending.retain(|t| !t.is_finished());
+        if let Ok(t) = t {
+            g.ending.push(t);
+        }
         Ok(())
     }
 
@@ -189,7 +195,16 @@ impl ExportHub {
     /// Stops every exporter after the workers have stopped, waiting for each to write what it holds (within
     /// its sink's own timeouts), and returns every exporter's final counters.
     pub fn finish(&self) -> Vec<ExporterStats> {
-        let running = std::mem::take(&mut self.lock().running);
+        let (running, ending) = {
+            let mut g = self.lock();
+            (
+                std::mem::take(&mut g.running),
+                std::mem::take(&mut g.ending),
+            )
+        };
+        for t in ending {
+            let _ = t.join();
+        }
         self.generation.fetch_add(1, Ordering::Release);
         let mut v: Vec<ExporterStats> = running
             .into_iter()
