@@ -202,7 +202,10 @@ fn endpoints() {
 /// A receiver answering each request with the next status of `answers` (a new connection after each answer
 /// when `close`); hands back the bodies it accepted (after checking method, path and content type).
 fn receiver(answers: Vec<u16>) -> (u16, std::thread::JoinHandle<Vec<Vec<u8>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    receiver_on(TcpListener::bind("127.0.0.1:0").unwrap(), answers)
+}
+
+fn receiver_on(l: TcpListener, answers: Vec<u16>) -> (u16, std::thread::JoinHandle<Vec<Vec<u8>>>) {
     let port = l.local_addr().unwrap().port();
     let t = std::thread::spawn(move || {
         let mut bodies = Vec::new();
@@ -310,4 +313,31 @@ fn a_rejected_batch_is_lost_at_once_and_a_missing_collector_counts_every_trace()
     let r = e.finish();
     assert_eq!((r.written, r.lost), (0, 3));
     assert_eq!(r.failures, vec![("refused".to_string(), 2)]);
+}
+
+#[test]
+fn a_collector_that_comes_back_is_reconnected() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let ep = Endpoint::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+    let limits = Limits {
+        attempts: 1,
+        ..quick()
+    };
+    let e = Exporter::spawn(Box::new(Client::with_limits(ep, names(), limits)), 4);
+    // Down: the batch is lost.
+    e.submit_wait(vec![record(two_node_trace()); 2]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while e.progress().lost < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(e.progress().lost, 2);
+    // Back on the same port: after the backoff the next batch connects again.
+    let (_, t) = receiver_on(TcpListener::bind(("127.0.0.1", port)).unwrap(), vec![200]);
+    std::thread::sleep(Duration::from_millis(50));
+    e.submit_wait(vec![record(two_node_trace())]);
+    let r = e.finish();
+    assert_eq!((r.written, r.lost), (1, 2), "{r:?}");
+    assert_eq!(t.join().unwrap().len(), 1);
 }
