@@ -59,7 +59,8 @@ pub struct RunArgs {
     #[arg(long = "kernel-routes")]
     pub kernel_routes: bool,
     /// Export the IOAM traces the router removes at its domains' boundaries (repeatable; docs/ioam.md,
-    /// *Export*): `json:FILE`, `json:-`, `grpc:HOST:PORT` or `otlp:http://HOST:PORT[/PATH]`. Workers never wait
+    /// *Export*): `json:FILE`, `json:-`, `grpc:HOST:PORT`, `grpcs:HOST:PORT[,ca=FILE]` (TLS) or
+    /// `otlp:http[s]://HOST:PORT[/PATH][,ca=FILE]`. Workers never wait
     /// for an exporter: what its queue cannot hold, or its collector refuses, is counted lost per exporter
     /// (`lwt6 ctl show ioam export`). Changed at run time with `lwt6 ctl ioam export add|del TARGET`.
     #[arg(long = "ioam-export", value_name = "TARGET", value_parser = parse_export_target)]

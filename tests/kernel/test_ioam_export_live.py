@@ -174,33 +174,46 @@ def test_live_export_json_and_grpc_then_collector_down_and_back(topo, api_dir, t
         got = xfer(topo.s0, sent, [topo.d0], expect=len(sent), timeout=3, keep=with_marker)
         assert len(got[topo.d0.label]) == 30, "forwarding stalled while the collector is down"
         assert time.monotonic() - t0 < 3
+        # The first batch is lost after its attempts (0.1 + 0.2 + 0.4 s of backoff); later ones may still be
+        # waiting for the collector (backoff up to 5 s) and be delivered when it is back.
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             g = exporter(router.stats(), grpc_target)
-            if g["written"] + g["lost"] == g["submitted"] == 50:
+            if g["lost"] > 0:
                 break
             time.sleep(0.1)
-        assert g["lost"] == 30 and g["written"] == 20, g
+        assert g["lost"] > 0 and g["written"] == 20 and g["submitted"] == 50, g
         assert any(f["kind"] == "refused" for f in g["failures"]), g
         shown = router.ctl("show", "stats")
-        assert f"ioam export {grpc_target}: traces 50 written 20 lost 30" in shown.stdout, shown.stdout
+        assert f"ioam export {grpc_target}: traces 50 written 20 lost " in shown.stdout, shown.stdout
 
         # Collector back on the same port: the exporter reconnects (after its backoff) and delivers again.
-        col = Collector(topo.rns, api_dir, port)
-        sent = frames(5, 200)
-        got = xfer(topo.s0, sent, [topo.d0], expect=len(sent), timeout=2, keep=with_marker)
-        assert len(got[topo.d0.label]) == 5
-        traces = col.wait(5, timeout=20)
-        assert [t["hop_limit"] for t in traces] == [200 + i - 1 for i in range(5)]
+        col2 = Collector(topo.rns, api_dir, port)
+        try:
+            sent = frames(5, 200)
+            got = xfer(topo.s0, sent, [topo.d0], expect=len(sent), timeout=2, keep=with_marker)
+            assert len(got[topo.d0.label]) == 5
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                late = col2.lines()
+                if [t["hop_limit"] for t in late if t["hop_limit"] >= 199] == [200 + i - 1 for i in range(5)]:
+                    break
+                time.sleep(0.1)
+            assert [t["hop_limit"] for t in late if t["hop_limit"] >= 199] == [200 + i - 1 for i in range(5)], late
 
-        # Removed at run time: its final counters stay; the JSON export goes on.
-        assert router.ctl("ioam", "export", "del", grpc_target).returncode == 0
-        final = router.stop()
-        router = None
-        g = exporter(final, grpc_target)
-        assert (g["submitted"], g["written"], g["lost"], g["running"]) == (55, 25, 30, False)
-        assert exporter(final, f"json:{jpath}")["written"] == 55
-        assert len(jpath.read_text().splitlines()) == 55
+            # Removed at run time: its final counters stay; the JSON export goes on.
+            assert router.ctl("ioam", "export", "del", grpc_target).returncode == 0
+            final = router.stop()
+            router = None
+            g = exporter(final, grpc_target)
+            # Every trace handed over is written or lost, and what is written is what the collectors hold.
+            assert g["submitted"] == 55 and g["written"] + g["lost"] == 55 and not g["running"], g
+            assert g["lost"] > 0
+            assert g["written"] == len(col.lines()) + len(col2.lines()), g
+            assert exporter(final, f"json:{jpath}")["written"] == 55
+            assert len(jpath.read_text().splitlines()) == 55
+        finally:
+            col2.stop()
     finally:
         if router is not None:
             router.kill()

@@ -18,34 +18,36 @@ use crate::IoamRecord;
 use crate::exporter::{Sink, SinkError};
 use crate::grpc::{Limits, bytes, tag, varint};
 use crate::ioam_trace::{Trace, option_type_name};
+use crate::net::Stream;
 use lwt6_wire::ioam::{DecodedNode, OtherOption};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// The default path of the traces endpoint (OTLP/HTTP).
 pub const DEFAULT_PATH: &str = "/v1/traces";
 
-/// Where the collector's OTLP/HTTP receiver listens: `http://HOST:PORT[/PATH]`.
+/// Where the collector's OTLP/HTTP receiver listens: `http://HOST:PORT[/PATH]` or `https://HOST:PORT[/PATH]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     /// `HOST:PORT` (a bracketed IPv6 address as in a URL).
     pub authority: String,
     /// The request path (`/v1/traces` unless given).
     pub path: String,
+    /// `https`: the CA bundle (PEM) the collector's certificate must chain to.
+    pub tls: Option<std::path::PathBuf>,
 }
 
 impl Endpoint {
-    /// Parses `http://HOST:PORT[/PATH]`; `https` is refused (no TLS in this build; docs/ioam.md).
-    pub fn parse(url: &str) -> Result<Endpoint, String> {
-        let rest = match url.split_once("://") {
-            Some(("http", r)) => r,
-            Some(("https", _)) => {
-                return Err(
-                    "https is not supported (an OTLP endpoint over plain HTTP only)".into(),
-                );
+    /// Parses `http://HOST:PORT[/PATH]` or `https://HOST:PORT[/PATH]` (TLS, trusting the CAs of `ca`, or of
+    /// [`crate::net::DEFAULT_CA`] when `ca` is None). A `ca` with `http` is refused.
+    pub fn parse_with_ca(url: &str, ca: Option<std::path::PathBuf>) -> Result<Endpoint, String> {
+        let (rest, tls) = match url.split_once("://") {
+            Some(("http", _)) if ca.is_some() => {
+                return Err("ca= is for https only".into());
             }
-            _ => return Err("an http:// URL is expected".into()),
+            Some(("http", r)) => (r, None),
+            Some(("https", r)) => (r, Some(ca.unwrap_or_else(|| crate::net::DEFAULT_CA.into()))),
+            _ => return Err("an http:// or https:// URL is expected".into()),
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -63,13 +65,31 @@ impl Endpoint {
         Ok(Endpoint {
             authority: authority.to_string(),
             path: path.to_string(),
+            tls,
         })
+    }
+
+    /// [`parse_with_ca`](Self::parse_with_ca) without a CA file.
+    pub fn parse(url: &str) -> Result<Endpoint, String> {
+        Endpoint::parse_with_ca(url, None)
     }
 }
 
 impl std::fmt::Display for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}{}", self.authority, self.path)
+        match &self.tls {
+            None => write!(f, "http://{}{}", self.authority, self.path),
+            Some(ca) if ca.as_os_str() == crate::net::DEFAULT_CA => {
+                write!(f, "https://{}{}", self.authority, self.path)
+            }
+            Some(ca) => write!(
+                f,
+                "https://{}{},ca={}",
+                self.authority,
+                self.path,
+                ca.display()
+            ),
+        }
     }
 }
 
@@ -455,13 +475,15 @@ fn io_failed(ep: &Endpoint, doing: &str, e: &std::io::Error) -> Failed {
         K::WouldBlock | K::TimedOut => "timeout",
         K::ConnectionRefused => "refused",
         K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => "closed",
+        // rustls reports a failed handshake or a bad record so.
+        K::InvalidData => "tls",
         _ => "io",
     };
     failed(kind, format!("{}: {doing}: {e}", ep.authority), true)
 }
 
 /// POSTs `body` on `sock` and reads the answer: Ok when the collector answered 2xx.
-fn post(sock: &mut BufReader<TcpStream>, ep: &Endpoint, body: &[u8]) -> Result<bool, Failed> {
+fn post(sock: &mut BufReader<Stream>, ep: &Endpoint, body: &[u8]) -> Result<bool, Failed> {
     let head = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nUser-Agent: lwt6/{}\r\n\r\n",
         ep.path,
@@ -475,7 +497,7 @@ fn post(sock: &mut BufReader<TcpStream>, ep: &Endpoint, body: &[u8]) -> Result<b
         .and_then(|_| w.flush())
         .map_err(|e| io_failed(ep, "sending", &e))?;
     let mut line = String::new();
-    let read_line = |sock: &mut BufReader<TcpStream>, line: &mut String| {
+    let read_line = |sock: &mut BufReader<Stream>, line: &mut String| {
         line.clear();
         let mut lim = sock.by_ref().take(MAX_RESPONSE as u64);
         match lim.read_line(line) {
@@ -619,7 +641,8 @@ pub struct Client {
     limits: Limits,
     dev_names: Vec<String>,
     ids: Ids,
-    conn: Option<BufReader<TcpStream>>,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    conn: Option<BufReader<Stream>>,
     backoff: Duration,
     retry_at: Option<Instant>,
     down_since: Option<Instant>,
@@ -645,6 +668,7 @@ impl Client {
             limits,
             dev_names,
             ids: Ids::new(seed),
+            tls: None,
             conn: None,
             retry_at: None,
             down_since: None,
@@ -653,18 +677,31 @@ impl Client {
         }
     }
 
+    /// Over TLS with `cfg` ([`crate::net::tls_config`], ALPN `http/1.1`).
+    pub fn with_tls(self, cfg: std::sync::Arc<rustls::ClientConfig>) -> Client {
+        Client {
+            tls: Some(cfg),
+            ..self
+        }
+    }
+
     fn attempt(&mut self, body: &[u8]) -> Result<(), Failed> {
         if self.conn.is_none() {
-            let (s, _) = crate::net::connect(&self.ep.authority, self.limits.connect_timeout)
-                .map_err(|e| match e {
-                    crate::net::ConnectError::Resolve(m) => failed("resolve", m, true),
-                    crate::net::ConnectError::Connect(e) => io_failed(&self.ep, "connecting", &e),
-                })?;
+            let stream = crate::net::connect_stream(
+                &self.ep.authority,
+                self.limits.connect_timeout,
+                self.tls.as_ref(),
+            )
+            .map_err(|e| match e {
+                crate::net::ConnectError::Resolve(m) => failed("resolve", m, true),
+                crate::net::ConnectError::Connect(e) => io_failed(&self.ep, "connecting", &e),
+            })?;
+            let s = stream.tcp();
             s.set_read_timeout(Some(self.limits.io_timeout))
                 .and_then(|_| s.set_write_timeout(Some(self.limits.io_timeout)))
                 .and_then(|_| s.set_nodelay(true))
                 .map_err(|e| io_failed(&self.ep, "connecting", &e))?;
-            self.conn = Some(BufReader::new(s));
+            self.conn = Some(BufReader::new(stream));
         }
         let c = self.conn.as_mut().expect("connected above");
         let r = post(c, &self.ep, body);

@@ -18,12 +18,29 @@ pub enum Target {
     Json(Option<PathBuf>),
     /// An IOAM collector over gRPC (`grpc:HOST:PORT`).
     Grpc(String),
-    /// An OpenTelemetry collector over OTLP/HTTP with protobuf (`otlp:http://HOST:PORT[/PATH]`; the path
-    /// defaults to `/v1/traces`).
+    /// An IOAM collector over gRPC in TLS (`grpcs:HOST:PORT[,ca=FILE]`): the collector's certificate must chain
+    /// to a CA of FILE (PEM; default [`crate::net::DEFAULT_CA`]) and name HOST.
+    Grpcs(String, PathBuf),
+    /// An OpenTelemetry collector over OTLP/HTTP with protobuf (`otlp:http://HOST:PORT[/PATH]`, or
+    /// `otlp:https://HOST:PORT[/PATH][,ca=FILE]`; the path defaults to `/v1/traces`).
     Otlp(crate::otlp::Endpoint),
 }
 
-const EXPECTED: &str = "expected json:FILE, json:-, grpc:HOST:PORT or otlp:http://HOST:PORT[/PATH]";
+const EXPECTED: &str = "expected json:FILE, json:-, grpc:HOST:PORT, grpcs:HOST:PORT[,ca=FILE] or otlp:http[s]://HOST:PORT[/PATH][,ca=FILE]";
+
+/// `HOST:PORT` with a non-empty host and a port.
+fn host_port(a: &str) -> bool {
+    a.rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+}
+
+/// `X,ca=FILE` as (X, Some(FILE)), else (X, None).
+fn with_ca(s: &str) -> (&str, Option<PathBuf>) {
+    match s.rsplit_once(",ca=") {
+        Some((x, f)) if !f.is_empty() => (x, Some(f.into())),
+        _ => (s, None),
+    }
+}
 
 impl FromStr for Target {
     type Err = String;
@@ -37,9 +54,19 @@ impl FromStr for Target {
             {
                 Ok(Target::Grpc(a.into()))
             }
-            Some(("otlp", u)) => crate::otlp::Endpoint::parse(u)
-                .map(Target::Otlp)
-                .map_err(|why| format!("'{s}': {why} ({EXPECTED})")),
+            Some(("grpcs", a)) => match with_ca(a) {
+                (a, ca) if host_port(a) => Ok(Target::Grpcs(
+                    a.into(),
+                    ca.unwrap_or_else(|| crate::net::DEFAULT_CA.into()),
+                )),
+                _ => Err(format!("'{s}': {EXPECTED}")),
+            },
+            Some(("otlp", u)) => {
+                let (u, ca) = with_ca(u);
+                crate::otlp::Endpoint::parse_with_ca(u, ca)
+                    .map(Target::Otlp)
+                    .map_err(|why| format!("'{s}': {why} ({EXPECTED})"))
+            }
             _ => Err(format!("'{s}': {EXPECTED}")),
         }
     }
@@ -51,6 +78,10 @@ impl std::fmt::Display for Target {
             Target::Json(None) => f.write_str("json:-"),
             Target::Json(Some(p)) => write!(f, "json:{}", p.display()),
             Target::Grpc(a) => write!(f, "grpc:{a}"),
+            Target::Grpcs(a, ca) if ca.as_os_str() == crate::net::DEFAULT_CA => {
+                write!(f, "grpcs:{a}")
+            }
+            Target::Grpcs(a, ca) => write!(f, "grpcs:{a},ca={}", ca.display()),
             Target::Otlp(e) => write!(f, "otlp:{e}"),
         }
     }
@@ -91,7 +122,16 @@ impl Target {
                 }
             },
             Target::Grpc(addr) => Box::new(crate::grpc::Client::new(addr)),
-            Target::Otlp(e) => Box::new(crate::otlp::Client::new(e.clone(), dev_names)),
+            Target::Grpcs(addr, ca) => Box::new(
+                crate::grpc::Client::new(addr).with_tls(crate::net::tls_config(ca, &[b"h2"])?),
+            ),
+            Target::Otlp(e) => {
+                let c = crate::otlp::Client::new(e.clone(), dev_names);
+                match &e.tls {
+                    None => Box::new(c),
+                    Some(ca) => Box::new(c.with_tls(crate::net::tls_config(ca, &[b"http/1.1"])?)),
+                }
+            }
         };
         Ok(Exporter::spawn(sink, depth))
     }

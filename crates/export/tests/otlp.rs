@@ -188,9 +188,12 @@ fn endpoints() {
         (e.authority.as_str(), e.path.as_str()),
         ("[::1]:4318", "/custom/traces")
     );
+    assert_eq!(e.tls, None);
+    let e = Endpoint::parse("https://h:1").unwrap();
+    assert_eq!(e.tls, Some(lwt6_export::net::DEFAULT_CA.into()));
     for bad in [
         "127.0.0.1:4318",
-        "https://h:1",
+        "ftp://h:1",
         "http://h",
         "http://:1",
         "http://h:99999",

@@ -254,7 +254,7 @@ impl ExportHub {
             }),
             ["ioam", "export", ..] => Some((
                 false,
-                "ioam export: expected add TARGET or del TARGET (TARGET: json:FILE, grpc:HOST:PORT, otlp:http://HOST:PORT)".into(),
+                "ioam export: expected add TARGET or del TARGET (TARGET: json:FILE, grpc:HOST:PORT, grpcs:HOST:PORT[,ca=FILE], otlp:http[s]://HOST:PORT[/PATH][,ca=FILE])".into(),
             )),
             ["show", "ioam", "export"] => {
                 let s = self.stats();
