@@ -67,6 +67,16 @@ pub struct RunArgs {
     /// and off); `on` fails when it cannot; `off` attaches the plain redirect program.
     #[arg(long = "xdp-tier", value_enum)]
     pub xdp_tier: Option<OnOff>,
+    /// Export the IOAM traces the router removes at its domains' boundaries (repeatable; docs/ioam.md,
+    /// *Export*): `json:FILE`, `json:-`, `grpc:HOST:PORT`, `grpcs:HOST:PORT[,ca=FILE]` (TLS) or
+    /// `otlp:http[s]://HOST:PORT[/PATH][,ca=FILE]`. Workers never wait
+    /// for an exporter: what its queue cannot hold, or its collector refuses, is counted lost per exporter
+    /// (`lwt6 ctl show ioam export`). Changed at run time with `lwt6 ctl ioam export add|del TARGET`.
+    #[arg(long = "ioam-export", value_name = "TARGET", value_parser = parse_export_target)]
+    pub ioam_export: Vec<String>,
+    /// Also export every IOAM trace this router fills in transit.
+    #[arg(long = "ioam-export-transit")]
+    pub ioam_export_transit: bool,
 }
 
 /// `on` or `off`.
@@ -76,6 +86,12 @@ pub enum OnOff {
     On,
     /// Off.
     Off,
+}
+
+/// Checks an export target when the arguments are read (the router starts it later).
+fn parse_export_target(s: &str) -> Result<String, String> {
+    s.parse::<lwt6_export::target::Target>()
+        .map(|_| s.to_string())
 }
 
 /// `lwt6 ctl`.
@@ -91,10 +107,11 @@ pub struct CtlArgs {
     pub batch: Option<PathBuf>,
     /// One request: a configuration line (`route add ...`, `neigh add ...`, `ioam ...`, `sysctl ...`),
     /// `show routes|stats|neigh|trace|capture|sr|ioam|interfaces [-j]`, `route get ADDR [from SRC] [iif DEV]
-    /// [table T] [-j]`, `clear stats`, `trace add N [dev IF] [src PREFIX] [dst PREFIX] [proto P]`, `trace stop`,
-    /// `trace clear` (docs/live.md, *Inspecting a running router*, *Packet tracing*), or `capture start [dev IF] [rx]
-    /// [tx] [drop] [count N] [overwrite] FILE`, `capture stop` (a pcapng file the router writes; a relative FILE is
-    /// taken from this directory; docs/live.md, *Live capture*); the words are joined by spaces.
+    /// [table T] [-j]`, `clear stats`, `ioam export add|del TARGET`, `show ioam export [-j]`, `trace add N [dev IF]
+    /// [src PREFIX] [dst PREFIX] [proto P]`, `trace stop`, `trace clear` (docs/live.md, *Inspecting a running
+    /// router*, *Packet tracing*, *IOAM export*), or `capture start [dev IF] [rx] [tx] [drop] [count N] [overwrite]
+    /// FILE`, `capture stop` (a pcapng file the router writes; a relative FILE is taken from this directory;
+    /// docs/live.md, *Live capture*); the words are joined by spaces.
     #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }
@@ -136,6 +153,8 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             Some(OnOff::On) => lwt6_router::xdp_tier::TierMode::On,
             Some(OnOff::Off) => lwt6_router::xdp_tier::TierMode::Off,
         },
+        ioam_export: a.ioam_export,
+        ioam_export_transit: a.ioam_export_transit,
     };
     let report = lwt6_router::run(&opts)?;
     let text = if a.json {

@@ -106,8 +106,10 @@ pub struct PcapArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
     /// Export the IOAM traces the router removes at its domains' boundaries (docs/ioam.md): `json:FILE`,
-    /// `json:-` (stdout) or `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`). Traces that
-    /// cannot be written are counted lost; when every trace is lost, the exit status is 3.
+    /// `json:-` (stdout), `grpc:HOST:PORT` (an IOAM collector, `ioam_api.IOAMService/Report`; `grpcs:HOST:PORT
+    /// [,ca=FILE]` over TLS) or `otlp:http[s]://HOST:PORT[/PATH][,ca=FILE]` (an OpenTelemetry collector,
+    /// OTLP/HTTP protobuf; path `/v1/traces` by default). TLS trusts the CAs of FILE (PEM; default the system
+    /// bundle). Traces that cannot be written are counted lost; when every trace is lost, the exit status is 3.
     #[arg(long = "ioam-export", value_name = "TARGET")]
     pub ioam_export: Option<ioam_export::Target>,
     /// Also export every IOAM trace this router fills in transit.
@@ -419,7 +421,7 @@ fn cmd_pcap(a: PcapArgs) -> Result<(), Failure> {
         .map(|t| {
             router.worker.ioam_export.capacity = ioam_export::QUEUE;
             router.worker.ioam_export.transit = a.ioam_export_transit;
-            t.start(snap.links.iter().map(|l| l.name.clone()).collect())
+            ioam_export::start(t, snap.links.iter().map(|l| l.name.clone()).collect())
         })
         .transpose()?;
     router.set_resolve(a.resolve);

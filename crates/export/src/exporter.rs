@@ -7,9 +7,9 @@
 //! never notices. Each failure is counted under its kind ([`ExportReport::failures`]).
 
 use crate::IoamRecord;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Where records go.
@@ -84,6 +84,11 @@ impl ExportReport {
 struct Shared {
     written: AtomicU64,
     lost: AtomicU64,
+    /// Records handed over (put in the channel or lost because it was full).
+    submitted: AtomicU64,
+    /// The failures by kind and the last error so far, as the thread last saw them (a slow path: updated after
+    /// a failed batch only).
+    failures: Mutex<Ended>,
 }
 
 /// What the exporter thread hands back when it ends.
@@ -113,6 +118,7 @@ impl Exporter {
                         None => failures.push((e.kind, 1)),
                     }
                     *last_error = Some(e.message);
+                    failures.clone()
                 };
                 for batch in rx {
                     match sink.write(&batch) {
@@ -124,7 +130,10 @@ impl Exporter {
                             s.written.fetch_add(whole as u64, Ordering::Relaxed);
                             s.lost
                                 .fetch_add((batch.len() - whole) as u64, Ordering::Relaxed);
-                            failed(e, &mut last_error);
+                            let ours = failed(e, &mut last_error);
+                            if let Ok(mut f) = s.failures.lock() {
+                                *f = (last_error.clone(), sink.failures().unwrap_or(ours));
+                            }
                         }
                     };
                 }
@@ -143,18 +152,41 @@ impl Exporter {
 
     /// Hands a batch over without waiting; a full channel loses it (counted).
     pub fn submit(&self, batch: Vec<IoamRecord>) {
-        if batch.is_empty() {
-            return;
+        if let Some(s) = self.submitter() {
+            s.submit(batch);
         }
-        let n = batch.len() as u64;
-        if let Some(tx) = &self.tx {
-            match tx.try_send(batch) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                    self.shared.lost.fetch_add(n, Ordering::Relaxed);
-                }
-            }
+    }
+
+    /// A handle to hand batches over from another thread (a worker) without waiting. The exporter's thread ends
+    /// ([`finish`](Self::finish) returns) once every submitter is dropped too.
+    pub fn submitter(&self) -> Option<Submitter> {
+        self.tx.as_ref().map(|tx| Submitter {
+            tx: tx.clone(),
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    /// What the exporter did so far: records written and lost, the failures by kind and the last error.
+    pub fn progress(&self) -> ExportReport {
+        let (last_error, failures) = self
+            .shared
+            .failures
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
+        ExportReport {
+            written: self.shared.written.load(Ordering::Relaxed),
+            lost: self.shared.lost.load(Ordering::Relaxed),
+            last_error,
+            failures,
         }
+    }
+
+    /// Records handed over so far ([`submit`](Self::submit), [`submit_wait`](Self::submit_wait) and every
+    /// [`Submitter`]); those neither [`written`](ExportReport::written) nor
+    /// [`lost`](ExportReport::lost) are waiting in the channel or being written.
+    pub fn submitted(&self) -> u64 {
+        self.shared.submitted.load(Ordering::Relaxed)
     }
 
     /// Hands a batch over, waiting for room (offline use).
@@ -163,6 +195,7 @@ impl Exporter {
             return;
         }
         let n = batch.len() as u64;
+        self.shared.submitted.fetch_add(n, Ordering::Relaxed);
         if let Some(tx) = &self.tx
             && tx.send(batch).is_err()
         {
@@ -197,6 +230,39 @@ impl Drop for Exporter {
         self.tx = None;
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// Hands batches to an [`Exporter`] from another thread, never waiting: a full channel loses the batch, counted
+/// in the exporter's [`lost`](ExportReport::lost). Cloned once per worker; one bounded channel
+/// ([`std::sync::mpsc::sync_channel`]) behind them all, so a worker costs the exporter nothing until it has
+/// records, and a batch costs one `try_send`.
+#[derive(Clone)]
+pub struct Submitter {
+    tx: SyncSender<Vec<IoamRecord>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Submitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Submitter")
+    }
+}
+
+impl Submitter {
+    /// Hands a batch over without waiting; a full channel (or an exporter that ended) loses it, counted.
+    pub fn submit(&self, batch: Vec<IoamRecord>) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len() as u64;
+        self.shared.submitted.fetch_add(n, Ordering::Relaxed);
+        match self.tx.try_send(batch) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.shared.lost.fetch_add(n, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -366,5 +432,49 @@ mod tests {
         assert_eq!(file.len(), 2 * one, "the cut third record was taken back");
         assert_eq!((r.written, r.lost), (2, 4));
         assert!(r.last_error.unwrap().contains("os error 28"));
+    }
+
+    /// A sink that says when it starts writing and waits to be let go.
+    struct Stuck {
+        started: std::sync::mpsc::Sender<()>,
+        go: Arc<std::sync::Barrier>,
+    }
+
+    impl Sink for Stuck {
+        fn write(&mut self, _: &[IoamRecord]) -> Result<(), SinkError> {
+            let _ = self.started.send(());
+            self.go.wait();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stuck_sink_never_holds_a_submitter_and_what_does_not_fit_is_counted() {
+        let (started, seen) = std::sync::mpsc::channel();
+        let go = Arc::new(std::sync::Barrier::new(2));
+        let e = Exporter::spawn(
+            Box::new(Stuck {
+                started,
+                go: Arc::clone(&go),
+            }),
+            1,
+        );
+        let s = e.submitter().unwrap();
+        s.submit(vec![record(0), record(1)]);
+        seen.recv().unwrap();
+        // The sink holds the first batch; the channel has room for one more; the rest is lost at once.
+        let t = std::time::Instant::now();
+        for i in 1..10 {
+            s.submit(vec![record(i); 3]);
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(e.submitted(), 2 + 9 * 3);
+        assert_eq!(e.progress().lost, 8 * 3);
+        go.wait();
+        seen.recv().unwrap();
+        go.wait();
+        drop(s);
+        let r = e.finish();
+        assert_eq!((r.written, r.lost), (2 + 3, 8 * 3));
     }
 }

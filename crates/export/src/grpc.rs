@@ -26,7 +26,6 @@ use crate::exporter::{Sink, SinkError};
 use crate::ioam_trace::{Trace, option_type};
 use lwt6_wire::ioam::DecodedNode;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 /// The method's path.
@@ -34,7 +33,7 @@ pub const PATH: &str = "/ioam_api.IOAMService/Report";
 
 // ---- protobuf (the wire format: https://protobuf.dev/programming-guides/encoding/) ----
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -42,7 +41,7 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
+pub(crate) fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, (u64::from(field) << 3) | u64::from(wire));
 }
 
@@ -54,7 +53,7 @@ fn uint(out: &mut Vec<u8>, field: u32, v: Option<u64>) {
     }
 }
 
-fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+pub(crate) fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     tag(out, field, 2);
     varint(out, b.len() as u64);
     out.extend_from_slice(b);
@@ -290,6 +289,8 @@ fn io_error(addr: &str, doing: &str, e: &std::io::Error) -> CallError {
         K::WouldBlock | K::TimedOut => "timeout",
         K::ConnectionRefused => "refused",
         K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted => "closed",
+        // rustls reports a failed handshake or a bad record so.
+        K::InvalidData => "tls",
         _ => "io",
     };
     let what = if kind == "timeout" {
@@ -310,7 +311,7 @@ fn shown(b: &[u8]) -> String {
 }
 
 struct Conn {
-    sock: TcpStream,
+    sock: crate::net::Stream,
     authority: String,
     limits: Limits,
     next_stream: u32,
@@ -332,17 +333,20 @@ enum Event {
 }
 
 impl Conn {
-    fn open(addr: &str, limits: &Limits) -> Result<Conn, CallError> {
-        let sa = addr
-            .to_socket_addrs()
-            .map_err(|e| call_error("resolve", format!("{addr}: {e}")))?
-            .next()
-            .ok_or_else(|| call_error("resolve", format!("{addr}: no address")))?;
-        let sock = TcpStream::connect_timeout(&sa, limits.connect_timeout)
-            .map_err(|e| io_error(addr, "connecting", &e))?;
-        sock.set_read_timeout(Some(limits.io_timeout))
-            .and_then(|_| sock.set_write_timeout(Some(limits.io_timeout)))
-            .and_then(|_| sock.set_nodelay(true))
+    fn open(
+        addr: &str,
+        limits: &Limits,
+        tls: Option<&std::sync::Arc<rustls::ClientConfig>>,
+    ) -> Result<Conn, CallError> {
+        let sock =
+            crate::net::connect_stream(addr, limits.connect_timeout, tls).map_err(|e| match e {
+                crate::net::ConnectError::Resolve(m) => call_error("resolve", m),
+                crate::net::ConnectError::Connect(e) => io_error(addr, "connecting", &e),
+            })?;
+        let tcp = sock.tcp();
+        tcp.set_read_timeout(Some(limits.io_timeout))
+            .and_then(|_| tcp.set_write_timeout(Some(limits.io_timeout)))
+            .and_then(|_| tcp.set_nodelay(true))
             .map_err(|e| io_error(addr, "connecting", &e))?;
         let mut decoder = loona_hpack::Decoder::new();
         // The dynamic table the collector may use: SETTINGS_HEADER_TABLE_SIZE's default, 4096 (RFC 9113 §6.5.2).
@@ -603,6 +607,7 @@ impl Conn {
     fn closing_reason(&mut self) -> Option<CallError> {
         let stream = self.next_stream.checked_sub(2)?;
         self.sock
+            .tcp()
             .set_read_timeout(Some(Duration::from_millis(200)))
             .ok()?;
         for _ in 0..64 {
@@ -739,6 +744,7 @@ impl Conn {
 pub struct Client {
     addr: String,
     limits: Limits,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     conn: Option<Conn>,
     /// Next wait before reconnecting, after a failure.
     backoff: Duration,
@@ -761,6 +767,7 @@ impl Client {
     pub fn with_limits(addr: &str, limits: Limits) -> Client {
         Client {
             addr: addr.to_string(),
+            tls: None,
             backoff: limits.backoff,
             limits,
             conn: None,
@@ -768,6 +775,14 @@ impl Client {
             down_since: None,
             last: None,
             failures: Vec::new(),
+        }
+    }
+
+    /// Over TLS with `cfg` (its ALPN should offer `h2`: [`crate::net::tls_config`]).
+    pub fn with_tls(self, cfg: std::sync::Arc<rustls::ClientConfig>) -> Client {
+        Client {
+            tls: Some(cfg),
+            ..self
         }
     }
 
@@ -784,7 +799,7 @@ impl Client {
 
     fn call(&mut self, msgs: &[Vec<u8>]) -> Result<(), CallError> {
         if self.conn.is_none() {
-            self.conn = Some(Conn::open(&self.addr, &self.limits)?);
+            self.conn = Some(Conn::open(&self.addr, &self.limits, self.tls.as_ref())?);
         }
         let c = self.conn.as_mut().expect("connected above");
         let mut r = c.report(msgs);

@@ -8,5 +8,8 @@ pub mod exporter;
 pub mod grpc;
 pub mod ioam_trace;
 pub mod json;
+pub mod net;
+pub mod otlp;
+pub mod target;
 
 pub use lwt6_dataplane::hop::ioam_domain::{ExportEvent, FlowIds, IoamRecord};

@@ -78,6 +78,8 @@ pub struct Control {
     pub baseline: crate::show::clear::Baseline,
     /// The ports the workers serve (`show interfaces`).
     pub ports: Vec<crate::show::interfaces::PortInfo>,
+    /// The IOAM exporters (`ioam export add|del`, `show ioam export`; [`crate::export`]).
+    pub export: Arc<crate::export::ExportHub>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -198,6 +200,7 @@ impl Control {
             refused: 0,
             baseline: Default::default(),
             ports: Vec::new(),
+            export: Arc::default(),
         }
     }
 
@@ -215,6 +218,9 @@ impl Control {
         let toks: Vec<&str> = line.split_whitespace().collect();
         if let Some(args) = crate::show::inspect::route_get_words(&toks) {
             return self.route_get(args);
+        }
+        if let Some(r) = self.export.control(&toks) {
+            return r;
         }
         match toks.first().copied() {
             None => (false, "empty request".into()),
@@ -324,6 +330,7 @@ impl Control {
                     if let Some(t) = self.xdp.as_ref().and_then(|t| t.lock().ok()) {
                         v["xdp"] = t.json(&total.stats);
                     }
+                    v["ioam_export"] = self.export.json();
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
@@ -333,6 +340,7 @@ impl Control {
                     if let Some(t) = self.xdp.as_ref().and_then(|t| t.lock().ok()) {
                         s += &t.text(&total.stats);
                     }
+                    s += &self.export.text();
                     if self.refused_since_clear() > 0 {
                         s += &format!(
                             "  control connections refused (peer credentials) {}\n",

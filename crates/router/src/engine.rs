@@ -166,6 +166,8 @@ pub struct WorkerCtx<P> {
     pub trace: Arc<crate::trace::TraceBoard>,
     /// The live capture the control thread starts (`lwt6 ctl capture start`), looked at once per round.
     pub capture: Arc<crate::capture::CaptureBoard>,
+    /// The IOAM exporters, looked at once per round ([`crate::export`]).
+    pub export: Arc<crate::export::ExportHub>,
 }
 
 impl<P> std::fmt::Debug for WorkerCtx<P> {
@@ -201,6 +203,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
     let mut draining = None;
     let mut trace_seen = 0;
     let mut capture = crate::capture::WorkerCapture::default();
+    let mut export = crate::export::WorkerExport::default();
     loop {
         if draining.is_none() && ctx.stop.load(Ordering::Relaxed) {
             draining = Some(0usize);
@@ -247,6 +250,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         // Timers of the next hops being resolved, and the packets a newer snapshot's neighbours release.
         worker.service(&snap, ts, &mut |odev, _ts, frame| stages[odev].push(frame));
         drop(snap);
+        export.round(&ctx.export, &mut worker);
         let traced = worker.take_traces();
         if !traced.is_empty() {
             ctx.trace.deposit(trace_seen, traced);

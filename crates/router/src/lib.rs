@@ -29,6 +29,7 @@ pub mod control;
 pub mod ctl;
 pub mod engine;
 mod error;
+pub mod export;
 pub mod kroutes;
 pub mod links;
 pub mod log;

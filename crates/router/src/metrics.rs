@@ -64,7 +64,7 @@ impl<T: std::fmt::Display> From<T> for LabelValue {
 }
 
 /// The label set of every family: (name, value) pairs.
-type Labels = Vec<(&'static str, LabelValue)>;
+pub(crate) type Labels = Vec<(&'static str, LabelValue)>;
 
 /// The results of `SIGHUP` reloads, shared by the control thread (which reloads) and the metrics server.
 #[derive(Debug)]
@@ -116,6 +116,8 @@ pub struct Sources {
     pub reload: Arc<ReloadStatus>,
     /// The XDP tier, once the router runs with it (its families: [`crate::xdp_tier::metrics`]).
     pub xdp: crate::xdp_tier::Shared,
+    /// The IOAM exporters (`--ioam-export`), if any.
+    pub export: Option<Arc<crate::export::ExportHub>>,
 }
 
 impl Sources {
@@ -127,7 +129,8 @@ impl Sources {
             .map(|r| r.lock().map(|r| r.clone()).unwrap_or_default())
             .collect();
         let snap = self.snapshot.as_ref().map(|h| h.load());
-        let text = render(&each, &self.links, snap.as_deref(), &self.reload);
+        let export = self.export.as_ref().map(|h| h.stats()).unwrap_or_default();
+        let text = render_with(&each, &self.links, snap.as_deref(), &self.reload, &export);
         match self.xdp.get() {
             Some(t) => crate::xdp_tier::metrics(t, &each, text),
             None => text,
@@ -136,7 +139,7 @@ impl Sources {
 }
 
 /// A counter family registered in `reg` under `name` (exposed as `name_total`).
-fn counters(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
+pub(crate) fn counters(reg: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
     let f = Family::<Labels, Counter>::default();
     reg.register(name, help, f.clone());
     f
@@ -149,7 +152,7 @@ fn counter(reg: &mut Registry, name: &str, help: &str, v: u64) {
     reg.register(name, help, c);
 }
 
-fn count(f: &Family<Labels, Counter>, labels: Labels, v: u64) {
+pub(crate) fn count(f: &Family<Labels, Counter>, labels: Labels, v: u64) {
     f.get_or_create(&labels).inc_by(v);
 }
 
@@ -160,6 +163,17 @@ pub fn render(
     links: &[String],
     snap: Option<&Snapshot>,
     reload: &ReloadStatus,
+) -> String {
+    render_with(each, links, snap, reload, &[])
+}
+
+/// [`render`], with the IOAM exporters' counters ([`crate::export::register`]).
+pub fn render_with(
+    each: &[WorkerReport],
+    links: &[String],
+    snap: Option<&Snapshot>,
+    reload: &ReloadStatus,
+    export: &[crate::export::ExporterStats],
 ) -> String {
     let mut total = WorkerReport::default();
     for r in each {
@@ -350,6 +364,7 @@ pub fn render(
         vec![("result", "failure".into())],
         reload.failed.load(Ordering::Relaxed),
     );
+    crate::export::register(&mut reg, export);
     let mut s = String::new();
     // Writing to a String fails only if an encoder reports an error, which ours never do.
     let _ = prometheus_client::encoding::text::encode(&mut s, &reg);
@@ -587,6 +602,7 @@ mod tests {
             snapshot: None,
             reload: Arc::new(ReloadStatus::default()),
             xdp: Default::default(),
+            export: None,
         };
         std::thread::spawn(move || serve(l, s));
         addr

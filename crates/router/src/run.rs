@@ -70,6 +70,10 @@ pub struct RunOptions {
     pub kernel_routes: bool,
     /// The XDP tier with AF_XDP (`--xdp-tier`; docs/xdp.md).
     pub xdp_tier: TierMode,
+    /// IOAM export targets to start with (`--ioam-export`; more over the control socket).
+    pub ioam_export: Vec<String>,
+    /// Also export every IOAM trace the workers fill in transit (`--ioam-export-transit`).
+    pub ioam_export_transit: bool,
 }
 
 /// The final counters of a run, and how the run ended.
@@ -87,6 +91,8 @@ pub struct RunReport {
     pub worker_panicked: bool,
     /// The XDP tier's final counters and state (text, JSON) and whether the router's totals balance, when it ran.
     pub xdp: Option<(String, serde_json::Value, bool)>,
+    /// Every IOAM exporter's final counters.
+    pub ioam_export: Vec<crate::export::ExporterStats>,
 }
 
 impl RunReport {
@@ -95,6 +101,9 @@ impl RunReport {
         let mut s = control::report_text(&self.total, &self.links);
         if let Some((t, _, _)) = &self.xdp {
             s += t;
+        }
+        for e in &self.ioam_export {
+            s += &format!("  ioam export {}\n", e.text());
         }
         s
     }
@@ -106,6 +115,12 @@ impl RunReport {
         if let Some((_, x, _)) = &self.xdp {
             v["xdp"] = x.clone();
         }
+        v["ioam_export"] = serde_json::json!(
+            self.ioam_export
+                .iter()
+                .map(|e| e.json())
+                .collect::<Vec<_>>()
+        );
         v["workers"] = serde_json::json!(
             self.workers
                 .iter()
@@ -341,6 +356,15 @@ fn serve(
     let reload = Arc::new(metrics::ReloadStatus::default());
     // The XDP tier, for the metrics thread once the workers run.
     let metrics_tier: Option<crate::xdp_tier::Shared> = a.metrics.map(|_| Default::default());
+    let export = Arc::new(crate::export::ExportHub::new(
+        names.clone(),
+        a.ioam_export_transit,
+    ));
+    for spec in &a.ioam_export {
+        export
+            .add(spec)
+            .map_err(|e| fail(format!("--ioam-export {e}")))?;
+    }
     if let Some(addr) = a.metrics {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
@@ -350,6 +374,7 @@ fn serve(
             snapshot: Some(handle.clone()),
             reload: reload.clone(),
             xdp: metrics_tier.clone().unwrap_or_default(),
+            export: Some(export.clone()),
         };
         std::thread::Builder::new()
             .name("lwt6-metrics".into())
@@ -393,6 +418,7 @@ fn serve(
                     index: i,
                     trace: Arc::clone(&trace),
                     capture: Arc::clone(&capture),
+                    export: Arc::clone(&export),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -415,6 +441,7 @@ fn serve(
                     index: i,
                     trace: Arc::clone(&trace),
                     capture: Arc::clone(&capture),
+                    export: Arc::clone(&export),
                 };
                 threads.push(spawn(i, Box::new(move || engine::run(ctx)))?);
             }
@@ -453,6 +480,7 @@ fn serve(
         trace,
         capture,
         xdp: tier.clone(),
+        export: Arc::clone(&export),
         stopping: Some(Box::new(stopping)),
         ports: port_info,
         ..Control::new(cfg, handle, reports.clone(), io)
@@ -547,6 +575,7 @@ fn serve(
     let xdp = tier
         .as_ref()
         .map(|t| crate::xdp_tier::report(t, &total.stats));
+    let ioam_export = export.finish();
     Ok(RunReport {
         total,
         workers,
@@ -554,5 +583,6 @@ fn serve(
         io,
         worker_panicked: panicked,
         xdp,
+        ioam_export,
     })
 }
