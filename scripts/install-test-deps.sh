@@ -32,6 +32,8 @@ command -v ethtool >/dev/null 2>&1 || need_apt+=(ethtool)
 # The XDP tier's BPF program (crates/xdp/build.rs) is compiled with clang 19, pinned: Debian's default clang 14
 # silently dropped header stores in such a program. Without it lwt6 builds without the tier.
 command -v clang-19 >/dev/null 2>&1 || need_apt+=(clang-19)
+# crates/export/tests/tls.rs makes its CA and server certificate with the openssl command.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 if ((${#need_apt[@]})); then
     # tshark asks whether non-root users may capture; answer "no" without a prompt.
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
