@@ -30,6 +30,25 @@ pub fn poll_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<usize> {
     Ok(r as usize)
 }
 
+/// poll(2) over `fds`, each with the events the caller set; their `revents` are filled in. Waits at most
+/// `timeout_ms` (-1: no limit); returns how many descriptors have events (0 on timeout or when a signal
+/// interrupted the wait).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: poll(2) reads and writes `nfds` pollfd structures at `fds`: the slice is exclusively borrowed for
+    // the call and holds exactly `fds.len()` initialised `pollfd`s (repr(C), the kernel's layout). A bad
+    // descriptor is reported in its `revents` (POLLNVAL), not undefined behaviour.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r as usize)
+}
+
 /// Signals delivered through a descriptor instead of handlers. [`SignalFd::new`] blocks them in the calling
 /// thread, which must be the main thread before any other is started (threads inherit the mask), so that no
 /// thread is ever interrupted by them and the descriptor alone receives them.

@@ -18,6 +18,7 @@
 //! applied) are written to standard error, one line each, starting with `lwt6: `.
 #![deny(unsafe_code)]
 
+pub mod clients;
 pub mod control;
 pub mod ctl;
 pub mod engine;
@@ -26,6 +27,7 @@ pub mod kroutes;
 pub mod links;
 pub mod log;
 pub mod metrics;
+pub mod neighq;
 mod run;
 pub mod show;
 pub mod trace;

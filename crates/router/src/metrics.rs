@@ -114,6 +114,8 @@ pub struct Sources {
     pub snapshot: Option<Arc<SnapshotHandle>>,
     /// The results of the reloads.
     pub reload: Arc<ReloadStatus>,
+    /// The control thread's counters (clients and neighbours refused), if any.
+    pub control: Option<Arc<crate::clients::ControlCounters>>,
 }
 
 impl Sources {
@@ -125,7 +127,13 @@ impl Sources {
             .map(|r| r.lock().map(|r| r.clone()).unwrap_or_default())
             .collect();
         let snap = self.snapshot.as_ref().map(|h| h.load());
-        render(&each, &self.links, snap.as_deref(), &self.reload)
+        render_with(
+            &each,
+            &self.links,
+            snap.as_deref(),
+            &self.reload,
+            self.control.as_deref(),
+        )
     }
 }
 
@@ -154,6 +162,19 @@ pub fn render(
     links: &[String],
     snap: Option<&Snapshot>,
     reload: &ReloadStatus,
+) -> String {
+    render_with(each, links, snap, reload, None)
+}
+
+/// [`render`], with the control thread's counters when given: `lwt6_control_refused_total` by reason
+/// (`credentials`, `too_many`, `timed_out`, `too_large`, `reply_untaken`), `lwt6_neigh_refused_total`,
+/// `lwt6_neigh_evicted_total` and `lwt6_neigh_events_dropped_total`.
+pub fn render_with(
+    each: &[WorkerReport],
+    links: &[String],
+    snap: Option<&Snapshot>,
+    reload: &ReloadStatus,
+    control: Option<&crate::clients::ControlCounters>,
 ) -> String {
     let mut total = WorkerReport::default();
     for r in each {
@@ -344,6 +365,41 @@ pub fn render(
         vec![("result", "failure".into())],
         reload.failed.load(Ordering::Relaxed),
     );
+    if let Some(c) = control {
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let f = counters(
+            &mut reg,
+            "lwt6_control_refused",
+            "Control socket connections refused or requests given up, by reason",
+        );
+        for (reason, a) in [
+            ("credentials", &c.refused_credentials),
+            ("too_many", &c.refused_too_many),
+            ("timed_out", &c.timed_out),
+            ("too_large", &c.too_large),
+            ("reply_untaken", &c.reply_untaken),
+        ] {
+            count(&f, vec![("reason", reason.into())], g(a));
+        }
+        counter(
+            &mut reg,
+            "lwt6_neigh_refused",
+            "New learned neighbours refused because the table was full of entries it keeps",
+            g(&c.neigh_refused),
+        );
+        counter(
+            &mut reg,
+            "lwt6_neigh_evicted",
+            "Unconfirmed, unused learned neighbours forgotten to make room for an answer to the router's solicitation",
+            g(&c.neigh_evicted),
+        );
+        counter(
+            &mut reg,
+            "lwt6_neigh_events_dropped",
+            "Neighbour events dropped between the workers and the control thread (too many neighbours at once)",
+            g(&c.neigh_events_dropped),
+        );
+    }
     let mut s = String::new();
     // Writing to a String fails only if an encoder reports an error, which ours never do.
     let _ = prometheus_client::encoding::text::encode(&mut s, &reg);
@@ -580,6 +636,7 @@ mod tests {
             links: vec!["r0".into()],
             snapshot: None,
             reload: Arc::new(ReloadStatus::default()),
+            control: None,
         };
         std::thread::spawn(move || serve(l, s));
         addr

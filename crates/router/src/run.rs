@@ -5,7 +5,7 @@
 
 use crate::control::{self, Control};
 use crate::engine::{self, WorkerCtx, WorkerReport};
-use crate::{Error, fail, kroutes, links, metrics, trace};
+use crate::{Error, clients, fail, kroutes, links, metrics, neighq, trace};
 use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
 use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
 use lwt6_io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
@@ -292,6 +292,7 @@ fn serve(
         .map(|_| Arc::new(Mutex::new(WorkerReport::default())))
         .collect();
     let reload = Arc::new(metrics::ReloadStatus::default());
+    let counters = Arc::new(clients::ControlCounters::default());
     if let Some(addr) = a.metrics {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
@@ -300,13 +301,14 @@ fn serve(
             links: names.clone(),
             snapshot: Some(handle.clone()),
             reload: reload.clone(),
+            control: Some(Arc::clone(&counters)),
         };
         std::thread::Builder::new()
             .name("lwt6-metrics".into())
             .spawn(move || metrics::serve(l, sources))
             .map_err(|e| fail(format!("metrics thread: {e}")))?;
     }
-    let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
+    let neigh_inbox = Arc::new(neighq::NeighInbox::default());
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
     let gate = Arc::new(lwt6_dataplane::neigh::SolicitGate::default());
@@ -328,7 +330,7 @@ fn serve(
                     handle: Arc::clone(&handle),
                     stop: Arc::clone(&stop),
                     report: Arc::clone(&reports[i]),
-                    neigh_tx: neigh_tx.clone(),
+                    neigh_tx: Arc::clone(&neigh_inbox),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     solicit_gate: Arc::clone(&gate),
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
@@ -347,7 +349,7 @@ fn serve(
                     handle: Arc::clone(&handle),
                     stop: Arc::clone(&stop),
                     report: Arc::clone(&reports[i]),
-                    neigh_tx: neigh_tx.clone(),
+                    neigh_tx: Arc::clone(&neigh_inbox),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     solicit_gate: Arc::clone(&gate),
                     close: close_xsk,
@@ -376,27 +378,29 @@ fn serve(
         }
     };
     let mut control = Control {
+        counters: Arc::clone(&counters),
         outbox,
         trace,
         stopping: Some(Box::new(stopping)),
         ..Control::new(cfg, handle, reports.clone(), io)
     };
+    control.neigh.solicited = Some(Arc::clone(&gate));
     let mut monitor = if a.kernel_routes {
         Some(kroutes::start(&mut control)?)
     } else {
         None
     };
-    let listener = &sock.listener;
-    let mut fds = vec![signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(listener)];
+    let listener = std::os::fd::AsRawFd::as_raw_fd(&sock.listener);
+    let mut fds = vec![signals.raw_fd(), listener];
     if let Some(m) = &monitor {
         fds.push(m.raw_fd());
     }
+    // The control socket's connections: never waited on, served in this loop (crate::clients).
+    let mut clients = clients::Clients::default();
     'main: loop {
-        let _ = sys::poll_readable(&fds, NEIGH_TICK_MS);
+        clients.wait(&fds, listener, NEIGH_TICK_MS);
         let now = sys::realtime_ns();
-        while let Ok(events) = neigh_rx.try_recv() {
-            control.learn(&events, now);
-        }
+        control.learn(&neigh_inbox.take(&control.counters), now);
         control.tick(now);
         if let Some(m) = &mut monitor {
             kroutes::follow(m, &mut control);
@@ -427,21 +431,17 @@ fn serve(
                 break 'main;
             }
         }
-        while let Ok((conn, _)) = listener.accept() {
-            match sock.admits(&conn) {
-                Ok(()) => control.serve(conn),
-                Err(why) => control.refuse(conn, &why),
-            }
-            if pending.borrow().iter().any(|&s| s != libc::SIGHUP) {
-                // A request saw the stop signal: stop now rather than serve the next connection.
-                break;
-            }
+        clients.accept(sock, &mut control);
+        if clients.serve(&mut control) {
+            // A request saw the stop signal: stop now rather than serve the next connection.
+            break 'main;
         }
         if threads.iter().any(|t| t.is_finished()) {
             eprintln!("lwt6: a worker thread ended unexpectedly; stopping");
             break;
         }
     }
+    clients.close_all();
     stop.store(true, Ordering::Relaxed);
     let mut panicked = false;
     for t in threads {
