@@ -7,6 +7,7 @@ Every delay is measured from outside (the ping's round trip, the time from the s
 shown, a request's round trip over the socket) and bounded by the figure the issue states (100 ms), not by
 anything lwt6 reports."""
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -62,15 +63,14 @@ def request(path, line, timeout=5.0):
 class Pest:
     """Clients that hold connections to the control socket until stopped, reconnecting when the router closes
     theirs: `slow` sends one byte every 0.8 s, `idle` sends nothing, `idle1000` opens 1,000 connections that send
-    nothing."""
+    nothing. In a process of their own (the measurements are not slowed by them)."""
 
     def __init__(self, path, kind):
         self.path, self.kind = path, kind
-        self.stop = threading.Event()
-        self.closed_by_router = 0
-        self.replies = []
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
+        self.stop = multiprocessing.Event()
+        self.results, child = multiprocessing.Pipe(duplex=False)
+        self.proc = multiprocessing.Process(target=self.run, args=(child,), daemon=True)
+        self.proc.start()
         # Let the connections be made (and accepted) before anything is measured.
         time.sleep(0.5 if kind != "idle1000" else 1.0)
 
@@ -80,8 +80,8 @@ class Pest:
         s.setblocking(False)
         return s
 
-    def closed(self, s):
-        """Whether the router closed s (reading what it said)."""
+    def closed(self, s, replies):
+        """Whether the router closed s (keeping what it said)."""
         try:
             b = s.recv(4096)
         except BlockingIOError:
@@ -89,19 +89,20 @@ class Pest:
         except OSError:
             return True
         if b:
-            self.replies.append(b.decode(errors="replace"))
+            replies.append(b.decode(errors="replace"))
         return True
 
-    def run(self):
+    def run(self, out):
         n = 1000 if self.kind == "idle1000" else 1
         socks = [self.connect() for _ in range(n)]
+        closed, replies = 0, []
         text = b"show stats\n"
         sent = [0] * n
         last = time.monotonic()
         while not self.stop.is_set():
             for i, s in enumerate(socks):
-                if self.closed(s):
-                    self.closed_by_router += 1
+                if self.closed(s, replies):
+                    closed += 1
                     s.close()
                     socks[i] = self.connect()
                     sent[i] = 0
@@ -115,10 +116,12 @@ class Pest:
             time.sleep(0.02)
         for s in socks:
             s.close()
+        out.send((closed, replies[:50]))
 
     def end(self):
         self.stop.set()
-        self.thread.join(timeout=10)
+        self.closed_by_router, self.replies = self.results.recv() if self.results.poll(10) else (0, [])
+        self.proc.join(timeout=10)
 
 
 def ping_rtt_max(ns, addr, count=5):
@@ -184,8 +187,8 @@ def test_a_hostile_client_delays_nothing(live, workdir, kind):
     assert pest.closed_by_router >= 1
     assert any(x.startswith("error: timed out") for x in pest.replies), pest.replies[:3]
     if kind == "idle1000":
-        assert stats["control_refused_too_many"] >= 1000 - 256, stats
-        assert any(x.startswith("error: too many control connections") for x in pest.replies)
+        # All held (1,024 at most) until their 2 s were up.
+        assert stats["control_timed_out"] >= 1000, stats
     assert final["balanced"], final
 
 
@@ -230,13 +233,19 @@ def spoofed_ns(i):
                  ICMPv6ND_NS(tgt="fd00:2::1") / ICMPv6NDOptSrcLLAddr(lladdr=mac))
 
 
+def learned(r):
+    """How many neighbours the router learned (`show neigh -j`, the static ones left out)."""
+    res = r.ctl("show", "neigh", "-j")
+    assert res.returncode == 0, res.stderr
+    return sum(1 for n in json.loads(res.stdout) if n["state"] != ["PERMANENT"])
+
+
 def test_spoofed_solicitations_cannot_keep_the_next_hop_unresolved(live, workdir):
     """No static neighbour for the next hop fd00:2::2: 1,100 solicitations from made-up sources on its link fill
     the learned table (1,024); a ping through the router to an address behind that next hop then succeeds at
     once (the answer to the router's own solicitation takes the place of an unused entry), and the refusals and
     the eviction are counted in `show stats` and the metrics."""
     live.lwt6_mode()
-    rcv = live.topo.name(live.d)
     live.topo.ip(live.d, "-6 addr add fc00::2/128 dev d0 nodad")
     conf = [ln for ln in LIVE_BASE if not ln.startswith("neigh add fd00:2::2")]
     r = LiveRouter(live.rns, "\n".join(conf) + "\n", workdir, args=["--metrics", "[::1]:9377"], label="nsflood")
@@ -245,8 +254,9 @@ def test_spoofed_solicitations_cannot_keep_the_next_hop_unresolved(live, workdir
         for f in frames:
             live.d0.send(f)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and r.stats()["neigh_learned"] < 1024:
+        while time.monotonic() < deadline and learned(r) < 1024:
             time.sleep(0.05)
+        full = learned(r)
         before = r.stats()
         t0 = time.monotonic()
         p = subprocess.run(["ip", "netns", "exec", live.topo.name(live.s), "ping", "-c", "3", "-i", "0.2", "-W", "1",
@@ -257,56 +267,66 @@ def test_spoofed_solicitations_cannot_keep_the_next_hop_unresolved(live, workdir
                                  capture_output=True, text=True).stdout
     finally:
         r.stop()
+    assert full == 1024, full
+    assert p.returncode == 0 and " 0% packet loss" in p.stdout, p.stdout + p.stderr
     assert before["neigh_learned"] == 1024, before
     assert before["neigh_refused"] >= 1100 - 1024, before
-    assert p.returncode == 0 and " 0% packet loss" in p.stdout, p.stdout + p.stderr
     assert took < 1.5, took
     assert after["neigh_evicted"] >= 1, after
     assert re.search(r"^lwt6_neigh_refused_total (\d+)$", metrics, re.M), metrics[-2000:]
     assert int(re.search(r"^lwt6_neigh_evicted_total (\d+)$", metrics, re.M).group(1)) >= 1
-    del rcv
 
 
-def test_sigterm_during_an_in_place_publish_exits_within_2s(live, workdir):
-    """SIGTERM while a batch of 800,000 route additions is being published (its lines all applied): the router
-    exits within 2 s. The batch is sent whole before the signal; the signal comes as the router is past the
-    lines (the reply has not come 1.5 s after the batch was sent)."""
+def big_batch(sock, lines, reply):
+    """Sends `batch` and `lines` on a new connection; `reply` gets when it was sent and the reply's text."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock)
+    s.sendall(b"batch\n" + lines)
+    s.shutdown(socket.SHUT_WR)
+    reply["sent"] = time.monotonic()
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    reply["done"] = time.monotonic()
+    reply["text"] = out.decode()
+
+
+def test_sigterm_late_in_a_large_batch_exits_within_2s(live, workdir):
+    """SIGTERM late in a batch of 800,000 route additions, when its lines are applied and its routes are being
+    published into the table (or about to be): the router exits within 2 s. The batch is first applied whole once,
+    to learn how long it takes on this machine; the signal then comes at 80 % of that time on a fresh router (the
+    reply says whether the publication had begun)."""
     live.lwt6_mode()
-    rt = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "packet"], label="pubterm")
     lines = "".join(f"-6 route add fd10:{i >> 16:x}:{i & 0xffff:x}::/48 via fd00:2::2 dev r1\n"
-                    for i in range(800_000))
+                    for i in range(800_000)).encode()
+    rt = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "packet"], label="pubterm1")
+    whole = {}
+    try:
+        big_batch(rt.sock, lines, whole)
+    finally:
+        rt.stop()
+    assert whole["text"] == "ok\n", whole["text"]
+    length = whole["done"] - whole["sent"]
+    rt = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "packet"], label="pubterm2")
     reply = {}
-
-    def send():
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(rt.sock)
-        s.sendall(b"batch\n" + lines.encode())
-        s.shutdown(socket.SHUT_WR)
-        reply["sent"] = time.monotonic()
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-        reply["text"] = out.decode()
-    t = threading.Thread(target=send)
+    t = threading.Thread(target=big_batch, args=(rt.sock, lines, reply))
     t.start()
     took = None
     try:
         while "sent" not in reply and t.is_alive():
             time.sleep(0.01)
-        # Late in the request: its lines applied, the publication under way (or about to be).
-        time.sleep(float(os.environ.get("LWT6_PUBLISH_AT", "1.5")))
-        if "text" not in reply:
-            t0 = time.monotonic()
-            rt.proc.send_signal(signal.SIGTERM)
-            rt.proc.wait(timeout=10)
-            took = time.monotonic() - t0
+        time.sleep(length * 0.8)
+        assert "text" not in reply, "the batch was applied before the signal: the test tests nothing"
+        t0 = time.monotonic()
+        rt.proc.send_signal(signal.SIGTERM)
+        rt.proc.wait(timeout=20)
+        took = time.monotonic() - t0
     finally:
-        t.join(timeout=10)
+        t.join(timeout=20)
         rt.kill()
-    if took is None:
-        pytest.skip("the batch was applied before the signal on this machine: nothing tested")
+    print(f"batch {length:.1f} s; exit {took:.2f} s after SIGTERM; reply {reply.get('text')!r}")
     assert took < 2.0, f"lwt6 run took {took:.1f} s to exit after SIGTERM"
-    assert reply.get("text", "").startswith("error: interrupted"), reply.get("text")
+    assert reply.get("text", "").startswith("error: interrupted: the router is stopping"), reply.get("text")

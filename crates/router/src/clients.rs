@@ -29,8 +29,12 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 256;
+/// Connections served at once (fewer when the process may not open that many descriptors: see
+/// [`Clients::for_descriptors`]).
+pub const MAX_CONNECTIONS: usize = 1024;
+/// Descriptors left for everything else (ports, the listener, netlink, the metrics server) when the connection
+/// limit is derived from the process's descriptor limit.
+const OTHER_DESCRIPTORS: u64 = 128;
 /// Longest request line accepted (bytes).
 pub const MAX_REQUEST: usize = 64 * 1024;
 /// Largest batch request accepted (bytes, the `batch` line included).
@@ -55,6 +59,8 @@ const DRAIN: Duration = Duration::from_millis(200);
 /// turn of the loop) and one for the request itself, plus their publications. So a client that gives up has not
 /// had its request applied; the router gave it up first.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connections accepted per turn of the loop (each is read as it is accepted).
+const ACCEPT_PER_TURN: usize = 256;
 /// Bytes read from one connection per turn of the loop (the others are served in between).
 const READ_PER_TURN: usize = 4 * 1024 * 1024;
 /// The answer to a request given up because the router stops.
@@ -161,6 +167,8 @@ struct Conn {
     phase: Phase,
     /// poll said it has something (or it was just accepted).
     ready: bool,
+    /// Served once at least (what it sent when accepted was read): only then may it be closed to make room.
+    served: bool,
 }
 
 impl Conn {
@@ -175,6 +183,7 @@ impl Conn {
                 batch: false,
             },
             ready: true,
+            served: false,
         }
     }
 
@@ -193,9 +202,18 @@ impl Conn {
         self.phase = Phase::Writing { out, at: 0 };
     }
 
-    /// Writes `error: MESSAGE` once, as far as the socket takes it without waiting, and closes.
+    /// Writes `error: MESSAGE` once, as far as the socket takes it without waiting, and closes (after reading
+    /// what already came, without waiting: closing with it unread would reset the connection, and the client
+    /// could lose the message).
     fn refuse_now(mut self, why: &str) {
         let _ = (&self.stream).write(format!("error: {why}\n").as_bytes());
+        let mut sink = [0u8; 16 * 1024];
+        for _ in 0..4 {
+            match (&self.stream).read(&mut sink) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
         self.phase = Phase::Done;
     }
@@ -231,6 +249,16 @@ impl Default for Clients {
 }
 
 impl Clients {
+    /// As many connections as [`MAX_CONNECTIONS`] and the process's descriptor limit allow: the soft limit is
+    /// raised to make room (up to the hard one).
+    pub fn for_descriptors() -> Clients {
+        let want = MAX_CONNECTIONS as u64 + OTHER_DESCRIPTORS;
+        let have = lwt6_io::sys::raise_nofile(want).unwrap_or(1024);
+        Clients::with_limit(
+            (have.saturating_sub(OTHER_DESCRIPTORS) as usize).clamp(16, MAX_CONNECTIONS),
+        )
+    }
+
     /// At most `max` connections at once.
     pub fn with_limit(max: usize) -> Clients {
         Clients {
@@ -315,15 +343,19 @@ impl Clients {
 
     /// Accepts the waiting connections (without waiting): each is checked against the socket's peer rule
     /// ([`ControlSocket::admits`]; refused ones are answered why and counted), and past [`MAX_CONNECTIONS`] room is
-    /// made by closing the connection that has been silent longest while sending its request.
-    pub fn accept(&mut self, sock: &ControlSocket, control: &mut Control) {
+    /// made by closing the connection that has been silent longest while sending its request. Each is read as
+    /// it is accepted, and its request applied when it came whole. Returns true when the router is stopping (a
+    /// request saw SIGINT or SIGTERM).
+    pub fn accept(&mut self, sock: &ControlSocket, control: &mut Control) -> bool {
         if self.accept_paused.is_some() {
-            return;
+            return false;
         }
-        loop {
+        // The rest wait for the next turn (the listener stays readable: no wait): signals and neighbours are
+        // looked at in between.
+        for _ in 0..ACCEPT_PER_TURN {
             let stream = match sock.listener.accept() {
                 Ok((s, _)) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // Out of descriptors (EMFILE, ENFILE) or memory: the connection stays in the backlog; look
@@ -333,7 +365,7 @@ impl Clients {
                         &format!("control socket: accept: {e}; accepting again in 100 ms"),
                     );
                     self.accept_paused = Some(Instant::now() + Duration::from_millis(100));
-                    return;
+                    return false;
                 }
             };
             let now = Instant::now();
@@ -359,7 +391,18 @@ impl Clients {
                 continue;
             }
             self.conns.push(c);
+            // Read what it sent with its connect, and answer it if that is a whole request: a burst of
+            // connections after it cannot make it the longest silent before it was read.
+            let i = self.conns.len() - 1;
+            let stopping = self.step(i, control);
+            if matches!(self.conns[i].phase, Phase::Done) {
+                self.conns.swap_remove(i);
+            }
+            if stopping {
+                return true;
+            }
         }
+        false
     }
 
     /// Closes one connection to make room for a new one: one being drained, else the one silent longest while
@@ -377,7 +420,7 @@ impl Clients {
             .conns
             .iter()
             .enumerate()
-            .filter(|(_, c)| matches!(c.phase, Phase::Reading { .. }))
+            .filter(|(_, c)| c.served && matches!(c.phase, Phase::Reading { .. }))
             .min_by_key(|(_, c)| c.last)
             .map(|(i, _)| i)
         else {
@@ -413,6 +456,7 @@ impl Clients {
     /// One connection as far as it goes; true when the router is stopping.
     fn step(&mut self, i: usize, control: &mut Control) -> bool {
         let c = &mut self.conns[i];
+        c.served = true;
         let ready = std::mem::take(&mut c.ready);
         let mut stopping = false;
         if matches!(c.phase, Phase::Reading { .. }) {

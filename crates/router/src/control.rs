@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 /// Lines of a batch applied between two looks whether the router is stopping or the request is late.
 const STOP_CHECK_LINES: usize = 4096;
 /// Route changes published in place between two looks whether the router is stopping.
-const PUBLISH_CHUNK: usize = 65_536;
+const PUBLISH_CHUNK: usize = 16_384;
 /// How the answer to a request given up at its deadline ([`Control::deadline`]) starts.
 pub const TIMED_OUT: &str = "timed out";
 use crate::clients::INTERRUPTED;
@@ -428,8 +428,12 @@ impl Control {
         let mut tx = self.builder.transaction();
         for (i, line) in lines.iter().enumerate() {
             if i % STOP_CHECK_LINES == STOP_CHECK_LINES - 1
-                && let Some(why) = give_up(&mut self.stopping, self.deadline, i + 1)
+                && let Some((why, stopping)) = give_up(&mut self.stopping, self.deadline, i + 1)
             {
+                if stopping {
+                    // The router stops: undoing the lines (as dropping the transaction does) only delays it.
+                    std::mem::forget(tx);
+                }
                 // Dropping the transaction undoes the lines before.
                 return Err(why);
             }
@@ -437,7 +441,10 @@ impl Control {
             tx.line(i + 1, line).map_err(located)?;
         }
         let delta = tx.check().map_err(located)?;
-        if let Some(why) = give_up(&mut self.stopping, self.deadline, lines.len()) {
+        if let Some((why, stopping)) = give_up(&mut self.stopping, self.deadline, lines.len()) {
+            if stopping {
+                std::mem::forget(tx);
+            }
             return Err(why);
         }
         if delta.other_lines {
@@ -471,9 +478,12 @@ impl Control {
         let mut result = Ok(());
         for (k, chunk) in changes.chunks(PUBLISH_CHUNK).enumerate() {
             if k > 0 && self.stopping.as_mut().is_some_and(|f| f()) {
-                return Err(format!(
-                    "{INTERRUPTED} (stopped while publishing: the workers forwarded with part of it until they stopped)"
-                ));
+                // The router stops: undoing the lines (as dropping the transaction would) only delays it.
+                std::mem::forget(tx);
+                return Err(
+                    "interrupted: the router is stopping; stopped while publishing this request: the workers forwarded with part of it until they stopped"
+                        .into(),
+                );
             }
             if let Err((i, e)) = writer.apply(chunk) {
                 result = Err((k * PUBLISH_CHUNK + i, e));
@@ -591,22 +601,25 @@ impl Control {
     }
 }
 
-/// Why a request being applied is given up, after `done` lines: the router is stopping, or the request's
-/// deadline passed. `None`: go on.
+/// Why a request being applied is given up, after `done` lines, and whether it is because the router is stopping
+/// (else the request's deadline passed). `None`: go on.
 fn give_up(
     stopping: &mut Option<Box<dyn FnMut() -> bool>>,
     deadline: Option<std::time::Instant>,
     done: usize,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     if stopping.as_mut().is_some_and(|f| f()) {
-        return Some(INTERRUPTED.into());
+        return Some((INTERRUPTED.into(), true));
     }
     deadline
         .filter(|d| std::time::Instant::now() >= *d)
         .map(|_| {
-            format!(
-                "{TIMED_OUT}: {done} lines applied and the request was still not done {} s after its connection was accepted; nothing of it was applied",
-                crate::clients::REQUEST_DEADLINE.as_secs()
+            (
+                format!(
+                    "{TIMED_OUT}: {done} lines applied and the request was still not done {} s after its connection was accepted; nothing of it was applied",
+                    crate::clients::REQUEST_DEADLINE.as_secs()
+                ),
+                false,
             )
         })
 }
@@ -989,7 +1002,8 @@ mod tests {
         let (ok, e) = c.handle_batch(&lines);
         assert!(!ok);
         assert!(e.starts_with("interrupted"), "{e}");
-        assert_eq!(c.cfg().routes.len(), 0, "an interrupted batch left routes");
+        // Nothing published; the running configuration is left as it is (not undone: the router ends, and undoing
+        // a large batch would only delay it).
         assert_eq!(routes(&c), before, "an interrupted batch was published");
         // A silent client does not hold a stopping router either.
         let (client, server) = UnixStream::pair().unwrap();
@@ -999,6 +1013,32 @@ mod tests {
         let mut reply = String::new();
         (&client).read_to_string(&mut reply).unwrap();
         assert!(reply.starts_with("error: interrupted"), "{reply}");
+    }
+
+    #[test]
+    fn a_stop_during_the_publication_stops_it_between_chunks() {
+        let mut c = control();
+        let calls = Arc::new(Mutex::new(0usize));
+        let seen = Arc::clone(&calls);
+        // Looked at every 4,096 lines, once after the lines, then between chunks: stop at the first chunk boundary.
+        let n = 3 * PUBLISH_CHUNK;
+        let boundary = n / STOP_CHECK_LINES + 2;
+        c.stopping = Some(Box::new(move || {
+            let mut k = seen.lock().unwrap();
+            *k += 1;
+            *k >= boundary
+        }));
+        let lines: Vec<String> = (0..n)
+            .map(|i| format!("-6 route add fd10:{:x}::/32 via fd00:2::2 dev r1", i))
+            .collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (ok, e) = c.handle_batch(&lines);
+        assert!(!ok);
+        assert!(e.contains("stopped while publishing"), "{e}");
+        assert_eq!(*calls.lock().unwrap(), boundary);
+        // One chunk reached the table, no more.
+        let shown = routes(&c);
+        assert_eq!(shown.matches("fd10:").count(), PUBLISH_CHUNK);
     }
 
     #[test]

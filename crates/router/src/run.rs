@@ -396,7 +396,7 @@ fn serve(
         fds.push(m.raw_fd());
     }
     // The control socket's connections: never waited on, served in this loop (crate::clients).
-    let mut clients = clients::Clients::default();
+    let mut clients = clients::Clients::for_descriptors();
     'main: loop {
         clients.wait(&fds, listener, NEIGH_TICK_MS);
         let now = sys::realtime_ns();
@@ -431,8 +431,7 @@ fn serve(
                 break 'main;
             }
         }
-        clients.accept(sock, &mut control);
-        if clients.serve(&mut control) {
+        if clients.accept(sock, &mut control) || clients.serve(&mut control) {
             // A request saw the stop signal: stop now rather than serve the next connection.
             break 'main;
         }
@@ -448,6 +447,9 @@ fn serve(
         panicked |= t.join().is_err();
     }
     let (total, workers) = control::gather(&reports);
+    // The process ends: freeing the configuration and the tables (hundreds of megabytes with a million routes)
+    // would only delay the exit past the 2 s a stop signal allows.
+    std::mem::forget(control);
     Ok(RunReport {
         total,
         workers,

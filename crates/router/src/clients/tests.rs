@@ -42,8 +42,9 @@ fn drive(
     let l = sock.listener.as_raw_fd();
     while !done(clients) && t.elapsed() < limit {
         clients.wait(&[l], l, 50);
-        clients.accept(sock, c);
-        clients.serve(c);
+        if !clients.accept(sock, c) {
+            clients.serve(c);
+        }
     }
     t.elapsed()
 }
@@ -219,7 +220,9 @@ fn a_reply_the_client_does_not_take_is_given_up() {
         cl.is_empty()
     });
     assert!(
-        took >= REPLY_IDLE && took < REPLY_IDLE + Duration::from_millis(500),
+        // Counted from the last byte the client took, shortly before this wait started.
+        took >= REPLY_IDLE - Duration::from_millis(300)
+            && took < REPLY_IDLE + Duration::from_millis(500),
         "{took:?}"
     );
     assert_eq!(c.counters.reply_untaken.load(Ordering::Relaxed), 1);
