@@ -1,7 +1,7 @@
 """RSS of `lwt6 run` under a flood of neighbour solicitations from 60,000 made-up sources (20 s, raw socket from
 the receiver's namespace) while a slow control client (one byte every 0.8 s) is connected: docs/BENCHMARKS.md,
 *Hostile control clients and a neighbour flood*. Run as root: `python3 tests/kernel/measure_ns_flood_rss.py`
-(`LWT6_BIN` chooses the build; under `flock /tmp/lwt6-netns.lock` when others run namespace tests)."""
+(`LWT6_BIN` chooses the build)."""
 import os
 import socket
 import sys
