@@ -107,6 +107,16 @@ impl SolicitGate {
         m.insert(key, now);
         true
     }
+
+    /// Whether a multicast solicitation for `key` went at most one whole resolution
+    /// ([`MAX_MULTICAST_SOLICIT`] + 1 retransmission intervals) before `now`: an advertisement for it answers the
+    /// router's own question.
+    pub fn solicited(&self, key: (DevId, IpAddr), now: u64) -> bool {
+        let life = RETRANS_TIMER_NS * (MAX_MULTICAST_SOLICIT as u64 + 1);
+        self.sent
+            .lock()
+            .is_ok_and(|m| m.get(&key).is_some_and(|&at| now.saturating_sub(at) < life))
+    }
 }
 
 /// Writes into `out` a solicitation for `target` out of `dev`: for IPv6 a Neighbor Solicitation (RFC 4861 §7.2.2:
@@ -235,8 +245,13 @@ pub struct NeighTable {
     entries: HashMap<(DevId, IpAddr), Entry>,
     /// Unicast probes sent (by [`NeighTable::tick`]).
     pub probes_sent: u64,
-    /// New neighbours not learned because the table held [`MAX_LEARNED`].
+    /// New neighbours not learned because the table held [`MAX_LEARNED`] entries it keeps.
     pub refused: u64,
+    /// Unconfirmed, unused entries forgotten to make room for an answer to the router's own solicitation.
+    pub evicted: u64,
+    /// The routers' solicitations (the workers' [`SolicitGate`]): a full table makes room for an advertisement
+    /// only when it answers one. `None`: for any solicited advertisement (the S flag).
+    pub solicited: Option<std::sync::Arc<SolicitGate>>,
 }
 
 /// What one [`NeighTable::tick`] asks for: changes to publish and probe frames to send `(device, frame)`.
@@ -269,11 +284,56 @@ impl NeighTable {
         self.entries.is_empty()
     }
 
-    /// Takes in one event at time `now` (ns); returns the change to publish, if the snapshot's view changes.
+    /// Takes in one event at time `now` (ns); the changes to publish, if the snapshot's view changes, are pushed
+    /// to `out`.
     /// Addresses with a static entry in `snap` are left alone (static wins). RFC 4861 §7.2.5 / §7.2.3: a confirmed
     /// advertisement makes the entry REACHABLE (and replaces its address only with the O flag, or when it had
     /// none); an unconfirmed one with a new address makes it STALE; the same address changes nothing.
-    pub fn learn(&mut self, snap: &Snapshot, ev: &NeighEvent, now: u64) -> Option<Change> {
+    ///
+    /// A full table ([`MAX_LEARNED`]) cannot be filled against the router's own next hops: a new neighbour is
+    /// refused (counted in [`NeighTable::refused`]) unless it is a confirmed answer to the router's solicitation
+    /// ([`NeighTable::solicited`]); then the STALE entry unused for longest (learned from a solicitation or an
+    /// unsolicited advertisement and never used since: what a flood of made-up sources leaves) is forgotten to
+    /// make room (counted in [`NeighTable::evicted`]). Entries in use (REACHABLE, DELAY, PROBE) are never evicted.
+    pub fn learn(&mut self, snap: &Snapshot, ev: &NeighEvent, now: u64, out: &mut Vec<Change>) {
+        if let Some(c) = self.learn_one(snap, ev, now, out) {
+            out.push(c);
+        }
+    }
+
+    /// Makes room for a solicited answer about `key` in a full table: forgets the oldest unused STALE entry.
+    fn evict_for(&mut self, key: (DevId, IpAddr), now: u64, out: &mut Vec<Change>) -> bool {
+        if self
+            .solicited
+            .as_ref()
+            .is_some_and(|g| !g.solicited(key, now))
+        {
+            return false;
+        }
+        let victim = self
+            .entries
+            .iter()
+            .filter_map(|(k, e)| match e.state {
+                State::Stale { since } => Some((since, *k)),
+                _ => None,
+            })
+            .min();
+        let Some((_, (dev, addr))) = victim else {
+            return false;
+        };
+        self.entries.remove(&(dev, addr));
+        self.evicted += 1;
+        out.push(Change::NeighDel { dev, addr });
+        true
+    }
+
+    fn learn_one(
+        &mut self,
+        snap: &Snapshot,
+        ev: &NeighEvent,
+        now: u64,
+        out: &mut Vec<Change>,
+    ) -> Option<Change> {
         match *ev {
             NeighEvent::UsedStale { dev, addr } => {
                 if let Some(e) = self.entries.get_mut(&(dev, addr))
@@ -311,7 +371,9 @@ impl NeighTable {
                 match self.entries.get_mut(&(dev, addr)) {
                     None => {
                         let mac = mac?;
-                        if self.entries.len() >= MAX_LEARNED {
+                        if self.entries.len() >= MAX_LEARNED
+                            && !(confirmed && self.evict_for((dev, addr), now, out))
+                        {
                             self.refused += 1;
                             return None;
                         }

@@ -101,10 +101,10 @@ impl Router {
     pub fn drive(&mut self, now: u64, out: &mut dyn FnMut(DevId, u64, &[u8])) {
         let snap = self.snapshots.load();
         let events = self.worker.take_neigh_events();
-        let mut changes: Vec<Change> = events
-            .iter()
-            .filter_map(|e| self.neigh.learn(&snap, e, now))
-            .collect();
+        let mut changes: Vec<Change> = Vec::new();
+        for e in &events {
+            self.neigh.learn(&snap, e, now, &mut changes);
+        }
         let tick = self.neigh.tick(&snap, now);
         changes.extend(tick.changes);
         for (dev, f) in &tick.frames {

@@ -1085,3 +1085,75 @@ fn a_traced_frame_that_waits_for_its_next_hop_is_traced_to_the_end() {
     assert_eq!(run(&mut r, 1, SEC + 1_000_000, &[adv]).len(), 1);
     assert!(r.worker.take_traces().is_empty());
 }
+
+#[test]
+fn a_full_table_still_learns_the_answer_to_our_own_solicitation() {
+    let cfg = LINKS
+        .lines()
+        .filter(|l| !l.starts_with("neigh"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut r = Router::build(
+        &config::parse(&format!(
+            "{cfg}\n-6 route add fc00::/16 via fd00:2::2 dev r1\n"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    r.set_resolve(true);
+    let gate = Arc::new(neigh::SolicitGate::default());
+    r.worker.solicit_gate = Some(Arc::clone(&gate));
+    r.neigh.solicited = Some(gate);
+    // 1,024 solicitations from made-up sources of one host (r0's side) fill the table.
+    let frames: Vec<Vec<u8>> = (0..neigh::MAX_LEARNED as u32)
+        .map(|i| {
+            let mac = [2, 0, 0x10, 0, (i >> 8) as u8, i as u8];
+            ns(
+                &format!("fd00:1::a:{:x}", i),
+                "ff02::1:ff00:2",
+                "fd00:1::2",
+                Some(mac),
+                255,
+            )
+        })
+        .collect();
+    run(&mut r, 0, SEC, &frames);
+    assert_eq!(r.neigh.len(), neigh::MAX_LEARNED);
+    // An unconfirmed newcomer and an advertisement nobody asked for are refused.
+    run(
+        &mut r,
+        1,
+        SEC + 1,
+        &[
+            ns("fd00:2::7", "ff02::1:ff00:1", "fd00:2::1", Some(D0), 255),
+            na("fd00:2::8", "fd00:2::1", 0x60, Some(D0), D0, R1),
+        ],
+    );
+    assert_eq!((r.neigh.refused, r.neigh.evicted), (2, 0));
+    // A packet for the gateway: solicited, answered, learned (the oldest unused entry makes room), forwarded.
+    let out = run(&mut r, 0, 2 * SEC, &[udp6("fc00::1", 64)]);
+    assert!(is_ns_for(&out[0].1, "fd00:2::2", None));
+    let out = run(
+        &mut r,
+        1,
+        2 * SEC + 1000,
+        &[na("fd00:2::2", "fd00:2::1", 0x60, Some(D0), D0, R1)],
+    );
+    assert_eq!(out.len(), 1, "the queued packet was not forwarded");
+    assert_eq!(out[0].1[..6], D0);
+    assert_eq!((r.neigh.refused, r.neigh.evicted), (2, 1));
+    assert_eq!(r.neigh.len(), neigh::MAX_LEARNED);
+    assert!(matches!(
+        r.neigh.get(1, IpAddr::V6(a6("fd00:2::2"))).unwrap().state,
+        State::Reachable { .. }
+    ));
+    // The evicted entry is gone from the published snapshot too.
+    let gone = (0..neigh::MAX_LEARNED as u32)
+        .filter(|i| {
+            r.snapshot()
+                .neighbour(0, IpAddr::V6(a6(&format!("fd00:1::a:{i:x}"))))
+                .is_none()
+        })
+        .count();
+    assert_eq!(gone, 1);
+}

@@ -30,6 +30,52 @@ pub fn poll_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<usize> {
     Ok(r as usize)
 }
 
+/// poll(2) over `fds`, each with the events the caller set; their `revents` are filled in. Waits at most
+/// `timeout_ms` (-1: no limit); returns how many descriptors have events (0 on timeout or when a signal
+/// interrupted the wait).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: poll(2) reads and writes `nfds` pollfd structures at `fds`: the slice is exclusively borrowed for
+    // the call and holds exactly `fds.len()` initialised `pollfd`s (repr(C), the kernel's layout). A bad
+    // descriptor is reported in its `revents` (POLLNVAL), not undefined behaviour.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r as usize)
+}
+
+/// Raises the soft limit of open descriptors (RLIMIT_NOFILE) to `want`, or to the hard limit when that is lower
+/// (never lowers it); returns the soft limit in force afterwards.
+pub fn raise_nofile(want: u64) -> io::Result<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes one rlimit structure at the pointer given: `r` is a live, exclusively borrowed
+    // local of that type.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let target = want.min(r.rlim_max);
+    if target <= r.rlim_cur {
+        return Ok(r.rlim_cur);
+    }
+    let new = libc::rlimit {
+        rlim_cur: target,
+        rlim_max: r.rlim_max,
+    };
+    // SAFETY: setrlimit(2) reads one rlimit structure at the pointer given: `new` is a live local of that type.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(target)
+}
+
 /// Signals delivered through a descriptor instead of handlers. [`SignalFd::new`] blocks them in the calling
 /// thread, which must be the main thread before any other is started (threads inherit the mask), so that no
 /// thread is ever interrupted by them and the descriptor alone receives them.

@@ -21,28 +21,18 @@ use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter}
 use lwt6_dataplane::spec::{Config, shown_token};
 use lwt6_wire::ethernet::mac_text;
 use serde_json::json;
-use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-/// Longest request line accepted.
-const MAX_REQUEST: u64 = 64 * 1024;
-/// Largest batch request accepted (bytes, the `batch` line included).
-const MAX_BATCH: u64 = 64 * 1024 * 1024;
-/// Most lines in one batch request.
-const MAX_BATCH_LINES: usize = 1_000_000;
-/// Longest wait for a client's next bytes.
-const READ_IDLE: Duration = Duration::from_secs(2);
-/// How long one read waits before the router looks whether it is stopping.
-const READ_SLICE: Duration = Duration::from_millis(100);
-/// Lines of a batch applied between two looks whether the router is stopping.
+/// Lines of a batch applied between two looks whether the router is stopping or the request is late.
 const STOP_CHECK_LINES: usize = 4096;
-/// The answer to a request given up because the router stops.
-const INTERRUPTED: &str =
-    "interrupted: the router is stopping; nothing of this request was applied";
+/// Route changes published in place between two looks whether the router is stopping.
+const PUBLISH_CHUNK: usize = 16_384;
+/// How the answer to a request given up at its deadline ([`Control::deadline`]) starts.
+pub const TIMED_OUT: &str = "timed out";
+use crate::clients::INTERRUPTED;
 
 /// The running router as the control thread sees it.
 pub struct Control {
@@ -80,6 +70,11 @@ pub struct Control {
     pub ports: Vec<crate::show::interfaces::PortInfo>,
     /// The IOAM exporters (`ioam export add|del`, `show ioam export`; [`crate::export`]).
     pub export: Arc<crate::export::ExportHub>,
+    /// When the request being applied must be given up (undone) if it is not done: set by the connection
+    /// machinery ([`crate::clients`]) around each request. `None`: no limit.
+    pub deadline: Option<std::time::Instant>,
+    /// The control plane's counters (clients refused, neighbours refused...), shared with the metrics server.
+    pub counters: Arc<crate::clients::ControlCounters>,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -201,6 +196,8 @@ impl Control {
             baseline: Default::default(),
             ports: Vec::new(),
             export: Arc::default(),
+            deadline: None,
+            counters: Arc::default(),
         }
     }
 
@@ -322,6 +319,9 @@ impl Control {
                     let mut v = report_json(&total, &names);
                     v["io"] = json!(self.io);
                     v["workers"] = json!(workers);
+                    for (k, n) in self.counters.pairs() {
+                        v[k] = json!(n);
+                    }
                     v["control_refused"] = json!(self.refused_since_clear());
                     v["cleared_at"] = json!(self.baseline.at.map(crate::show::clear::unix_seconds));
                     if let Some(k) = self.kernel_routes.stats_json() {
@@ -331,6 +331,7 @@ impl Control {
                         v["xdp"] = t.json(&total.stats);
                     }
                     v["ioam_export"] = self.export.json();
+                    v["neigh_learned"] = json!(self.neigh.len());
                     (true, format!("{v}\n"))
                 } else {
                     let mut s = format!("io {}, {} workers\n", self.io, each.len());
@@ -347,6 +348,7 @@ impl Control {
                             self.refused_since_clear()
                         );
                     }
+                    s += &crate::clients::counters_text(&self.counters);
                     for (i, r) in each.iter().enumerate() {
                         s += &format!(
                             "worker {i}: frames in {}, forwarded {}, dropped {}\n",
@@ -479,17 +481,24 @@ impl Control {
         let mut tx = self.builder.transaction();
         for (i, line) in lines.iter().enumerate() {
             if i % STOP_CHECK_LINES == STOP_CHECK_LINES - 1
-                && self.stopping.as_mut().is_some_and(|f| f())
+                && let Some((why, stopping)) = give_up(&mut self.stopping, self.deadline, i + 1)
             {
+                if stopping {
+                    // The router stops: undoing the lines (as dropping the transaction does) only delays it.
+                    std::mem::forget(tx);
+                }
                 // Dropping the transaction undoes the lines before.
-                return Err(INTERRUPTED.into());
+                return Err(why);
             }
             // An error drops the transaction, which undoes the lines before.
             tx.line(i + 1, line).map_err(located)?;
         }
         let delta = tx.check().map_err(located)?;
-        if self.stopping.as_mut().is_some_and(|f| f()) {
-            return Err(INTERRUPTED.into());
+        if let Some((why, stopping)) = give_up(&mut self.stopping, self.deadline, lines.len()) {
+            if stopping {
+                std::mem::forget(tx);
+            }
+            return Err(why);
         }
         if delta.other_lines {
             let snap = Snapshot::build(tx.config()).map_err(located)?;
@@ -521,7 +530,24 @@ impl Control {
         let writer = self
             .writer
             .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
-        match writer.apply(&changes) {
+        // Published in chunks, looking between them whether the router is stopping: a stop signal is obeyed
+        // within 2 s however large the batch (the part published then lives only until the workers stop).
+        let mut result = Ok(());
+        for (k, chunk) in changes.chunks(PUBLISH_CHUNK).enumerate() {
+            if k > 0 && self.stopping.as_mut().is_some_and(|f| f()) {
+                // The router stops: undoing the lines (as dropping the transaction would) only delays it.
+                std::mem::forget(tx);
+                return Err(
+                    "interrupted: the router is stopping; stopped while publishing this request: the workers forwarded with part of it until they stopped"
+                        .into(),
+                );
+            }
+            if let Err((i, e)) = writer.apply(chunk) {
+                result = Err((k * PUBLISH_CHUNK + i, e));
+                break;
+            }
+        }
+        match result {
             Ok(()) => {
                 tx.commit();
                 crate::kroutes::configured_changed(self, keys);
@@ -582,12 +608,17 @@ impl Control {
     /// What the workers learned, at time `now` (ns), into the neighbour table; the resulting changes published.
     pub fn learn(&mut self, events: &[NeighEvent], now: u64) {
         let snap = self.handle.load();
-        let changes: Vec<Change> = events
-            .iter()
-            .filter_map(|e| self.neigh.learn(&snap, e, now))
-            .collect();
+        let mut changes = Vec::new();
+        for e in events {
+            self.neigh.learn(&snap, e, now, &mut changes);
+        }
         drop(snap);
         self.publish_changes(&changes);
+        let c = &self.counters;
+        c.neigh_refused
+            .store(self.neigh.refused, std::sync::atomic::Ordering::Relaxed);
+        c.neigh_evicted
+            .store(self.neigh.evicted, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The neighbour table's timers at `now` (ns): entries aged and probed, the changes published, the probes
@@ -622,133 +653,32 @@ impl Control {
     }
 
     /// Whether the router is stopping (SIGINT or SIGTERM came): long requests check it and give up.
-    fn interrupted(&mut self) -> bool {
+    pub(crate) fn interrupted(&mut self) -> bool {
         self.stopping.as_mut().is_some_and(|f| f())
-    }
-
-    /// Reads one request from `stream`: a line, or a `batch` line and what follows it up to the end of the
-    /// stream. Each read waits at most [`READ_IDLE`]; the router stopping ends the wait at once.
-    fn read_request(&mut self, stream: &UnixStream) -> Result<(String, Option<String>), String> {
-        let _ = stream.set_read_timeout(Some(READ_SLICE));
-        let mut buf: Vec<u8> = Vec::new();
-        let mut chunk = vec![0u8; 64 * 1024];
-        let mut first_end: Option<usize> = None;
-        let mut batch = false;
-        let mut idle = std::time::Instant::now();
-        let mut r = stream;
-        loop {
-            match r.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    idle = std::time::Instant::now();
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    if self.interrupted() {
-                        return Err(INTERRUPTED.into());
-                    }
-                    if idle.elapsed() >= READ_IDLE {
-                        return Err(format!(
-                            "reading the request: nothing came for {} s",
-                            READ_IDLE.as_secs()
-                        ));
-                    }
-                    continue;
-                }
-                Err(e) => return Err(format!("reading the request: {e}")),
-            }
-            if first_end.is_none() {
-                if let Some(i) = buf.iter().position(|&b| b == b'\n') {
-                    first_end = Some(i);
-                    batch = String::from_utf8_lossy(&buf[..i]).trim() == "batch";
-                    if !batch {
-                        break;
-                    }
-                } else if buf.len() as u64 >= MAX_REQUEST {
-                    return Err(format!("request longer than {MAX_REQUEST} bytes"));
-                }
-            }
-            if buf.len() as u64 >= MAX_BATCH {
-                return Err(format!("batch longer than {MAX_BATCH} bytes"));
-            }
-        }
-        let text = String::from_utf8(buf)
-            .map_err(|_| "reading the request: stream did not contain valid UTF-8".to_string())?;
-        match first_end {
-            Some(i) if batch => Ok((text[..i].to_string(), Some(text[i + 1..].to_string()))),
-            Some(i) => Ok((text[..i].to_string(), None)),
-            None => Ok((text, None)),
-        }
-    }
-
-    /// Serves one connection: reads a request, writes the reply.
-    pub fn serve(&mut self, stream: UnixStream) {
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
-        let (ok, body) = match self.read_request(&stream) {
-            Ok((_, Some(rest))) => {
-                let lines: Vec<&str> = rest.lines().collect();
-                if lines.len() > MAX_BATCH_LINES {
-                    (false, format!("batch of more than {MAX_BATCH_LINES} lines"))
-                } else {
-                    self.handle_batch(&lines)
-                }
-            }
-            Ok((line, None)) => self.handle_line(line.trim_end_matches(['\n', '\r'])),
-            Err(e) => (false, e),
-        };
-        reply(&stream, ok, &body);
-    }
-
-    /// Refuses a connection whose peer may not use the socket ([`ControlSocket::admits`]): counted
-    /// (`control_refused` in `show stats`), logged, and told why in one line.
-    pub fn refuse(&mut self, stream: UnixStream, why: &str) {
-        self.refused += 1;
-        log::warn!(target: "control-refused", "control socket: refused: {why}");
-        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-        reply(&stream, false, why);
-        // Read what the client sent (for at most 100 ms): closing with it unread would reset the connection,
-        // and the client could lose the reply.
-        let _ = stream.shutdown(std::net::Shutdown::Write);
-        let _ = stream.set_read_timeout(Some(Duration::from_millis(20)));
-        let deadline = std::time::Instant::now() + Duration::from_millis(100);
-        let mut sink = [0u8; 16 * 1024];
-        let mut r = &stream;
-        while std::time::Instant::now() < deadline {
-            match r.read(&mut sink) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => break,
-            }
-        }
     }
 }
 
-/// Writes a reply: `ok` and the output, or `error: MESSAGE`.
-fn reply(stream: &UnixStream, ok: bool, body: &str) {
-    let mut w = stream;
-    let head = if ok {
-        "ok\n".to_string()
-    } else {
-        format!("error: {body}\n")
-    };
-    let _ = w.write_all(head.as_bytes());
-    if ok {
-        let _ = w.write_all(body.as_bytes());
+/// Why a request being applied is given up, after `done` lines, and whether it is because the router is stopping
+/// (else the request's deadline passed). `None`: go on.
+fn give_up(
+    stopping: &mut Option<Box<dyn FnMut() -> bool>>,
+    deadline: Option<std::time::Instant>,
+    done: usize,
+) -> Option<(String, bool)> {
+    if stopping.as_mut().is_some_and(|f| f()) {
+        return Some((INTERRUPTED.into(), true));
     }
+    deadline
+        .filter(|d| std::time::Instant::now() >= *d)
+        .map(|_| {
+            (
+                format!(
+                    "{TIMED_OUT}: {done} lines applied and the request was still not done {} s after its connection was accepted; nothing of it was applied",
+                    crate::clients::REQUEST_DEADLINE.as_secs()
+                ),
+                false,
+            )
+        })
 }
 
 /// The control socket a router bound: its listener, and the file it made (removed by [`ControlSocket::remove`]
@@ -916,6 +846,8 @@ impl ControlSocket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+    use std::time::Duration;
 
     fn control() -> Control {
         let cfg = lwt6_config::parse(
@@ -1127,16 +1059,43 @@ mod tests {
         let (ok, e) = c.handle_batch(&lines);
         assert!(!ok);
         assert!(e.starts_with("interrupted"), "{e}");
-        assert_eq!(c.cfg().routes.len(), 0, "an interrupted batch left routes");
+        // Nothing published; the running configuration is left as it is (not undone: the router ends, and undoing
+        // a large batch would only delay it).
         assert_eq!(routes(&c), before, "an interrupted batch was published");
         // A silent client does not hold a stopping router either.
         let (client, server) = UnixStream::pair().unwrap();
         let t = std::time::Instant::now();
-        c.serve(server);
+        crate::clients::serve_one(&mut c, server);
         assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
         let mut reply = String::new();
         (&client).read_to_string(&mut reply).unwrap();
         assert!(reply.starts_with("error: interrupted"), "{reply}");
+    }
+
+    #[test]
+    fn a_stop_during_the_publication_stops_it_between_chunks() {
+        let mut c = control();
+        let calls = Arc::new(Mutex::new(0usize));
+        let seen = Arc::clone(&calls);
+        // Looked at every 4,096 lines, once after the lines, then between chunks: stop at the first chunk boundary.
+        let n = 3 * PUBLISH_CHUNK;
+        let boundary = n / STOP_CHECK_LINES + 2;
+        c.stopping = Some(Box::new(move || {
+            let mut k = seen.lock().unwrap();
+            *k += 1;
+            *k >= boundary
+        }));
+        let lines: Vec<String> = (0..n)
+            .map(|i| format!("-6 route add fd10:{:x}::/32 via fd00:2::2 dev r1", i))
+            .collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (ok, e) = c.handle_batch(&lines);
+        assert!(!ok);
+        assert!(e.contains("stopped while publishing"), "{e}");
+        assert_eq!(*calls.lock().unwrap(), boundary);
+        // One chunk reached the table, no more.
+        let shown = routes(&c);
+        assert_eq!(shown.matches("fd10:").count(), PUBLISH_CHUNK);
     }
 
     #[test]
@@ -1146,7 +1105,7 @@ mod tests {
             let (mut client, server) = UnixStream::pair().unwrap();
             client.write_all(request.as_bytes()).unwrap();
             client.shutdown(std::net::Shutdown::Write).unwrap();
-            c.serve(server);
+            crate::clients::serve_one(c, server);
             let mut reply = String::new();
             client.read_to_string(&mut reply).unwrap();
             reply

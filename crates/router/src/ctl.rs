@@ -6,7 +6,6 @@ use crate::{Error, fail};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
 
 /// The request applying `lines` (configuration lines, one a line) in order as one atomic step.
 pub fn batch(lines: &str) -> String {
@@ -46,7 +45,10 @@ pub fn request(path: &Path, line: &str) -> Result<String, Error> {
             path.display()
         ))
     })?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    // Longer than the router takes at most to apply or give up a request (crate::clients::CLIENT_TIMEOUT): when
+    // this client reports no reply, the router did not apply the request.
+    let _ = s.set_read_timeout(Some(crate::clients::CLIENT_TIMEOUT));
+    let _ = s.set_write_timeout(Some(crate::clients::CLIENT_TIMEOUT));
     let request = if line.ends_with('\n') {
         line.to_string()
     } else {
@@ -60,8 +62,21 @@ pub fn request(path: &Path, line: &str) -> Result<String, Error> {
     // A router that refuses a request before reading all of it (not allowed, too long) answers why: the
     // answer says more than the write's error.
     if reply.is_empty() {
-        sent.and(read)
-            .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+        sent.and(read).map_err(|e| {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
+                fail(format!(
+                    "control socket {}: no reply within {} s (the router gives up a request it has not applied within {} s of accepting it: this one was not applied)",
+                    path.display(),
+                    crate::clients::CLIENT_TIMEOUT.as_secs(),
+                    crate::clients::REQUEST_DEADLINE.as_secs()
+                ))
+            } else {
+                fail(format!("control socket {}: {e}", path.display()))
+            }
+        })?;
     }
     match reply.split_once('\n') {
         Some(("ok", body)) => Ok(body.to_string()),

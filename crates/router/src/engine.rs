@@ -4,7 +4,6 @@
 //! are the worker's own and are copied to the control thread every few milliseconds.
 
 use lwt6_dataplane::hop::icmp_limit::IcmpLimiter;
-use lwt6_dataplane::neigh::NeighEvent;
 use lwt6_dataplane::snapshot::SnapshotHandle;
 use lwt6_dataplane::stats::Stats;
 use lwt6_dataplane::worker::Worker;
@@ -152,7 +151,7 @@ pub struct WorkerCtx<P> {
     /// Where the worker publishes its counters.
     pub report: Arc<Mutex<WorkerReport>>,
     /// Where the worker sends what it learned about neighbours (the control thread's table decides).
-    pub neigh_tx: std::sync::mpsc::Sender<Vec<NeighEvent>>,
+    pub neigh_tx: Arc<crate::neighq::NeighInbox>,
     /// Frames the control thread wants sent (its neighbour probes); the worker that holds `Some` sends them.
     pub outbox: Option<Arc<Outbox>>,
     /// Shared by all the workers: one multicast solicitation per next hop and retransmission between them.
@@ -257,7 +256,7 @@ pub fn run<P: Port>(mut ctx: WorkerCtx<P>) {
         }
         let events = worker.take_neigh_events();
         if !events.is_empty() {
-            let _ = ctx.neigh_tx.send(events);
+            ctx.neigh_tx.deposit(&events);
         }
         if let Some(ob) = &ctx.outbox {
             for (dev, frame) in ob.take() {

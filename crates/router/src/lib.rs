@@ -4,6 +4,8 @@
 //! serves the control socket ([`control`]) and signals on the calling thread until SIGINT or SIGTERM; it returns
 //! the final counters as a [`RunReport`]. Around it:
 //! - [`ctl`]: the client side of the control socket (what `lwt6 ctl` sends and how the reply reads);
+//! - [`clients`]: the control socket's connections, served from the control thread's poll loop with deadlines
+//!   and limits (no client can hold the router); [`neighq`]: the neighbour events from the workers, coalesced;
 //! - [`links`]: the configuration's interfaces checked against the system, and the kernel settings that would
 //!   make the kernel do the router's work a second time;
 //! - [`kroutes`]: the kernel's main routing table followed over rtnetlink (`--kernel-routes`);
@@ -25,6 +27,7 @@
 #![deny(unsafe_code)]
 
 pub mod capture;
+pub mod clients;
 pub mod control;
 pub mod ctl;
 pub mod engine;
@@ -34,6 +37,7 @@ pub mod kroutes;
 pub mod links;
 pub mod log;
 pub mod metrics;
+pub mod neighq;
 pub mod notify;
 pub mod privilege;
 mod run;

@@ -30,6 +30,11 @@ static KINDS: Mutex<Option<HashMap<String, Kind>>> = Mutex::new(None);
 /// Lines that could not be written to standard error.
 static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// A warning of kind `kind`: the kind is the record's target, so repeated lines are rate-limited per kind.
+pub fn line(kind: &'static str, msg: &str) {
+    log::warn!(target: kind, "{msg}");
+}
+
 /// How many log lines could not be written (standard error closed, full or failing): `lwt6 run` fails at exit
 /// when any were, since nothing else could say so.
 pub fn lost() -> u64 {

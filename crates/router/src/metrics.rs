@@ -118,6 +118,8 @@ pub struct Sources {
     pub xdp: crate::xdp_tier::Shared,
     /// The IOAM exporters (`--ioam-export`), if any.
     pub export: Option<Arc<crate::export::ExportHub>>,
+    /// The control thread's counters (clients and neighbours refused), if any.
+    pub control: Option<Arc<crate::clients::ControlCounters>>,
 }
 
 impl Sources {
@@ -130,7 +132,14 @@ impl Sources {
             .collect();
         let snap = self.snapshot.as_ref().map(|h| h.load());
         let export = self.export.as_ref().map(|h| h.stats()).unwrap_or_default();
-        let text = render_with(&each, &self.links, snap.as_deref(), &self.reload, &export);
+        let text = render_with(
+            &each,
+            &self.links,
+            snap.as_deref(),
+            &self.reload,
+            &export,
+            self.control.as_deref(),
+        );
         match self.xdp.get() {
             Some(t) => crate::xdp_tier::metrics(t, &each, text),
             None => text,
@@ -164,16 +173,19 @@ pub fn render(
     snap: Option<&Snapshot>,
     reload: &ReloadStatus,
 ) -> String {
-    render_with(each, links, snap, reload, &[])
+    render_with(each, links, snap, reload, &[], None)
 }
 
-/// [`render`], with the IOAM exporters' counters ([`crate::export::register`]).
+/// [`render`], with the IOAM exporters' counters ([`crate::export::register`]) and the control thread's counters
+/// when given: `lwt6_control_refused_total` by reason (`credentials`, `too_many`, `timed_out`, `too_large`,
+/// `reply_untaken`), `lwt6_neigh_refused_total`, `lwt6_neigh_evicted_total` and `lwt6_neigh_events_dropped_total`.
 pub fn render_with(
     each: &[WorkerReport],
     links: &[String],
     snap: Option<&Snapshot>,
     reload: &ReloadStatus,
     export: &[crate::export::ExporterStats],
+    control: Option<&crate::clients::ControlCounters>,
 ) -> String {
     let mut total = WorkerReport::default();
     for r in each {
@@ -365,6 +377,41 @@ pub fn render_with(
         reload.failed.load(Ordering::Relaxed),
     );
     crate::export::register(&mut reg, export);
+    if let Some(c) = control {
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let f = counters(
+            &mut reg,
+            "lwt6_control_refused",
+            "Control socket connections refused or requests given up, by reason",
+        );
+        for (reason, a) in [
+            ("credentials", &c.refused_credentials),
+            ("too_many", &c.refused_too_many),
+            ("timed_out", &c.timed_out),
+            ("too_large", &c.too_large),
+            ("reply_untaken", &c.reply_untaken),
+        ] {
+            count(&f, vec![("reason", reason.into())], g(a));
+        }
+        counter(
+            &mut reg,
+            "lwt6_neigh_refused",
+            "New learned neighbours refused because the table was full of entries it keeps",
+            g(&c.neigh_refused),
+        );
+        counter(
+            &mut reg,
+            "lwt6_neigh_evicted",
+            "Unconfirmed, unused learned neighbours forgotten to make room for an answer to the router's solicitation",
+            g(&c.neigh_evicted),
+        );
+        counter(
+            &mut reg,
+            "lwt6_neigh_events_dropped",
+            "Neighbour events dropped between the workers and the control thread (too many neighbours at once)",
+            g(&c.neigh_events_dropped),
+        );
+    }
     let mut s = String::new();
     // Writing to a String fails only if an encoder reports an error, which ours never do.
     let _ = prometheus_client::encoding::text::encode(&mut s, &reg);
@@ -603,6 +650,7 @@ mod tests {
             reload: Arc::new(ReloadStatus::default()),
             xdp: Default::default(),
             export: None,
+            control: None,
         };
         std::thread::spawn(move || serve(l, s));
         addr

@@ -7,7 +7,7 @@ use crate::control::{self, Control};
 use crate::engine::{self, WorkerCtx, WorkerReport};
 use crate::show::interfaces::PortInfo;
 use crate::xdp_tier::{TierMode, XdpTier};
-use crate::{Error, fail, kroutes, links, metrics, privilege, trace};
+use crate::{Error, clients, fail, kroutes, links, metrics, neighq, privilege, trace};
 use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
 use lwt6_io::afpacket::{self, AfPacket, AfPacketOptions};
 use lwt6_io::afxdp::{self, XdpAttachment, XdpMode, XskOptions, XskPort};
@@ -365,6 +365,7 @@ fn serve(
             .add(spec)
             .map_err(|e| fail(format!("--ioam-export {e}")))?;
     }
+    let counters = Arc::new(clients::ControlCounters::default());
     if let Some(addr) = a.metrics {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| fail(format!("--metrics {addr}: {e}")))?;
@@ -375,13 +376,14 @@ fn serve(
             reload: reload.clone(),
             xdp: metrics_tier.clone().unwrap_or_default(),
             export: Some(export.clone()),
+            control: Some(Arc::clone(&counters)),
         };
         std::thread::Builder::new()
             .name("lwt6-metrics".into())
             .spawn(move || metrics::serve(l, sources))
             .map_err(|e| fail(format!("metrics thread: {e}")))?;
     }
-    let (neigh_tx, neigh_rx) = std::sync::mpsc::channel();
+    let neigh_inbox = Arc::new(neighq::NeighInbox::default());
     let outbox = Arc::new(engine::Outbox::default());
     let trace = Arc::new(trace::TraceBoard::default());
     let capture = Arc::new(crate::capture::CaptureBoard::default());
@@ -411,7 +413,7 @@ fn serve(
                     handle: Arc::clone(&handle),
                     stop: Arc::clone(&stop),
                     report: Arc::clone(&reports[i]),
-                    neigh_tx: neigh_tx.clone(),
+                    neigh_tx: Arc::clone(&neigh_inbox),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     solicit_gate: Arc::clone(&gate),
                     close: |p: &mut AfPacket| p.close_out(200) as u64,
@@ -434,7 +436,7 @@ fn serve(
                     handle: Arc::clone(&handle),
                     stop: Arc::clone(&stop),
                     report: Arc::clone(&reports[i]),
-                    neigh_tx: neigh_tx.clone(),
+                    neigh_tx: Arc::clone(&neigh_inbox),
                     outbox: (i == 0).then(|| Arc::clone(&outbox)),
                     solicit_gate: Arc::clone(&gate),
                     close: close_xsk,
@@ -476,6 +478,7 @@ fn serve(
         }
     };
     let mut control = Control {
+        counters: Arc::clone(&counters),
         outbox,
         trace,
         capture,
@@ -485,29 +488,30 @@ fn serve(
         ports: port_info,
         ..Control::new(cfg, handle, reports.clone(), io)
     };
+    control.neigh.solicited = Some(Arc::clone(&gate));
     let mut monitor = if a.kernel_routes {
         Some(kroutes::start(&mut control)?)
     } else {
         None
     };
-    let listener = &sock.listener;
-    let mut fds = vec![signals.raw_fd(), std::os::fd::AsRawFd::as_raw_fd(listener)];
+    let listener = std::os::fd::AsRawFd::as_raw_fd(&sock.listener);
+    let mut fds = vec![signals.raw_fd(), listener];
     if let Some(m) = &monitor {
         fds.push(m.raw_fd());
     }
     let notify = crate::notify::Notifier::from_env();
     let status = |c: &Control| crate::notify::status(&names, io, &c.handle.load(), a.workers);
     notify.ready(&status(&control));
+    // The control socket's connections: never waited on, served in this loop (crate::clients).
+    let mut clients = clients::Clients::for_descriptors();
     'main: loop {
         // The XDP tier may have a publication to install or an egress check due sooner.
         let wait = tier.as_ref().map_or(NEIGH_TICK_MS, |t| {
             crate::xdp_tier::due_ms(t, &control.handle, &control.trace).min(NEIGH_TICK_MS)
         });
-        let _ = sys::poll_readable(&fds, wait);
+        clients.wait(&fds, listener, wait);
         let now = sys::realtime_ns();
-        while let Ok(events) = neigh_rx.try_recv() {
-            control.learn(&events, now);
-        }
+        control.learn(&neigh_inbox.take(&control.counters), now);
         control.tick(now);
         if let Some(m) = &mut monitor {
             kroutes::follow(m, &mut control);
@@ -545,15 +549,9 @@ fn serve(
                 break 'main;
             }
         }
-        while let Ok((conn, _)) = listener.accept() {
-            match sock.admits(&conn) {
-                Ok(()) => control.serve(conn),
-                Err(why) => control.refuse(conn, &why),
-            }
-            if pending.borrow().iter().any(|&s| s != libc::SIGHUP) {
-                // A request saw the stop signal: stop now rather than serve the next connection.
-                break;
-            }
+        if clients.accept(sock, &mut control) || clients.serve(&mut control) {
+            // A request saw the stop signal: stop now rather than serve the next connection.
+            break 'main;
         }
         if let Some(t) = &tier {
             crate::xdp_tier::sync(t, &control.handle, &control.trace);
@@ -564,6 +562,7 @@ fn serve(
         }
     }
     notify.stopping();
+    clients.close_all();
     stop.store(true, Ordering::Relaxed);
     let mut panicked = false;
     for t in threads {
@@ -576,6 +575,9 @@ fn serve(
         .as_ref()
         .map(|t| crate::xdp_tier::report(t, &total.stats));
     let ioam_export = export.finish();
+    // The process ends: freeing the configuration and the tables (hundreds of megabytes with a million routes)
+    // would only delay the exit past the 2 s a stop signal allows.
+    std::mem::forget(control);
     Ok(RunReport {
         total,
         workers,

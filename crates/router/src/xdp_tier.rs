@@ -318,7 +318,7 @@ impl XdpTier {
         if let Err(e) = r {
             // Safe state: no route in the driver, every frame to the worker (which has the new snapshot).
             let cleared = self.tier.install(&lwt6_xdp::Tables::default());
-            warn_line(
+            crate::log::line(
                 "xdp_install",
                 &format!(
                     "XDP tier: the new snapshot could not be installed ({e}); the driver forwards nothing until the next one{}",
@@ -364,7 +364,7 @@ impl XdpTier {
             };
             match r {
                 Ok(()) => {
-                    warn_line(
+                    crate::log::line(
                         "xdp_egress",
                         &format!(
                             "XDP tier: {}: {}",
@@ -378,7 +378,7 @@ impl XdpTier {
                     );
                     e.redirect = now;
                 }
-                Err(err) => warn_line(
+                Err(err) => crate::log::line(
                     "xdp_egress",
                     &format!("XDP tier: {}: devmap update failed: {err}", e.name),
                 ),
@@ -646,9 +646,4 @@ mod tests {
     fn headroom_is_the_kernels_less_the_xdp_frame() {
         assert_eq!(HEADROOM, 216);
     }
-}
-
-/// A warning of kind `kind` (the log's rate limit is per kind).
-fn warn_line(kind: &'static str, msg: &str) {
-    log::warn!(target: kind, "{msg}");
 }
