@@ -505,6 +505,7 @@ mod tests {
             None,
             &crate::metrics::ReloadStatus::default(),
             &[s],
+            None,
         );
         assert!(
             t.contains("lwt6_ioam_export_traces_total{target=\"grpc:h\\\"x:1\",result=\"lost\"} 3"),
