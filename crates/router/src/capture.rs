@@ -625,9 +625,12 @@ mod tests {
         f
     }
 
+    /// One Enhanced Packet Block: (interface, data, epb_flags, opt_comment).
+    type Epb = (u32, Vec<u8>, Option<u32>, Option<String>);
+
     /// The Enhanced Packet Blocks of a little-endian pcapng file, read by hand from the draft's layout (§3.1,
-    /// §4.3, §3.5): (interface, data, epb_flags, opt_comment).
-    fn epbs(b: &[u8]) -> Vec<(u32, Vec<u8>, Option<u32>, Option<String>)> {
+    /// §4.3, §3.5).
+    fn epbs(b: &[u8]) -> Vec<Epb> {
         let u32at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         let u16at = |o: usize| u16::from_le_bytes(b[o..o + 2].try_into().unwrap()) as usize;
         let mut out = Vec::new();
