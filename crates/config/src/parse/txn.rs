@@ -92,6 +92,13 @@ impl Transaction<'_, '_> {
         self.b.config()
     }
 
+    /// What the configuration was, its routes left out, before the transaction's first line that is not a route
+    /// line (`None` when there is none): with [`Transaction::config`], what such lines changed.
+    pub fn rest_before(&self) -> Option<&Config> {
+        let u = self.b.p.undo.as_ref()?;
+        u.rest.as_ref().map(|r| &r.cfg)
+    }
+
     /// The checks that need every line ([`Builder::finish`]'s, for this transaction's lines), then the routes
     /// the transaction changed. The transaction stays open: commit it, or drop it to undo it.
     pub fn check(&self) -> Result<RouteDelta> {
