@@ -461,6 +461,8 @@ impl Fib {
     /// unreachable (no prefix set and no index entry points at it any more), until the next [`Fib::insert`]
     /// reuses it: ids of routes in the table are stable, the id of a removed route may name a new one.
     pub fn remove(&mut self, prefix: IpNet, metric: u32) -> Option<RouteId> {
+        // The slots freed by earlier removals (this one's route stays readable until the next change).
+        self.trim_free();
         /// Takes `id`'s route out of its prefix's set: the prefix's new best route, if any remains.
         fn take<P: prefix_trie::Prefix>(
             map: &mut PrefixMap<P, RouteSet>,
@@ -513,7 +515,6 @@ impl Fib {
                 }
                 self.live -= 1;
                 self.free.insert(id);
-                self.trim_free();
                 Some(id)
             }
             IpNet::V4(p) => {
@@ -535,13 +536,13 @@ impl Fib {
                 }
                 self.live -= 1;
                 self.free.insert(id);
-                self.trim_free();
                 Some(id)
             }
         }
     }
 
-    /// Gives back the memory of removed routes: the free slots at the end of the route vector are dropped (the
+    /// Gives back the memory of removed routes (at the next insertion or removal: a removed route stays readable
+    /// by its id until then): the free slots at the end of the route vector are dropped (the
     /// ids of the routes in the table do not change), and the vector shrinks once it has a fifth more room than
     /// routes (so that deleting a large batch returns its memory; amortised, as growing is).
     fn trim_free(&mut self) {
@@ -584,6 +585,7 @@ impl Fib {
                 }
             }
         }
+        self.trim_free();
         let prefix = r.prefix.trunc();
         let entry = RouteEntry { prefix, ..r };
         let id = match self.free.pop_first() {
