@@ -232,7 +232,11 @@ impl Control {
                 ),
             );
         }
-        match self.apply(lines) {
+        let res = self.apply(lines);
+        if lines.len() >= crate::trim::LARGE_REQUEST {
+            crate::trim::release_free_memory();
+        }
+        match res {
             Ok(()) => (true, String::new()),
             Err(e) => (false, e),
         }

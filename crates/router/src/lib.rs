@@ -29,6 +29,7 @@ pub mod metrics;
 mod run;
 pub mod show;
 pub mod trace;
+mod trim;
 
 pub use error::Error;
 pub(crate) use error::fail;

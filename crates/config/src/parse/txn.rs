@@ -143,6 +143,13 @@ impl Transaction<'_, '_> {
             p.hmac_refs.truncate(u.refs[0]);
             p.table_refs.truncate(u.refs[1]);
             p.trace_refs.truncate(u.refs[2]);
+            // Only after removals: never while the list grows (a shrink there would make every push a copy).
+            if u.routes
+                .iter()
+                .any(|op| matches!(op, RouteOp::Removed { .. }))
+            {
+                p.shrink_routes();
+            }
         }
     }
 }
@@ -182,6 +189,17 @@ impl Parser<'_> {
         }
         if let Some(u) = &mut self.undo {
             u.routes.push(RouteOp::Removed { at, route });
+        } else {
+            self.shrink_routes();
+        }
+    }
+
+    /// Gives back the room of removed routes once the list has a fifth more room than routes (a large batch
+    /// deleted; amortised, as growing is). Not while a transaction may still put them back.
+    pub(super) fn shrink_routes(&mut self) {
+        let (len, cap) = (self.cfg.routes.len(), self.cfg.routes.capacity());
+        if cap > 1024 && cap > len + len / 4 {
+            self.cfg.routes.shrink_to_fit();
         }
     }
 

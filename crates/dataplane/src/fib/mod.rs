@@ -546,12 +546,18 @@ impl Fib {
     /// ids of the routes in the table do not change), and the vector shrinks once it has a fifth more room than
     /// routes (so that deleting a large batch returns its memory; amortised, as growing is).
     fn trim_free(&mut self) {
+        let mut trimmed = false;
         while let Some(&last) = self.free.last() {
             if last as usize + 1 != self.routes.len() {
                 break;
             }
             self.free.pop_last();
             self.routes.pop();
+            trimmed = true;
+        }
+        if !trimmed {
+            // Never while the vector grows (a shrink there would make every push a copy).
+            return;
         }
         let len = self.routes.len();
         if self.routes.capacity() > 1024 && self.routes.capacity() > len + len / 4 {
