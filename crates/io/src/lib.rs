@@ -6,6 +6,7 @@ pub mod afpacket;
 pub mod afxdp;
 #[cfg(target_os = "linux")]
 pub mod generator;
+pub mod heap;
 pub mod linktype;
 #[cfg(target_os = "linux")]
 pub mod livegen;

@@ -17,7 +17,7 @@ use crate::engine::{Outbox, WorkerReport};
 use crate::{Error, fail};
 use lwt6_config::Builder;
 use lwt6_dataplane::neigh::{NeighEvent, NeighTable, State};
-use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
+use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter, changes_between};
 use lwt6_dataplane::spec::{Config, shown_token};
 use lwt6_wire::ethernet::mac_text;
 use serde_json::json;
@@ -258,7 +258,11 @@ impl Control {
                 ),
             );
         }
-        match self.apply(lines) {
+        let res = self.apply(lines);
+        if lines.len() >= crate::trim::LARGE_REQUEST {
+            crate::trim::release_free_memory();
+        }
+        match res {
             Ok(()) => (true, String::new()),
             Err(e) => (false, e),
         }
@@ -500,17 +504,25 @@ impl Control {
             }
             return Err(why);
         }
+        // Other lines the snapshot can follow in place (static neighbours) become changes; the rest rebuild it.
+        let mut changes = Vec::new();
         if delta.other_lines {
-            let snap = Snapshot::build(tx.config()).map_err(located)?;
-            tx.commit();
-            self.publish(snap);
-            return Ok(());
+            let before = tx.rest_before();
+            match before.and_then(|b| changes_between(b, tx.config(), &self.handle.load())) {
+                Some(c) => changes = c,
+                None => {
+                    let snap = Snapshot::build(tx.config()).map_err(located)?;
+                    tx.commit();
+                    self.publish(snap);
+                    return Ok(());
+                }
+            }
         }
         // Lines that only add, remove or replace routes change the published table in place by the routes they
         // changed (through the writer's two snapshots: no rebuild, no copy of the table).
         // Configured routes win over mirrored kernel routes of the same prefix and metric (crate::kroutes).
         let keys = crate::kroutes::delta_keys(&delta.removed, &delta.added);
-        let mut changes = self.kernel_routes.yield_to(&delta.added);
+        changes.extend(self.kernel_routes.yield_to(&delta.added));
         changes.extend(
             delta
                 .removed
@@ -869,7 +881,7 @@ mod tests {
     }
 
     #[test]
-    fn route_additions_change_the_table_in_place_and_other_lines_rebuild_it() {
+    fn route_and_neighbour_lines_change_the_table_in_place_and_other_lines_rebuild_it() {
         let mut c = control();
         let (ok, _) = c.handle_line("-6 route add fd00:55::/64 via fd00:2::2 dev r1");
         assert!(ok);
@@ -889,16 +901,24 @@ mod tests {
         assert_eq!(c.cfg().routes.len(), 2);
         let (ok, _) = c.handle_line("neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1");
         assert!(ok);
-        assert!(c.writer.is_none(), "any other line rebuilds the snapshot");
         assert!(
-            routes(&c).contains("fd00:56::/64"),
-            "the rebuilt snapshot keeps the added routes"
+            c.writer.is_some(),
+            "a static neighbour changes the snapshot in place"
         );
         let (ok, neigh) = c.handle_line("show neigh");
         assert!(
             ok && neigh.contains("fd00:2::3 dev r1 lladdr 02:00:00:00:02:03 PERMANENT"),
             "{neigh}"
         );
+        let (ok, _) = c.handle_line("sysctl net.ipv6.ioam6_id=7");
+        assert!(ok);
+        assert!(c.writer.is_none(), "a sysctl line rebuilds the snapshot");
+        assert!(
+            routes(&c).contains("fd00:56::/64"),
+            "the rebuilt snapshot keeps the added routes"
+        );
+        let (ok, neigh) = c.handle_line("show neigh");
+        assert!(ok && neigh.contains("fd00:2::3 dev r1"), "{neigh}");
     }
 
     #[test]
@@ -943,10 +963,10 @@ mod tests {
         // Routes and something else: rebuilt.
         let (ok, msg) = c.handle_batch(&[
             "-6 route add fd00:5b::/64 via fd00:2::2 dev r1",
-            "neigh add fd00:2::3 lladdr 02:00:00:00:02:03 dev r1",
+            "addr add fd00:3::1/64 dev r1",
         ]);
         assert!(ok, "{msg}");
-        assert!(c.writer.is_none(), "a batch with a neighbour rebuilds");
+        assert!(c.writer.is_none(), "a batch with an address rebuilds");
         assert!(routes(&c).contains("fd00:5b::/64"));
         assert_eq!(routes(&c), rebuilt(&c));
     }

@@ -43,6 +43,7 @@ pub mod privilege;
 mod run;
 pub mod show;
 pub mod trace;
+mod trim;
 pub mod xdp_tier;
 
 pub use error::Error;

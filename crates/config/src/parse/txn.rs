@@ -92,6 +92,13 @@ impl Transaction<'_, '_> {
         self.b.config()
     }
 
+    /// What the configuration was, its routes left out, before the transaction's first line that is not a route
+    /// line (`None` when there is none): with [`Transaction::config`], what such lines changed.
+    pub fn rest_before(&self) -> Option<&Config> {
+        let u = self.b.p.undo.as_ref()?;
+        u.rest.as_ref().map(|r| &r.cfg)
+    }
+
     /// The checks that need every line ([`Builder::finish`]'s, for this transaction's lines), then the routes
     /// the transaction changed. The transaction stays open: commit it, or drop it to undo it.
     pub fn check(&self) -> Result<RouteDelta> {
@@ -136,6 +143,13 @@ impl Transaction<'_, '_> {
             p.hmac_refs.truncate(u.refs[0]);
             p.table_refs.truncate(u.refs[1]);
             p.trace_refs.truncate(u.refs[2]);
+            // Only after removals: never while the list grows (a shrink there would make every push a copy).
+            if u.routes
+                .iter()
+                .any(|op| matches!(op, RouteOp::Removed { .. }))
+            {
+                p.shrink_routes();
+            }
         }
     }
 }
@@ -175,6 +189,17 @@ impl Parser<'_> {
         }
         if let Some(u) = &mut self.undo {
             u.routes.push(RouteOp::Removed { at, route });
+        } else {
+            self.shrink_routes();
+        }
+    }
+
+    /// Gives back the room of removed routes once the list has a fifth more room than routes (a large batch
+    /// deleted; amortised, as growing is). Not while a transaction may still put them back.
+    pub(super) fn shrink_routes(&mut self) {
+        let (len, cap) = (self.cfg.routes.len(), self.cfg.routes.capacity());
+        if cap > 1024 && cap > len + len / 4 {
+            self.cfg.routes.shrink_to_fit();
         }
     }
 

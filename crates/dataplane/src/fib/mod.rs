@@ -9,6 +9,7 @@ pub mod lpm;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use lpm::StrideTrie;
 use prefix_trie::PrefixMap;
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Index of an interface in the router's link table.
@@ -143,8 +144,9 @@ pub struct Fib {
     fast4: LpmIndex,
     /// Routes in the table (`routes` also holds the slots of removed routes, listed in `free`).
     live: usize,
-    /// Slots of removed routes, reused by the next insertions so that route churn does not grow `routes`.
-    free: Vec<RouteId>,
+    /// Slots of removed routes, reused by the next insertions (lowest first) so that route churn does not grow
+    /// `routes`; the ones at the end of `routes` are dropped ([`Fib::trim_free`]).
+    free: std::collections::BTreeSet<RouteId>,
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -215,7 +217,13 @@ struct SmallKey {
 
 /// Longest-prefix match over the best route of every prefix, kept in step by [`Fib::insert`]: a linear scan while
 /// there are at most [`LpmIndex::SMALL`] prefixes (a scan of a few entries beats any structure), a
-/// [`StrideTrie`] beyond.
+/// [`StrideTrie`] beyond for prefixes up to [`LpmIndex::long_from`] bits, and one hash table per longer prefix
+/// length (`/56`, `/64`, `/128`...), probed longest first before the trie.
+///
+/// Why the long prefixes leave the trie: a trie node is 256 slots (2,304 bytes), and prefixes longer than the
+/// shared part of a table each need nodes of their own (a random /64 of a /32 two or three, a random /128 up to
+/// ten): 20,000 random /128s took 650 MB. In a hash table a prefix costs its key and entry (about 40 bytes), at
+/// the price of one probe per long length present on the packet path (tables have few: /64, /128).
 #[derive(Debug, Clone)]
 struct LpmIndex {
     /// `(length, masked bits, best route)`, longest first, while there are at most [`LpmIndex::SMALL`] prefixes.
@@ -226,8 +234,11 @@ struct LpmIndex {
     width: u8,
     /// Whether every `small` mask has a zero low half (all prefixes of an IPv6 table at most /64 long).
     small_hi_only: bool,
-    /// The trie, once there are more prefixes than the scan serves (addresses left-aligned).
+    /// The trie, once there are more prefixes than the scan serves (addresses left-aligned): the prefixes up to
+    /// [`LpmIndex::long_from`] bits.
     trie: Option<Box<StrideTrie>>,
+    /// Once the trie exists, the longer prefixes: per length, longest first, the masked bits to the best route.
+    long: Vec<(u8, HashMap<u128, Best, FastBuild>)>,
     /// Whether lookups scan `small_masks` (no trie yet): one flag test on the packet path.
     scan: bool,
     /// Number of prefixes.
@@ -242,6 +253,7 @@ impl Default for LpmIndex {
             width: 128,
             small_hi_only: false,
             trie: None,
+            long: Vec::new(),
             scan: true,
             count: 0,
         }
@@ -251,6 +263,41 @@ impl Default for LpmIndex {
 impl LpmIndex {
     /// Largest table scanned linearly.
     const SMALL: usize = 16;
+
+    /// Prefixes longer than this go to the hash tables rather than the trie (48 bits of an IPv6 address, 24 of
+    /// an IPv4 one: where tables stop sharing their upper bits).
+    fn long_from(width: u8) -> u8 {
+        if width == 128 { 48 } else { 24 }
+    }
+
+    /// Puts the best route of long prefix `key`/`len` in its length's table.
+    fn set_long(&mut self, key: u128, len: u8, best: Best) {
+        let at = self.long.partition_point(|(l, _)| *l > len);
+        match self.long.get_mut(at) {
+            Some((l, m)) if *l == len => {
+                m.insert(key, best);
+            }
+            _ => {
+                let mut m = HashMap::default();
+                m.insert(key, best);
+                self.long.insert(at, (len, m));
+            }
+        }
+    }
+
+    /// Takes long prefix `key`/`len` out of its length's table, giving memory back as the table empties.
+    fn remove_long(&mut self, key: u128, len: u8) {
+        let Some(at) = self.long.iter().position(|(l, _)| *l == len) else {
+            return;
+        };
+        let m = &mut self.long[at].1;
+        m.remove(&key);
+        if m.is_empty() {
+            self.long.remove(at);
+        } else if m.len() * 4 < m.capacity() {
+            m.shrink_to_fit();
+        }
+    }
 
     fn mask(bits: u128, len: u8, width: u8) -> u128 {
         // Keep the top `len` bits of a `width`-bit address held in the low bits of a u128.
@@ -270,7 +317,11 @@ impl LpmIndex {
             self.count += 1;
         }
         if let Some(t) = &mut self.trie {
-            t.insert(key << (128 - u32::from(width)), len, best);
+            if len > Self::long_from(width) {
+                self.set_long(key, len, best);
+            } else {
+                t.insert(key << (128 - u32::from(width)), len, best);
+            }
             return;
         }
         if let Some(e) = self.small.iter_mut().find(|e| e.0 == len && e.1 == key) {
@@ -283,7 +334,11 @@ impl LpmIndex {
             // Past the scan's size: the same prefixes go into a trie (in any order: it keeps the longest).
             let mut t = Box::<StrideTrie>::default();
             for (l, k, b) in std::mem::take(&mut self.small) {
-                t.insert(k << (128 - u32::from(width)), l, b);
+                if l > Self::long_from(width) {
+                    self.set_long(k, l, b);
+                } else {
+                    t.insert(k << (128 - u32::from(width)), l, b);
+                }
             }
             self.trie = Some(t);
             self.scan = false;
@@ -299,7 +354,11 @@ impl LpmIndex {
         let key = Self::mask(bits, len, width);
         self.count = self.count.saturating_sub(1);
         if let Some(t) = &mut self.trie {
-            t.remove(key << (128 - u32::from(width)), len, covering);
+            if len > Self::long_from(width) {
+                self.remove_long(key, len);
+            } else {
+                t.remove(key << (128 - u32::from(width)), len, covering);
+            }
             return;
         }
         self.small.retain(|e| !(e.0 == len && e.1 == key));
@@ -353,6 +412,9 @@ impl LpmIndex {
         if let Some(t) = &mut self.trie {
             t.map_leaves(fix);
         }
+        for (_, m) in &mut self.long {
+            m.values_mut().for_each(|b| *b = fix(*b));
+        }
         self.small.iter_mut().for_each(|e| e.2 = fix(e.2));
         self.rebuild_small_masks();
     }
@@ -361,6 +423,11 @@ impl LpmIndex {
     /// the data path).
     #[inline(never)]
     fn get_trie(&self, bits: u128, width: u8) -> Option<&Best> {
+        for (len, m) in &self.long {
+            if let Some(b) = m.get(&Self::mask(bits, *len, width)) {
+                return Some(b);
+            }
+        }
         self.trie.as_ref()?.get(bits << (128 - u32::from(width)))
     }
 }
@@ -425,6 +492,8 @@ impl Fib {
     /// unreachable (no prefix set and no index entry points at it any more), until the next [`Fib::insert`]
     /// reuses it: ids of routes in the table are stable, the id of a removed route may name a new one.
     pub fn remove(&mut self, prefix: IpNet, metric: u32) -> Option<RouteId> {
+        // The slots freed by earlier removals (this one's route stays readable until the next change).
+        self.trim_free();
         /// Takes `id`'s route out of its prefix's set: the prefix's new best route, if any remains.
         fn take<P: prefix_trie::Prefix>(
             map: &mut PrefixMap<P, RouteSet>,
@@ -476,7 +545,7 @@ impl Fib {
                     }
                 }
                 self.live -= 1;
-                self.free.push(id);
+                self.free.insert(id);
                 Some(id)
             }
             IpNet::V4(p) => {
@@ -497,9 +566,33 @@ impl Fib {
                     }
                 }
                 self.live -= 1;
-                self.free.push(id);
+                self.free.insert(id);
                 Some(id)
             }
+        }
+    }
+
+    /// Gives back the memory of removed routes (at the next insertion or removal: a removed route stays readable
+    /// by its id until then): the free slots at the end of the route vector are dropped (the
+    /// ids of the routes in the table do not change), and the vector shrinks once it has a fifth more room than
+    /// routes (so that deleting a large batch returns its memory; amortised, as growing is).
+    fn trim_free(&mut self) {
+        let mut trimmed = false;
+        while let Some(&last) = self.free.last() {
+            if last as usize + 1 != self.routes.len() {
+                break;
+            }
+            self.free.pop_last();
+            self.routes.pop();
+            trimmed = true;
+        }
+        if !trimmed {
+            // Never while the vector grows (a shrink there would make every push a copy).
+            return;
+        }
+        let len = self.routes.len();
+        if self.routes.capacity() > 1024 && self.routes.capacity() > len + len / 4 {
+            self.routes.shrink_to_fit();
         }
     }
 
@@ -529,9 +622,10 @@ impl Fib {
                 }
             }
         }
+        self.trim_free();
         let prefix = r.prefix.trunc();
         let entry = RouteEntry { prefix, ..r };
-        let id = match self.free.pop() {
+        let id = match self.free.pop_first() {
             Some(id) => {
                 self.routes[id as usize] = entry;
                 id
@@ -790,6 +884,62 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(f.routes_v6().count(), live.len());
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// The same with prefixes on both sides of the trie's limit (/48) and the hash tables' (/49 to /128), nested
+    /// under one /32 so that long prefixes cover and are covered by short ones, past the linear scan's size.
+    #[test]
+    fn long_prefixes_agree_with_a_scan() {
+        use proptest::prelude::*;
+        const LENS: [u8; 12] = [0, 32, 40, 47, 48, 49, 56, 64, 65, 96, 127, 128];
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let strat = proptest::collection::vec(
+            (
+                0usize..LENS.len(),
+                0u128..4,
+                0u32..2,
+                any::<bool>(),
+                any::<u128>(),
+            ),
+            20..160,
+        );
+        runner
+            .run(&strat, |ops| {
+                let mut f = Fib::new();
+                let mut live: Vec<(Ipv6Net, u32, DevId)> = Vec::new();
+                let base = 0x2001_0db8u128 << 96;
+                // A few values in the bits of each boundary, so that prefixes nest and collide.
+                let addr = |v: u128| base | (v & 3) << 80 | (v & 3) << 62 | (v & 1) << 40 | (v & 3);
+                for (i, (li, v, metric, add, probe)) in ops.iter().enumerate() {
+                    let net = Ipv6Net::new(Ipv6Addr::from(addr(*v)), LENS[*li])
+                        .unwrap()
+                        .trunc();
+                    let exists = live.iter().any(|(p, m, _)| *p == net && m == metric);
+                    // Mostly additions, so that the table crosses the linear scan's size.
+                    if (*add || i % 3 == 0) && !exists {
+                        f.insert(RouteEntry {
+                            prefix: IpNet::V6(net),
+                            metric: *metric,
+                            ..r("::/0", 0, i)
+                        });
+                        live.push((net, *metric, i));
+                    } else if !*add && exists {
+                        prop_assert!(f.remove(IpNet::V6(net), *metric).is_some());
+                        live.retain(|(p, m, _)| !(*p == net && m == metric));
+                    }
+                    for a in [addr(*probe), addr(probe >> 2), base | (probe & 0xffff)] {
+                        let a = Ipv6Addr::from(a);
+                        let want = live
+                            .iter()
+                            .filter(|(p, _, _)| p.contains(&a))
+                            .max_by_key(|(p, m, _)| (p.prefix_len(), std::cmp::Reverse(*m)))
+                            .map(|x| x.2);
+                        prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev), want, "{}", a);
+                    }
+                }
                 Ok(())
             })
             .unwrap();

@@ -139,6 +139,35 @@ impl Snapshot {
                 };
                 Ok(())
             }
+            Change::StaticNeighSet { dev, addr, mac } => {
+                if *dev >= self.links.len() {
+                    return Err(cfg_err(0, &dev.to_string(), "no such device index"));
+                }
+                match addr {
+                    IpAddr::V6(a) => {
+                        if self.neigh6.insert((*dev, *a), *mac) != Some(*mac) {
+                            self.replan_gateway(*dev, *a);
+                        }
+                    }
+                    IpAddr::V4(a) => {
+                        self.neigh4.insert((*dev, *a), *mac);
+                    }
+                };
+                Ok(())
+            }
+            Change::StaticNeighDel { dev, addr } => {
+                match addr {
+                    IpAddr::V6(a) => {
+                        if self.neigh6.remove(&(*dev, *a)).is_some() {
+                            self.replan_gateway(*dev, *a);
+                        }
+                    }
+                    IpAddr::V4(a) => {
+                        self.neigh4.remove(&(*dev, *a));
+                    }
+                };
+                Ok(())
+            }
             Change::NeighDel { dev, addr } => {
                 match addr {
                     IpAddr::V6(a) => {

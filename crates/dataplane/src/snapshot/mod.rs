@@ -19,9 +19,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 mod apply;
 mod build;
+mod incremental;
 mod plans;
 mod writer;
 
+pub use incremental::changes_between;
 pub use writer::{SnapshotHandle, SnapshotWriter};
 
 /// The route id of tunnels that no route of the main table carries (policies of End.B6 routes, tunnels of routes
@@ -102,6 +104,22 @@ pub enum Change {
     },
     /// A learned neighbour forgotten (unreachable after probes). Static entries are never removed by it.
     NeighDel {
+        /// Device.
+        dev: DevId,
+        /// The neighbour's address.
+        addr: IpAddr,
+    },
+    /// `neigh add` / `neigh replace`: a static entry set (it wins over a learned one).
+    StaticNeighSet {
+        /// Device.
+        dev: DevId,
+        /// The neighbour's address.
+        addr: IpAddr,
+        /// Its link-layer address.
+        mac: Mac,
+    },
+    /// `neigh del`: a static entry removed (a learned one for the same address applies again).
+    StaticNeighDel {
         /// Device.
         dev: DevId,
         /// The neighbour's address.

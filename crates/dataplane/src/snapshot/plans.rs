@@ -169,6 +169,12 @@ impl Snapshot {
         if self.neigh6.contains_key(&(dev, nh)) {
             return;
         }
+        self.replan_gateway(dev, nh);
+    }
+
+    /// Plans again what depends on neighbour `nh` on `dev`, whichever entry (static or learned) now gives its
+    /// address: [`Snapshot::replan_neighbour`] without the check that a static entry wins.
+    pub(super) fn replan_gateway(&mut self, dev: DevId, nh: Ipv6Addr) {
         let via = Some(IpAddr::V6(nh));
         let gateway: Vec<(RouteId, IpNet, Option<u32>)> = self
             .fib

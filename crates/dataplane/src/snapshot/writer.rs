@@ -82,7 +82,8 @@ impl SnapshotWriter {
             }
             std::thread::yield_now();
         };
-        for c in self.pending.drain(..) {
+        // Taken, not drained: a large batch's log is freed here rather than kept as the vector's capacity.
+        for c in std::mem::take(&mut self.pending) {
             // Applied to the published copy already, from the same state: it applies here too.
             spare
                 .apply(&c)

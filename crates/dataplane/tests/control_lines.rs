@@ -1,0 +1,169 @@
+//! Control lines other than routes applied in place (`changes_between`, then `Snapshot::apply`) must leave the
+//! router that building the changed configuration from scratch gives: same frames out, same counters. Random
+//! sequences of `neigh add` and route lines through gateways that may or may not be resolved yet.
+
+use lwt6_config::Builder;
+use lwt6_dataplane::snapshot::{Change, Snapshot, changes_between};
+use lwt6_dataplane::worker::Worker;
+use proptest::prelude::*;
+use std::net::Ipv6Addr;
+
+const HEAD: &str = "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+";
+
+/// The lines a sequence draws from: neighbours for the gateways, routes through them, tunnels whose first
+/// segment routes through them.
+fn line(kind: u8, n: u8) -> String {
+    let gw = n % 4 + 2;
+    match kind % 4 {
+        0 => format!("neigh add fd00:2::{gw} lladdr 02:00:00:00:02:{gw:02x} dev r1"),
+        1 => format!("-6 route add fd00:{n:x}::/64 via fd00:2::{gw} dev r1"),
+        2 => format!("-6 route add fc00:{gw:x}::/32 via fd00:2::{gw} dev r1"),
+        _ => format!(
+            "-6 route add fd01:{n:x}::/64 encap seg6 mode encap segs fc00:{gw:x}::1,fc00::b dev r1"
+        ),
+    }
+}
+
+/// A UDP frame from fd00:1::1 to `dst`, received on r0.
+fn frame(dst: Ipv6Addr) -> Vec<u8> {
+    let mut f = vec![
+        2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd, 0x60, 0, 0, 0, 0, 16, 17, 64,
+    ];
+    f.extend("fd00:1::1".parse::<Ipv6Addr>().unwrap().octets());
+    f.extend(dst.octets());
+    f.extend([0x9c, 0x40, 0x0d, 0x05, 0, 16, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    f
+}
+
+fn frames() -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    for n in 0..16u16 {
+        v.push(frame(format!("fd00:{n:x}::1").parse().unwrap()));
+        v.push(frame(format!("fd01:{n:x}::1").parse().unwrap()));
+    }
+    for gw in 2..6 {
+        v.push(frame(format!("fc00:{gw:x}::5").parse().unwrap()));
+        v.push(frame(format!("fd00:2::{gw}").parse().unwrap()));
+    }
+    v
+}
+
+fn run(snap: &Snapshot, frames: &[Vec<u8>]) -> (Vec<(usize, Vec<u8>)>, String) {
+    let mut w = Worker::new(snap);
+    let mut out = Vec::new();
+    w.process_batch(
+        snap,
+        frames.iter().map(|f| (0usize, 5u64, f.as_slice())),
+        &mut |d, _, b| out.push((d, b.to_vec())),
+    );
+    let s = &w.stats;
+    assert!(s.balanced());
+    (out, format!("{:?}", s))
+}
+
+/// Applies `lines` as one transaction, in place; false when a line is refused (nothing changes then).
+fn apply(b: &mut Builder<'_>, snap: &mut Snapshot, lines: &[String]) -> bool {
+    let mut tx = b.transaction();
+    for (i, l) in lines.iter().enumerate() {
+        if tx.line(i + 1, l).is_err() {
+            return false;
+        }
+    }
+    let Ok(delta) = tx.check() else {
+        return false;
+    };
+    let mut changes = Vec::new();
+    if delta.other_lines {
+        let before = tx.rest_before().expect("other lines save the rest");
+        changes = changes_between(before, tx.config(), snap).expect("only neighbours changed");
+    }
+    changes.extend(delta.removed.iter().map(|r| Change::DelRoute {
+        prefix: r.prefix,
+        metric: r.metric,
+        table: r.table,
+        line: r.line,
+    }));
+    changes.extend(delta.added.into_iter().map(Change::AddRoute));
+    let mut next = snap.clone();
+    for c in &changes {
+        if next.apply(c).is_err() {
+            return false;
+        }
+    }
+    *snap = next;
+    tx.commit();
+    true
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn neighbour_lines_in_place_equal_a_rebuild(
+        batches in proptest::collection::vec(
+            proptest::collection::vec((0u8..4, 0u8..16, any::<bool>()), 1..4),
+            1..14,
+        )
+    ) {
+        let cfg = lwt6_config::parse(HEAD).unwrap();
+        let mut snap = Snapshot::build(&cfg).unwrap();
+        let mut b = Builder::from_config(cfg);
+        let f = frames();
+        for batch in batches {
+            let lines: Vec<String> = batch
+                .iter()
+                .map(|(k, n, del)| {
+                    let l = line(*k, *n);
+                    if *del && *k != 0 {
+                        // `route del PREFIX`: the route's prefix, as `ip route del` takes it.
+                        let p = l.split_whitespace().nth(3).unwrap().to_string();
+                        format!("-6 route del {p}")
+                    } else {
+                        l
+                    }
+                })
+                .collect();
+            apply(&mut b, &mut snap, &lines);
+            let fresh = Snapshot::build(b.config()).unwrap();
+            prop_assert_eq!(run(&snap, &f), run(&fresh, &f), "after {:?}", lines);
+        }
+    }
+}
+
+/// Lines the snapshot cannot follow in place yet (addresses, sysctls, IOAM, `sr`) ask for a rebuild.
+#[test]
+fn other_lines_ask_for_a_rebuild() {
+    let cfg = lwt6_config::parse(HEAD).unwrap();
+    let snap = Snapshot::build(&cfg).unwrap();
+    for l in [
+        "addr add fd00:3::1/64 dev r1",
+        "sysctl net.ipv6.ioam6_id=7",
+        "ioam namespace add 5",
+        "sr tunsrc set fd00:2::1",
+        "sr hmac set 9 sha256 secret s",
+    ] {
+        let mut b = Builder::from_config(cfg.clone());
+        let mut tx = b.transaction();
+        tx.line(1, l).unwrap();
+        let before = tx.rest_before().unwrap();
+        assert!(changes_between(before, tx.config(), &snap).is_none(), "{l}");
+    }
+    let mut b = Builder::from_config(cfg);
+    let mut tx = b.transaction();
+    tx.line(1, "neigh add fd00:2::7 lladdr 02:00:00:00:02:07 dev r1")
+        .unwrap();
+    let c = changes_between(tx.rest_before().unwrap(), tx.config(), &snap).unwrap();
+    assert_eq!(
+        c,
+        vec![Change::StaticNeighSet {
+            dev: 1,
+            addr: "fd00:2::7".parse().unwrap(),
+            mac: [2, 0, 0, 0, 2, 7],
+        }]
+    );
+}
