@@ -104,7 +104,7 @@ const DUMP_TRIES: usize = 8;
 /// Every route of every table in the calling thread's network namespace, IPv4 and IPv6, as `Add` changes (and
 /// `Unreadable` for routes that could not be read): a consistent view of the tables at one moment. A dump the
 /// kernel marks as interrupted (the table changed while it was being read, `NLM_F_DUMP_INTR`) is taken again,
-/// up to [`DUMP_TRIES`] times, then refused ([`Error::Inconsistent`]).
+/// up to `DUMP_TRIES` times, then refused ([`Error::Inconsistent`]).
 pub fn dump() -> Result<Vec<RouteChange>, Error> {
     for _ in 0..DUMP_TRIES {
         let (routes, interrupted) = dump_once()?;

@@ -219,7 +219,7 @@ pub struct XdpTier {
 impl XdpTier {
     /// Loads the program with maps sized for `snap`, describes every interface of `devs` (in device id order) as
     /// a port and, when its driver takes redirected frames, as an egress; not attached yet (the AF_XDP engine
-    /// attaches it with [`XdpTier::program_fd`] and registers its sockets in [`XdpTier::xsk_map_fd`]).
+    /// attaches it with [`XdpTier::program_fd`] and registers its sockets in `Tier::xsk_map_fd`).
     pub fn load(devs: &[NetDev], snap: &Snapshot) -> Result<XdpTier, String> {
         lwt6_xdp::available().map_err(|e| e.to_string())?;
         let mut xsk_base = Vec::with_capacity(devs.len());

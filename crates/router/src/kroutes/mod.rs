@@ -5,7 +5,7 @@
 //!
 //! Two tables are kept: [`table::KernelTable`], the kernel's main table as the dumps and notifications say it,
 //! and the routes installed from it in lwt6's FIB. After every change the installed routes of the keys it
-//! touched are made what the kernel's table says ([`sync`]): added, replaced or removed, each key on its own,
+//! touched are made what the kernel's table says (`sync`): added, replaced or removed, each key on its own,
 //! so a route that did not change is never touched. A notification whose place is unclear, and a receive
 //! buffer overrun (the kernel dropped notifications: the queue is drained, since what is left in it is older
 //! than what was lost), take a fresh dump; the new table is built aside and the installed routes are brought to
