@@ -87,6 +87,9 @@ pub struct Route {
     pub mtu: Option<RouteMtu>,
     /// Tunnel state (`encap ...`).
     pub encap: Option<Encap>,
+    /// `blackhole`, `unreachable` or `prohibit` before the prefix: a route that drops what it matches (no
+    /// device, gateway or encap); `None` for a unicast route.
+    pub reject: Option<crate::fib::RejectKind>,
     /// Routing table (`table N`; [`MAIN_TABLE`] when omitted, as `ip route` does).
     pub table: u32,
     /// Line the route was declared on.

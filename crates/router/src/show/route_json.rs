@@ -91,8 +91,16 @@ pub fn prefsrc(router: &Snapshot, r: &RouteEntry) -> Option<IpAddr> {
 
 /// The scope iproute2 shows: IPv4 routes without a gateway are link-scoped (`scope link`); the others are
 /// universe, which it does not print.
+/// A reject route is universe too.
 pub fn scope(r: &RouteEntry) -> Option<&'static str> {
-    (r.prefix.addr().is_ipv4() && r.via.is_none()).then_some("link")
+    let reject = matches!(r.origin, Origin::Reject(_));
+    (r.prefix.addr().is_ipv4() && r.via.is_none() && !reject).then_some("link")
+}
+
+/// The device iproute2 shows for an IPv6 reject route, which the kernel points at the loopback.
+pub fn reject_dev(r: &RouteEntry) -> Option<&'static str> {
+    (r.dev.is_none() && r.prefix.addr().is_ipv6() && matches!(r.origin, Origin::Reject(_)))
+        .then_some("lo")
 }
 
 /// One route of table `table` as an `ip -j -s route show table all` object (`-s`: with `counters`), with lwt6's
@@ -118,6 +126,9 @@ pub fn route(
     }
     if let Some(d) = r.dev {
         o.put("dev", &router.links[d].name);
+    }
+    if let Some(d) = reject_dev(r) {
+        o.put("dev", d);
     }
     if table != MAIN_TABLE {
         o.put("table", table_name(table));
