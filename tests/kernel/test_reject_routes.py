@@ -89,3 +89,26 @@ def test_lwt6_reject_routes_as_kernel(topo3, lwt6, case):
     assert res.drops() == 1, res.stats
     if case[3]:
         assert case[3] in str(res.stats), res.stats
+
+
+def test_route_get_refused_as_kernel(topo3, tmp_path):
+    """`ip route get` to a reject route fails with the route's error ("Invalid argument", "No route to host",
+    "Permission denied"); `lwt6 route get` fails naming the same one."""
+    import subprocess
+    from ktlwt6 import lwt6_bin
+    from ktnet import run
+    conf = tmp_path / "reject.conf"
+    conf.write_text(render(RTR_BASE + ROUTES)[1])
+    rtr = topo3.rtr
+    try:
+        rtr.apply(ROUTES)
+        for dst in ["fc00:b::1", "fc00:c::1", "fc00:d::1", "10.60.0.1", "10.61.0.1", "10.62.0.1"]:
+            k = run(["ip", "-n", rtr.ns, "route", "get", dst], check=False)
+            assert k.returncode != 0 and k.stderr.startswith("RTNETLINK answers: "), (dst, k.stdout, k.stderr)
+            why = k.stderr.strip().removeprefix("RTNETLINK answers: ")
+            for j in ([], ["-j"]):
+                m = subprocess.run([str(lwt6_bin()), "route", "get", "-c", str(conf), dst, *j], capture_output=True,
+                                   text=True, timeout=60)
+                assert m.returncode != 0 and f"({why})" in m.stderr, (dst, why, m.stdout, m.stderr)
+    finally:
+        rtr.undo()
