@@ -213,6 +213,25 @@ def test_configured_route_wins(live, router):
     assert fc00() is None
 
 
+def test_ctl_reject_routes(live, router):
+    """`ctl route add|replace|del` with a route type (issue 24): the configured blackhole becomes an unreachable
+    route and goes, shown as `ip -j route show` shows such a route (`"type"`, `dev lo`, no gateway)."""
+    def at():
+        return lwt6_table(router, "fd00:9e::/64").get(("fd00:9e::/64", 1024))
+
+    r = router.ctl("route", "add", "blackhole", "fd00:9e::/64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert at() == ("blackhole", None, "lo", None)
+    r = router.ctl("route", "replace", "unreachable", "fd00:9e::/64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert at() == ("unreachable", None, "lo", None)
+    r = router.ctl("route", "add", "throw", "fd00:9f::/64")
+    assert r.returncode != 0 and "throw" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = router.ctl("route", "del", "fd00:9e::/64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert at() is None
+
+
 def batch_adds(n, start=0):
     return "".join(f"route add 2001:db8:{i:x}::/48 dev r1\n" for i in range(start, start + n))
 
