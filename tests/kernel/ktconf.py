@@ -67,8 +67,9 @@ def render(statements):
             # `table N` stays where it is (before or after the encap, as iproute2 accepts); the undo names it
             table = ["table", _opt(t, "table")] if _opt(t, "table") and "encap" not in t[:t.index("table")] else []
             verb = "change" if t[1] == "change" else "replace"
+            prefix = t[3] if t[2] in ("unicast", "blackhole", "unreachable", "prohibit") else t[2]
             cmds.append(KernelCmd("ip", f + ["route", verb] + t[2:], text=text,
-                                  undo=[KernelCmd("ip", f + ["route", "del", t[2]] + table)]))
+                                  undo=[KernelCmd("ip", f + ["route", "del", prefix] + table)]))
         elif head == ["route", "del"]:
             f = [fam] if fam else []
             cmds.append(KernelCmd("ip", f + t, text=text))

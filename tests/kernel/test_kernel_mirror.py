@@ -72,7 +72,7 @@ def net(dst):
 
 def kernel_table(live, root):
     """The kernel's main-table IPv6 routes under `root`: (what lwt6 must hold: {(dst, metric): (type, gateway, dev,
-    encap)} — blackhole / unreachable / prohibit without gateway or device, a multipath route as type
+    encap)} — blackhole / unreachable / prohibit without gateway (on `dev lo`), a multipath route as type
     `multipath` —, keys lwt6 must not hold: several routes of one prefix and metric)."""
     out = ip(live, ["-j", "-6", "route", "show", "table", "main", "root", root]).stdout
     by_key = {}
@@ -86,8 +86,11 @@ def kernel_table(live, root):
             skipped.add(k)
         elif kind == "unicast":
             want[k] = (kind, r.get("gateway"), r.get("dev"), r.get("encap"))
-        else:
+        elif kind == "multipath":
             want[k] = (kind, None, None, None)
+        else:
+            # iproute2 shows an IPv6 reject route on `dev lo`; so does lwt6.
+            want[k] = (kind, None, r.get("dev"), None)
     return want, skipped
 
 
@@ -148,7 +151,7 @@ def test_replace_to_blackhole_then_del(live, router):
     assert len(through(live, "fd00:9c::1", 1)) == 1
     ip(live, ["-6", "route", "replace", "blackhole", "fd00:9c::/64"])
     _, want, _ = mirror_equal(live, router, "fd00:9c::/64")
-    assert want == {("fd00:9c::/64", 1024): ("blackhole", None, None, None)}
+    assert want == {("fd00:9c::/64", 1024): ("blackhole", None, "lo", None)}
     assert through(live, "fd00:9c::1", 2) == []
     st = router.stats()
     assert st["kernel_routes"]["dropping"] == 1 and st["kernel_routes"]["skipped"] == 0, st["kernel_routes"]
@@ -208,6 +211,25 @@ def test_configured_route_wins(live, router):
     r = router.ctl("route", "del", "fc00::/16")
     assert r.returncode == 0, r.stdout + r.stderr
     assert fc00() is None
+
+
+def test_ctl_reject_routes(live, router):
+    """`ctl route add|replace|del` with a route type (issue 24): the configured blackhole becomes an unreachable
+    route and goes, shown as `ip -j route show` shows such a route (`"type"`, `dev lo`, no gateway)."""
+    def at():
+        return lwt6_table(router, "fd00:9e::/64").get(("fd00:9e::/64", 1024))
+
+    r = router.ctl("route", "add", "blackhole", "fd00:9e::/64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert at() == ("blackhole", None, "lo", None)
+    r = router.ctl("route", "replace", "unreachable", "fd00:9e::/64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert at() == ("unreachable", None, "lo", None)
+    r = router.ctl("route", "add", "throw", "fd00:9f::/64")
+    assert r.returncode != 0 and "throw" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = router.ctl("route", "del", "fd00:9e::/64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert at() is None
 
 
 def batch_adds(n, start=0):

@@ -65,8 +65,21 @@ EXTRA = [
     "-4 route add default via 10.2.0.2 dev r1",
     "-4 route add 10.0.0.0/8 via 10.2.0.2 dev r1",
     "-4 route add 10.2.0.128/25 via 10.2.0.2 dev r1",
+    # routes that drop (issue 24): IPv6 keeps neither dev nor via (`dev lo`), IPv4 takes neither
+    f"{P} blackhole fd00:a0::/64",
+    f"{P} unreachable fd00:a1::/64 metric 5",
+    f"{P} prohibit fd00:a2::/64 table 100",
+    f"{P} blackhole fd00:a3::/64 via fd00:2::2 dev r1",
+    f"{P} unreachable fd00:a4::/64 mtu 1400",
+    f"{P} unreachable fd00:5::/64 metric 4096",
+    "-6 route add unreachable default table 200",
+    "-4 route add blackhole 10.60.0.0/16",
+    "-4 route add unreachable 10.61.0.0/16 metric 7",
+    "-4 route add prohibit 10.62.0.0/16 table 100",
+    "-4 route add blackhole default table 200",
 ]
 STATEMENTS = RTR_BASE + EXTRA
+REJECT = ("blackhole", "unreachable", "prohibit")
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +97,9 @@ def shown(tmp_path_factory):
 
 
 def kernel_only(r):
-    """Kernel routes lwt6 does not model: the local table, and the link-local prefix of every interface."""
-    return r.get("table") == "local" or "type" in r or (r["dst"] == "fe80::/64" and r.get("protocol") == "kernel")
+    """Kernel routes lwt6 does not model: the local table, route types other than the reject ones, and the
+    link-local prefix of every interface."""
+    return r.get("table") == "local" or r.get("type", "blackhole") not in REJECT or (r["dst"] == "fe80::/64" and r.get("protocol") == "kernel")
 
 
 def key(r):

@@ -40,6 +40,7 @@ fn route(prefix: u128, len: u8) -> Route {
         encap: None,
         table: 254,
         line: 0,
+        reject: None,
     }
 }
 

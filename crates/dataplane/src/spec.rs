@@ -87,10 +87,41 @@ pub struct Route {
     pub mtu: Option<RouteMtu>,
     /// Tunnel state (`encap ...`).
     pub encap: Option<Encap>,
+    /// `blackhole`, `unreachable` or `prohibit` before the prefix: a route that drops what it matches (no
+    /// device, gateway or encap); `None` for a unicast route.
+    pub reject: Option<RejectKind>,
     /// Routing table (`table N`; [`MAIN_TABLE`] when omitted, as `ip route` does).
     pub table: u32,
     /// Line the route was declared on.
     pub line: usize,
+}
+
+/// What a [`Origin::Reject`](crate::fib::Origin::Reject) route does with a packet (Linux: `ip6_pkt_discard`, `ip6_pkt_prohibit`,
+/// `dst_discard`; IPv4 `ip_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectKind {
+    /// `blackhole`: dropped silently.
+    Blackhole,
+    /// `unreachable`: ICMPv6 Destination Unreachable code 0 (no route); IPv4 host unreachable (code 1).
+    Unreachable,
+    /// `prohibit`: ICMPv6 Destination Unreachable code 1 (administratively prohibited); IPv4 code 13
+    /// (communication administratively prohibited).
+    Prohibit,
+    /// A multipath route (`nexthop via .. nexthop via ..`) lwt6 does not forward over: dropped silently rather
+    /// than forwarded through a shorter route.
+    Multipath,
+}
+
+impl RejectKind {
+    /// The route type as iproute2 names it (`multipath` for the multipath stand-in).
+    pub fn name(self) -> &'static str {
+        match self {
+            RejectKind::Blackhole => "blackhole",
+            RejectKind::Unreachable => "unreachable",
+            RejectKind::Prohibit => "prohibit",
+            RejectKind::Multipath => "multipath",
+        }
+    }
 }
 
 /// The main routing table (`RT_TABLE_MAIN`): where `ip route` puts routes without `table`, and the one received

@@ -53,6 +53,7 @@ fn topology(encap: Encap) -> Config {
         line: 6,
     });
     let route = |prefix: &str, via: Option<&str>, encap, line| Route {
+        reject: None,
         prefix: prefix.parse().unwrap(),
         via: via.map(|v| v.parse().unwrap()),
         dev: Some("r1".into()),

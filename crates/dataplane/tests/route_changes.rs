@@ -152,6 +152,23 @@ fn steps() -> Vec<(Vec<Change>, Vec<String>)> {
     // The lower-metric twin goes: the metric-20 route takes over; the covering /32 goes.
     lines.retain(|l| l != added[1] && l != ROUTES[1]);
     step(vec![del(added[1]), del(ROUTES[1])], &lines);
+    // Routes that drop (configured `blackhole` / `unreachable` / `prohibit`): one inside a tunnel's SID route,
+    // one over a plain route, one replacing a plain route of the same key; then away again.
+    let rejects = [
+        "-6 route add unreachable fc00::/18",
+        "-6 route add prohibit 2001:db8:101::/48 metric 5",
+        "-6 route add blackhole fd00:92:0:0:8000::/65",
+    ];
+    lines.retain(|l| l != added[3]);
+    lines.extend(rejects.iter().map(|l| l.to_string()));
+    let mut changes: Vec<Change> = rejects[..2]
+        .iter()
+        .map(|l| Change::AddRoute(route(l)))
+        .collect();
+    changes.push(Change::ReplaceRoute(route(rejects[2])));
+    step(changes, &lines);
+    lines.retain(|l| !rejects.contains(&l.as_str()));
+    step(rejects.iter().map(|l| del(l)).collect(), &lines);
     steps
 }
 

@@ -351,6 +351,7 @@ impl KernelRoute {
             return None;
         }
         Some(lwt6_dataplane::spec::Route {
+            reject: None,
             prefix: self.prefix,
             via: self.via,
             dev: self.dev.clone(),

@@ -989,6 +989,13 @@ impl Parser<'_> {
             (k.handle)(self, c, &mut args, kw)?;
         }
         let mut ptok = c.positional(verb, "a prefix or 'default'")?;
+        let (reject, type_tok) = match route_type::parse(c, ptok)? {
+            Some(kind) => (kind, Some(ptok)),
+            None => (None, None),
+        };
+        if let Some(t) = type_tok {
+            ptok = c.positional(t, "a prefix or 'default'")?;
+        }
         if ptok == "to" {
             ptok = c.value("to")?;
         }
@@ -1087,10 +1094,29 @@ impl Parser<'_> {
                 }
             }
         }
-        if verb == "del" || verb == "delete" {
-            return self.route_del(c, ptok, prefix, table, metric, via.map(|v| v.0), dev);
+        if let Some(t) = type_tok {
+            route_type::check(c, fam == Fam::V4, t, via.map(|v| v.2), dev, encap.as_ref())?;
         }
-        if via.is_none() && dev.is_none() {
+        if verb == "del" || verb == "delete" {
+            // The kernel matches the type on an IPv4 delete only.
+            let want = (fam == Fam::V4 && type_tok.is_some()).then_some(reject);
+            return self.route_del(
+                c,
+                ptok,
+                (prefix, want),
+                table,
+                metric,
+                via.map(|v| v.0),
+                dev,
+            );
+        }
+        // The kernel keeps neither device nor gateway of an IPv6 reject route (it shows `dev lo`).
+        let (via, dev) = if reject.is_some() {
+            (None, None)
+        } else {
+            (via, dev)
+        };
+        if via.is_none() && dev.is_none() && reject.is_none() {
             return Err(c.err(ptok, "route needs 'dev' or 'via'"));
         }
 
@@ -1150,6 +1176,7 @@ impl Parser<'_> {
         };
 
         let route = Route {
+            reject,
             prefix,
             via: via.map(|v| v.0),
             dev: dev.map(str::to_string),
@@ -1207,7 +1234,7 @@ impl Parser<'_> {
         &mut self,
         c: &Cur<'_>,
         ptok: &str,
-        prefix: IpNet,
+        (prefix, want): (IpNet, Option<Option<lwt6_dataplane::fib::RejectKind>>),
         table: u32,
         metric: Option<u32>,
         via: Option<IpAddr>,
@@ -1225,6 +1252,7 @@ impl Parser<'_> {
                 let r = &self.cfg.routes[*i];
                 via.is_none_or(|v| r.via == Some(v))
                     && dev.is_none_or(|d| r.dev.as_deref() == Some(d))
+                    && want.is_none_or(|k| r.reject == k)
             });
         let Some(i) = found else {
             let in_table = if table == MAIN_TABLE {
@@ -2145,5 +2173,6 @@ mod trace;
 pub use trace::trace_filter;
 
 mod keywords;
+mod route_type;
 mod txn;
 pub use txn::{RouteDelta, Transaction};

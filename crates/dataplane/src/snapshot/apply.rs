@@ -14,7 +14,9 @@ impl Snapshot {
         match change {
             Change::ReplaceRoute(r) => {
                 // Checked as an addition first, so that a refused replacement leaves the old route.
-                self.route_dev(r)?;
+                if r.reject.is_none() {
+                    self.route_dev(r)?;
+                }
                 let exists = self
                     .table(r.table)
                     .is_some_and(|f| f.contains(r.prefix, r.metric));
@@ -30,7 +32,9 @@ impl Snapshot {
                 self.apply(&Change::AddRoute(r.clone()))
             }
             Change::AddRoute(r) => {
-                self.route_dev(r)?;
+                if r.reject.is_none() {
+                    self.route_dev(r)?;
+                }
                 if self
                     .table(r.table)
                     .is_some_and(|f| f.contains(r.prefix, r.metric))

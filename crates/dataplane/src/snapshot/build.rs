@@ -179,8 +179,27 @@ impl Snapshot {
 
     /// Adds a route (no plan yet): its device, its tunnel with the tunnel's bookkeeping, the FIB entry.
     pub(super) fn add_route(&mut self, r: &Route) -> Result<RouteId, ConfigError> {
-        let d = self.route_dev(r)?;
         let main = r.table == MAIN_TABLE;
+        if let Some(kind) = r.reject {
+            // `route add blackhole|unreachable|prohibit PREFIX`: no device, gateway or tunnel.
+            let entry = RouteEntry {
+                prefix: r.prefix,
+                via: None,
+                dev: None,
+                metric: r.metric,
+                mtu: r.mtu,
+                tunnel: None,
+                origin: Origin::Reject(kind),
+                line: r.line,
+                plan: None,
+            };
+            if !main {
+                self.tables.entry(r.table).or_default().insert(entry);
+                return Ok(NO_ROUTE);
+            }
+            return Ok(self.fib.insert(entry));
+        }
+        let d = self.route_dev(r)?;
         let tunnel = r.encap.as_ref().map(|e| {
             let mut t = Tunnel::new(e);
             if let Tunnel::Local(l) = &mut t {

@@ -391,6 +391,7 @@ mod tests {
         });
         if !text.is_empty() {
             c.routes.push(crate::spec::Route {
+                reject: None,
                 prefix: text.parse().unwrap(),
                 via: None,
                 dev: Some("r1".into()),

@@ -403,6 +403,13 @@ impl Worker {
         if is_link_local(&src) || is_link_local(&dst) {
             return Err(DropReason::ScopeViolation);
         }
+        // A reject route answers before the forwarding switch is looked at (the kernel's route input sends its
+        // error whatever `forwarding` says).
+        if let Some(r) = route
+            && let crate::fib::Origin::Reject(kind) = r.origin
+        {
+            return self.reject(cx, buf, kind, L3::V6);
+        }
         if !snap.all.forwarding {
             return Err(DropReason::ForwardingDisabled);
         }
@@ -410,9 +417,6 @@ impl Worker {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
-        if let crate::fib::Origin::Reject(kind) = route.origin {
-            return self.reject(cx, buf, kind, L3::V6);
-        }
         self.forward(cx, buf, route, L3::V6)
     }
 

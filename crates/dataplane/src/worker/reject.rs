@@ -1,8 +1,8 @@
 //! Routes that drop what they match ([`Origin::Reject`](crate::fib::Origin::Reject)): the kernel's `blackhole`,
 //! `unreachable` and `prohibit` routes (Linux `dst_discard`, `ip6_pkt_discard`, `ip6_pkt_prohibit`; IPv4
-//! `ip_error`) as `lwt6 run --kernel-routes` mirrors them, and kernel multipath routes lwt6 does not forward
-//! over. The route's own error is sent whatever the hop limit (the kernel's route input decides before
-//! forwarding would check it).
+//! `ip_error`) as configured (`route add blackhole PREFIX`) or as `lwt6 run --kernel-routes` mirrors them, and
+//! kernel multipath routes lwt6 does not forward over. The route's own error is sent whatever the hop limit and
+//! the IPv6 forwarding switch (the kernel's route input decides before forwarding would check either).
 
 use super::{Cx, L3, Verdict, Worker};
 use crate::buffer::PacketBuf;

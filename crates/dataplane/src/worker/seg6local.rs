@@ -320,6 +320,9 @@ impl Worker {
         {
             return self.seg6local_in(cx, buf, t, pass + 1);
         }
+        if let crate::fib::Origin::Reject(kind) = route.origin {
+            return self.reject(cx, buf, kind, L3::V6);
+        }
         self.forward(cx, buf, route, L3::V6)
     }
 
@@ -344,6 +347,9 @@ impl Worker {
             route
         )));
         let route = route.ok_or(DropReason::NoRoute)?;
+        if let crate::fib::Origin::Reject(kind) = route.origin {
+            return self.reject(cx, buf, kind, L3::V4);
+        }
         self.forward(cx, buf, route, L3::V4)
     }
 

@@ -1026,6 +1026,7 @@ mod tests {
                 line: 5,
             });
             let route = |prefix: &str, via: Option<&str>, encap, line| Route {
+                reject: None,
                 prefix: prefix.parse().unwrap(),
                 via: via.map(|v| v.parse().unwrap()),
                 dev: Some("r1".into()),

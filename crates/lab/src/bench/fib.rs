@@ -110,6 +110,7 @@ fn changes(snap: Snapshot, opts: &FibOptions) -> Result<ChangeReport, String> {
     };
     let gw: Ipv6Addr = "fd00:2::2".parse().expect("address");
     let fresh = |k: usize| Route {
+        reject: None,
         prefix: ipnet::Ipv6Net::new(prefix(opts.routes + 1 + k), 48)
             .expect("prefix")
             .into(),
@@ -196,6 +197,7 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
     });
     // The SIDs' own route.
     c.routes.push(Route {
+        reject: None,
         prefix: "fc00::/16".parse().expect("prefix"),
         via: Some(IpAddr::V6(gw)),
         dev: Some(dev.clone()),
@@ -209,6 +211,7 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
         let seg6 = seg6_every > 0 && n % seg6_every == 0;
         let sid = Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, (n % 65535 + 1) as u16);
         c.routes.push(Route {
+            reject: None,
             prefix: ipnet::Ipv6Net::new(prefix(n), 48).expect("prefix").into(),
             via: (!seg6).then_some(IpAddr::V6(gw)),
             dev: Some(dev.clone()),

@@ -344,6 +344,7 @@ impl Changes {
         );
         let seg6 = k.is_multiple_of(10);
         Route {
+            reject: None,
             prefix: ipnet::Ipv6Net::new(p, 48).expect("prefix").into(),
             via: (!seg6).then(|| IpAddr::V6(a6("fd00:2::2"))),
             dev: Some("r1".into()),
@@ -372,6 +373,7 @@ impl Changes {
             let prefix = "fd00:90::8000:0:0:0/65".parse().expect("prefix");
             return if self.toggle_on {
                 Change::AddRoute(Route {
+                    reject: None,
                     prefix,
                     via: Some(IpAddr::V6(a6("fd00:3::2"))),
                     dev: Some("r2".into()),

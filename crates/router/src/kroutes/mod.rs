@@ -318,6 +318,7 @@ fn route_forwarding(r: &KernelRoute, links: &[String]) -> Result<Route, String> 
         }
     };
     Ok(Route {
+        reject: None,
         prefix: r.prefix,
         via: r.via,
         dev: r.dev.clone(),

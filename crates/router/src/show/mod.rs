@@ -86,6 +86,9 @@ pub fn route_line(
         if let Some(d) = r.dev {
             line += &format!(" dev {}", router.links[d].name);
         }
+        if let Some(d) = route_json::reject_dev(r) {
+            line += &format!(" dev {d}");
+        }
         if table != MAIN_TABLE {
             line += &format!(" table {}", table_name(table));
         }

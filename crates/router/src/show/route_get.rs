@@ -7,7 +7,7 @@
 //! learned) and offline from a configuration file (`lwt6 route get -c FILE ...`, static neighbours only).
 
 use super::route_json::{Object, dst_text, encap, scope};
-use lwt6_dataplane::fib::{DevId, Origin, RouteEntry};
+use lwt6_dataplane::fib::{DevId, Origin, RejectKind, RouteEntry};
 use lwt6_dataplane::plan::PlanKind;
 use lwt6_dataplane::snapshot::Snapshot;
 use lwt6_dataplane::spec::{MAIN_TABLE, shown_token};
@@ -256,6 +256,9 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
             table_name(table)
         )
     })?;
+    if let Origin::Reject(k) = r.origin {
+        return Err(reject_error(k, q.dst, table));
+    }
     let src = match (&q.iif, q.dst) {
         (None, IpAddr::V6(d)) => snap.source_for(r.dev, &d).map(IpAddr::V6),
         (None, IpAddr::V4(d)) => r.dev.and_then(|dev| {
@@ -499,6 +502,23 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
 }
 
 /// A destination that is one of the router's addresses, as the kernel answers it (its `local` table).
+/// The refusal of a `route get` that finds a route that drops: the kernel answers with the route's error,
+/// "Invalid argument" (blackhole), "No route to host" (unreachable), "Permission denied" (prohibit), as
+/// `ip route get` prints it.
+fn reject_error(k: RejectKind, dst: IpAddr, table: u32) -> String {
+    let why = match k {
+        RejectKind::Blackhole => "Invalid argument",
+        RejectKind::Unreachable => "No route to host",
+        RejectKind::Prohibit => "Permission denied",
+        RejectKind::Multipath => "a kernel multipath route lwt6 does not forward over",
+    };
+    format!(
+        "{} route to {dst} in table {} ({why})",
+        k.name(),
+        table_name(table)
+    )
+}
+
 fn local_answer(q: &Query) -> String {
     let from = q.from.map_or_else(|| "::".into(), |f| f.to_string());
     if q.json && !q.dst.is_ipv6() {

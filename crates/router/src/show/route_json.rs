@@ -3,7 +3,7 @@
 //! serde_json's `Map` sorts its keys (the workspace does not enable `preserve_order`), so the objects are built
 //! here as ordered key/value lists and written out as JSON text.
 
-use lwt6_dataplane::fib::{Origin, RouteEntry};
+use lwt6_dataplane::fib::{Origin, RejectKind, RouteEntry};
 use lwt6_dataplane::snapshot::Snapshot;
 use lwt6_dataplane::spec::{IoamMode, MAIN_TABLE, Seg6LocalAction, Seg6Mode, flavor};
 use lwt6_dataplane::tunnel::seg6::Seg6Tunnel;
@@ -91,8 +91,17 @@ pub fn prefsrc(router: &Snapshot, r: &RouteEntry) -> Option<IpAddr> {
 
 /// The scope iproute2 shows: IPv4 routes without a gateway are link-scoped (`scope link`); the others are
 /// universe, which it does not print.
+/// A reject route is universe too.
 pub fn scope(r: &RouteEntry) -> Option<&'static str> {
-    (r.prefix.addr().is_ipv4() && r.via.is_none()).then_some("link")
+    let reject = matches!(r.origin, Origin::Reject(_));
+    (r.prefix.addr().is_ipv4() && r.via.is_none() && !reject).then_some("link")
+}
+
+/// The device iproute2 shows for an IPv6 blackhole, unreachable or prohibit route, which the kernel points at
+/// the loopback (not for lwt6's multipath stand-in: a kernel multipath route has its devices per next hop).
+pub fn reject_dev(r: &RouteEntry) -> Option<&'static str> {
+    let reject = matches!(r.origin, Origin::Reject(k) if k != RejectKind::Multipath);
+    (r.dev.is_none() && r.prefix.addr().is_ipv6() && reject).then_some("lo")
 }
 
 /// One route of table `table` as an `ip -j -s route show table all` object (`-s`: with `counters`), with lwt6's
@@ -118,6 +127,9 @@ pub fn route(
     }
     if let Some(d) = r.dev {
         o.put("dev", &router.links[d].name);
+    }
+    if let Some(d) = reject_dev(r) {
+        o.put("dev", d);
     }
     if table != MAIN_TABLE {
         o.put("table", table_name(table));
