@@ -271,10 +271,12 @@ proptest! {
         // The same line in a fresh file in its place: the file parses or names a line in it.
         let mut file: Vec<String> = RUNNING.lines().map(str::to_string).collect();
         file[which] = text;
-        // (A mutation may have inserted a line break: count the file's lines as the parser does.)
+        // (A mutation may have inserted a line break: count the file's lines as the parser does, which ends a
+        // line at LF, CR LF or a lone CR.)
         let whole = file.join("\n");
         if let Err(e) = parse(&whole) {
-            prop_assert!(e.line >= 1 && e.line <= whole.split('\n').count(), "{}", e);
+            let lines = whole.replace("\r\n", "\n").split(['\n', '\r']).count();
+            prop_assert!(e.line >= 1 && e.line <= lines, "{}", e);
         }
     }
 }
