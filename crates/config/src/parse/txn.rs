@@ -194,12 +194,14 @@ impl Parser<'_> {
         }
     }
 
-    /// Gives back the room of removed routes once the list has a fifth more room than routes (a large batch
-    /// deleted; amortised, as growing is). Not while a transaction may still put them back.
+    /// Gives back the room of removed routes once the list fills less than half its room (a large batch
+    /// deleted), keeping a quarter more than the routes: growing doubles the room, so each copy is paid for by a
+    /// quarter of the routes coming or going (amortised; a shrink to the routes alone made the add after every
+    /// delete copy the whole list). Not while a transaction may still put them back.
     pub(super) fn shrink_routes(&mut self) {
         let (len, cap) = (self.cfg.routes.len(), self.cfg.routes.capacity());
-        if cap > 1024 && cap > len + len / 4 {
-            self.cfg.routes.shrink_to_fit();
+        if cap > 1024 && len < cap / 2 {
+            self.cfg.routes.shrink_to(len + len / 4);
         }
     }
 

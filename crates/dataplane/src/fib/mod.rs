@@ -564,9 +564,12 @@ impl Fib {
             // Never while the vector grows (a shrink there would make every push a copy).
             return;
         }
+        // Below half the room, keep a quarter more than the routes: growing doubles the room, so each copy is
+        // paid for by a quarter of the routes coming or going (a shrink to the routes alone made the add after
+        // each delete copy the table).
         let len = self.routes.len();
-        if self.routes.capacity() > 1024 && self.routes.capacity() > len + len / 4 {
-            self.routes.shrink_to_fit();
+        if self.routes.capacity() > 1024 && len < self.routes.capacity() / 2 {
+            self.routes.shrink_to(len + len / 4);
         }
     }
 
