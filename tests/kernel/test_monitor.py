@@ -180,6 +180,10 @@ def test_monitor_streams_route_neighbour_reload_and_kernel_events(live, workdir)
         rb = subprocess.run([str(lwt6_bin()), "ctl", "--control", r.sock, "--batch", "-"], input=batch,
                             capture_output=True, text=True)
         assert rb.returncode == 0, rb.stderr
+        # The first request after the batch waits for what the batch left to do (its routes handed to the kernel
+        # route mirror, its events to the monitors): not what is measured here.
+        first, _ = request(r.sock, "show stats -j")
+        print(f"first request after the batch: {first * 1000:.2f} ms")
         worst = 0.0
         for _ in range(10):
             dt, reply = request(r.sock, "show stats -j")

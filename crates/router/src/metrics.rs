@@ -178,7 +178,8 @@ pub fn render(
 
 /// [`render`], with the IOAM exporters' counters ([`crate::export::register`]) and the control thread's counters
 /// when given: `lwt6_control_refused_total` by reason (`credentials`, `too_many`, `timed_out`, `too_large`,
-/// `reply_untaken`), `lwt6_neigh_refused_total`, `lwt6_neigh_evicted_total` and `lwt6_neigh_events_dropped_total`.
+/// `reply_untaken`), `lwt6_neigh_refused_total`, `lwt6_neigh_evicted_total`, `lwt6_neigh_events_dropped_total` and
+/// `lwt6_monitor_events_dropped_total`.
 pub fn render_with(
     each: &[WorkerReport],
     links: &[String],
@@ -410,6 +411,12 @@ pub fn render_with(
             "lwt6_neigh_events_dropped",
             "Neighbour events dropped between the workers and the control thread (too many neighbours at once)",
             g(&c.neigh_events_dropped),
+        );
+        counter(
+            &mut reg,
+            "lwt6_monitor_events_dropped",
+            "Events not given to a `ctl monitor` client because it did not read them in time",
+            g(&c.monitor_dropped),
         );
     }
     let mut s = String::new();
