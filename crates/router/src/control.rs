@@ -226,9 +226,15 @@ impl Control {
             None => (false, "empty request".into()),
             Some("show") => self.show(&toks[1..]),
             Some("clear") => self.clear(&toks[1..]),
-            Some("trace") => self.trace(&toks[1..]),
+            Some("trace") => {
+                let r = self.trace(&toks[1..]);
+                self.monitor.request(&toks, r.0);
+                r
+            }
             Some("capture") => {
-                crate::capture::request(&self.capture, &self.handle.load(), &toks[1..])
+                let r = crate::capture::request(&self.capture, &self.handle.load(), &toks[1..]);
+                self.monitor.request(&toks, r.0);
+                r
             }
             Some("link") => (
                 false,

@@ -155,6 +155,24 @@ impl Events {
         }
     }
 
+    /// A `trace` or `capture` request (`toks`) that started or stopped one (`ok`: it was applied).
+    pub fn request(&mut self, toks: &[&str], ok: bool) {
+        let (Some(&kind), Some(&what)) = (toks.first(), toks.get(1)) else {
+            return;
+        };
+        let action = match (kind, what) {
+            ("trace", "add") | ("capture", "start") => "started",
+            ("trace", "stop" | "clear") | ("capture", "stop") => "stopped",
+            _ => return,
+        };
+        if ok {
+            self.push(Event::new(
+                format!("{kind} {action}: {}", toks.join(" ")),
+                json!({"event": kind, "action": action, "line": toks.join(" ")}),
+            ));
+        }
+    }
+
     /// A reloaded configuration (SIGHUP): refused with its reason, or applied with the routes that changed
     /// between `old` and `new`.
     pub fn reloaded(&mut self, result: Result<(&[Route], &[Route]), &str>) {

@@ -128,3 +128,24 @@ fn nothing_is_recorded_while_nobody_watches_and_too_much_at_once_is_counted() {
     assert_eq!(evs.len() as u64 + over, n as u64);
     assert!(over > 0);
 }
+
+#[test]
+fn trace_and_capture_requests_that_start_or_stop_are_events_and_refused_ones_are_not() {
+    let mut e = Events {
+        watching: 1,
+        ..Default::default()
+    };
+    e.request(&["capture", "start", "/tmp/x.pcapng"], true);
+    e.request(&["trace", "stop"], true);
+    e.request(&["capture", "start", "-"], false);
+    e.request(&["trace", "show"], true);
+    let (evs, _) = e.take();
+    let lines: Vec<&str> = evs.iter().map(|x| x.line(false)).collect();
+    assert_eq!(
+        lines,
+        [
+            "capture started: capture start /tmp/x.pcapng\n",
+            "trace stopped: trace stop\n"
+        ]
+    );
+}
