@@ -192,6 +192,9 @@ def test_monitor_streams_route_neighbour_reload_and_kernel_events(live, workdir)
         stats = json.loads(reply[3:])
         assert worst < BOUND, f"show stats took {worst * 1000:.1f} ms beside a monitor that does not read"
         assert stats["monitor_events_dropped"] > 0, stats
+        # The kernel-route mirror dumped the kernel's table once at least (at start); no capture ran: none lost.
+        assert stats["kernel_routes_dumps"] >= 1 and stats["kernel_routes_overruns"] >= 0, stats
+        assert stats["kernel_routes_skipped_total"] >= 0 and stats["capture_lost"] == 0, stats
         print(f"show stats beside a stalled monitor: worst of 10 {worst * 1000:.2f} ms; "
               f"monitor_events_dropped {stats['monitor_events_dropped']}")
         # What the reading monitor got of the batch: every route either shown or counted in a "dropped" line.

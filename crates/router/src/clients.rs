@@ -88,11 +88,21 @@ pub struct ControlCounters {
     pub neigh_events_dropped: AtomicU64,
     /// Events not given to a `monitor` client because it did not read them in time ([`crate::monitor`]).
     pub monitor_dropped: AtomicU64,
+    /// Frames the last live capture lost (the workers' bounds: `show capture`'s `lost`), copied by the control
+    /// thread.
+    pub capture_lost: AtomicU64,
+    /// The kernel-route mirror's routes left out, in all; its full dumps; its netlink overruns (copied by the
+    /// control thread from [`crate::kroutes`]).
+    pub kernel_routes_skipped: AtomicU64,
+    /// See [`ControlCounters::kernel_routes_skipped`].
+    pub kernel_routes_dumps: AtomicU64,
+    /// See [`ControlCounters::kernel_routes_skipped`].
+    pub kernel_routes_overruns: AtomicU64,
 }
 
 impl ControlCounters {
     /// The counters, named as `show stats -j` and the metrics name them.
-    pub fn pairs(&self) -> [(&'static str, u64); 9] {
+    pub fn pairs(&self) -> [(&'static str, u64); 13] {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
             ("control_refused", g(&self.refused_credentials)),
@@ -104,6 +114,13 @@ impl ControlCounters {
             ("neigh_evicted", g(&self.neigh_evicted)),
             ("neigh_events_dropped", g(&self.neigh_events_dropped)),
             ("monitor_events_dropped", g(&self.monitor_dropped)),
+            ("capture_lost", g(&self.capture_lost)),
+            (
+                "kernel_routes_skipped_total",
+                g(&self.kernel_routes_skipped),
+            ),
+            ("kernel_routes_dumps", g(&self.kernel_routes_dumps)),
+            ("kernel_routes_overruns", g(&self.kernel_routes_overruns)),
         ]
     }
 }
@@ -500,6 +517,10 @@ impl Clients {
             }
         }
         control.monitor.watching = watching;
+        let c = &control.counters;
+        c.capture_lost
+            .store(control.capture.lost(), Ordering::Relaxed);
+        control.kernel_routes.publish_counters(c);
     }
 
     /// One connection as far as it goes; true when the router is stopping.
