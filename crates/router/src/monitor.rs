@@ -93,6 +93,16 @@ impl Events {
         }
     }
 
+    /// Counts one event lost, without making it, when [`BUFFER`] bytes wait already (a large batch: making
+    /// each event would cost time for nothing). True then.
+    fn full(&mut self) -> bool {
+        if self.bytes >= BUFFER {
+            self.overflow += 1;
+            return true;
+        }
+        false
+    }
+
     fn push(&mut self, e: Event) {
         if !self.active() {
             return;
@@ -143,9 +153,15 @@ impl Events {
             .filter(|k| added_keys.contains(k))
             .collect();
         for r in removed.iter().filter(|r| !replaced.contains(&key(r))) {
+            if self.full() {
+                continue;
+            }
             self.push(route_event("del", source, r));
         }
         for r in added {
+            if self.full() {
+                continue;
+            }
             let action = if replaced.contains(&key(r)) {
                 "replace"
             } else {
@@ -226,6 +242,9 @@ impl Events {
         }
         let dev = |d: usize| links.get(d).map_or("?", String::as_str).to_string();
         for c in changes {
+            if self.full() {
+                continue;
+            }
             let e = match c {
                 Change::AddRoute(r) => route_event("add", "kernel", r),
                 Change::ReplaceRoute(r) => route_event("replace", "kernel", r),
