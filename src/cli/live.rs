@@ -111,7 +111,9 @@ pub struct CtlArgs {
     /// [src PREFIX] [dst PREFIX] [proto P]`, `trace stop`, `trace clear` (docs/live.md, *Inspecting a running
     /// router*, *Packet tracing*, *IOAM export*), or `capture start [dev IF] [rx] [tx] [drop] [count N] [overwrite]
     /// FILE`, `capture stop` (a pcapng file the router writes; a relative FILE is taken from this directory;
-    /// docs/live.md, *Live capture*); the words are joined by spaces.
+    /// docs/live.md, *Live capture*), or `monitor [-j]` (route, neighbour and configuration events printed as
+    /// they happen, one a line, until the router stops or SIGINT; docs/live.md, *Monitor*); the words are joined
+    /// by spaces.
     #[arg(required_unless_present = "batch", num_args = 1.., allow_hyphen_values = true, trailing_var_arg = true)]
     pub line: Vec<String>,
 }
@@ -193,6 +195,9 @@ pub fn ctl(a: CtlArgs) -> Result<(), Failure> {
         }
         None => control::line(&a.line),
     };
+    if a.batch.is_none() && lwt6_router::monitor::is_request(&request) {
+        return Ok(control::monitor(&a.control, &request, std::io::stdout())?);
+    }
     let body = control::request(&a.control, &request)?;
     super::stdio::write_stdout(body.as_bytes(), "the router's answer")
 }

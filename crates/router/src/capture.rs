@@ -237,6 +237,15 @@ pub fn create_file(path: &Path, overwrite: bool) -> Result<File, String> {
 }
 
 impl CaptureBoard {
+    /// Frames the last capture started (running or ended) lost; 0 when none was started.
+    pub fn lost(&self) -> u64 {
+        self.state.lock().map_or(0, |s| {
+            s.session
+                .as_ref()
+                .map_or(0, |x| x.shared.lost.load(Ordering::Acquire))
+        })
+    }
+
     /// Starts capture `req` on a router whose devices are `snap`'s links: creates the file, writes its header
     /// and starts the writer thread. Refused while a capture runs.
     pub fn start(&self, req: Request, snap: &Snapshot) -> Result<(), String> {

@@ -86,11 +86,23 @@ pub struct ControlCounters {
     pub neigh_evicted: AtomicU64,
     /// Neighbour events dropped on their way from the workers (too many different neighbours in one interval).
     pub neigh_events_dropped: AtomicU64,
+    /// Events not given to a `monitor` client because it did not read them in time ([`crate::monitor`]).
+    pub monitor_dropped: AtomicU64,
+    /// Frames the last live capture lost (the workers' bounds: `show capture`'s `lost`), copied by the control
+    /// thread.
+    pub capture_lost: AtomicU64,
+    /// The kernel-route mirror's routes left out, in all; its full dumps; its netlink overruns (copied by the
+    /// control thread from [`crate::kroutes`]).
+    pub kernel_routes_skipped: AtomicU64,
+    /// See [`ControlCounters::kernel_routes_skipped`].
+    pub kernel_routes_dumps: AtomicU64,
+    /// See [`ControlCounters::kernel_routes_skipped`].
+    pub kernel_routes_overruns: AtomicU64,
 }
 
 impl ControlCounters {
     /// The counters, named as `show stats -j` and the metrics name them.
-    pub fn pairs(&self) -> [(&'static str, u64); 8] {
+    pub fn pairs(&self) -> [(&'static str, u64); 13] {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
             ("control_refused", g(&self.refused_credentials)),
@@ -101,6 +113,14 @@ impl ControlCounters {
             ("neigh_refused", g(&self.neigh_refused)),
             ("neigh_evicted", g(&self.neigh_evicted)),
             ("neigh_events_dropped", g(&self.neigh_events_dropped)),
+            ("monitor_events_dropped", g(&self.monitor_dropped)),
+            ("capture_lost", g(&self.capture_lost)),
+            (
+                "kernel_routes_skipped_total",
+                g(&self.kernel_routes_skipped),
+            ),
+            ("kernel_routes_dumps", g(&self.kernel_routes_dumps)),
+            ("kernel_routes_overruns", g(&self.kernel_routes_overruns)),
         ]
     }
 }
@@ -129,6 +149,10 @@ pub fn counters_text(c: &ControlCounters) -> String {
             "neighbour events dropped (too many neighbours at once)",
             g(&c.neigh_events_dropped),
         ),
+        (
+            "monitor events dropped (a client did not read them in time)",
+            g(&c.monitor_dropped),
+        ),
     ] {
         if n > 0 {
             s += &format!("  {what} {n}\n");
@@ -154,6 +178,12 @@ enum Phase {
     Writing { out: Vec<u8>, at: usize },
     /// Reply given: discarding what the client still sends, until the time given.
     Draining { until: Instant },
+    /// `monitor [-j]`: events written as they come, until the client goes away or the router stops; what the
+    /// client sends is discarded (`eof`: it sent all it will).
+    Monitor {
+        out: crate::monitor::Outbox,
+        eof: bool,
+    },
     /// To be closed.
     Done,
 }
@@ -169,6 +199,8 @@ struct Conn {
     ready: bool,
     /// Served once at least (what it sent when accepted was read): only then may it be closed to make room.
     served: bool,
+    /// The peer hung up or the connection failed (poll's `POLLHUP`/`POLLERR`).
+    hung_up: bool,
 }
 
 impl Conn {
@@ -184,6 +216,7 @@ impl Conn {
             },
             ready: true,
             served: false,
+            hung_up: false,
         }
     }
 
@@ -218,8 +251,16 @@ impl Conn {
         self.phase = Phase::Done;
     }
 
-    fn waiting_for_input(&self) -> bool {
-        matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. })
+    /// What poll is to wait for on it.
+    fn poll_events(&self) -> i16 {
+        match &self.phase {
+            Phase::Reading { .. } | Phase::Draining { .. } => libc::POLLIN,
+            Phase::Monitor { out, eof } => {
+                (if *eof { 0 } else { libc::POLLIN })
+                    | (if out.pending() { libc::POLLOUT } else { 0 })
+            }
+            Phase::Writing { .. } | Phase::Done => libc::POLLOUT,
+        }
     }
 }
 
@@ -290,7 +331,7 @@ impl Clients {
                 }),
                 Phase::Writing { .. } => Some(c.last + REPLY_IDLE),
                 Phase::Draining { until } => Some(*until),
-                Phase::Done => None,
+                Phase::Monitor { .. } | Phase::Done => None,
             })
             .min()
     }
@@ -315,11 +356,7 @@ impl Clients {
         let n = fds.len();
         fds.extend(self.conns.iter().map(|c| libc::pollfd {
             fd: c.stream.as_raw_fd(),
-            events: if c.waiting_for_input() {
-                libc::POLLIN
-            } else {
-                libc::POLLOUT
-            },
+            events: c.poll_events(),
             revents: 0,
         }));
         let mut timeout = timeout_ms;
@@ -338,6 +375,7 @@ impl Clients {
         }
         for (c, p) in self.conns.iter_mut().zip(&fds[n..]) {
             c.ready |= p.revents != 0;
+            c.hung_up |= p.revents & (libc::POLLHUP | libc::POLLERR) != 0;
         }
     }
 
@@ -438,6 +476,7 @@ impl Clients {
     /// are complete (one at a time, in `control`), writes replies, enforces the time limits, closes what is done.
     /// Returns true when the router is stopping (a request saw SIGINT or SIGTERM): the caller stops then.
     pub fn serve(&mut self, control: &mut Control) -> bool {
+        self.deliver(control);
         let mut i = 0;
         let mut stopping = false;
         while i < self.conns.len() {
@@ -450,7 +489,38 @@ impl Clients {
                 i += 1;
             }
         }
+        self.deliver(control);
         stopping
+    }
+
+    /// Hands the events the control thread recorded to every monitor connection (written at its next turn, or
+    /// now as far as its socket takes them), and tells the control thread how many connections watch.
+    fn deliver(&mut self, control: &mut Control) {
+        let (events, overflow) = control.monitor.take();
+        let dropped = &control.counters.monitor_dropped;
+        let mut watching = 0;
+        for c in &mut self.conns {
+            if let Phase::Monitor { out, .. } = &mut c.phase {
+                watching += 1;
+                if overflow > 0 {
+                    out.drop_some(overflow, dropped);
+                }
+                for e in &events {
+                    out.offer(e, dropped);
+                }
+                if !events.is_empty() || overflow > 0 {
+                    c.ready = true;
+                    if out.write_to(&c.stream).is_err() {
+                        c.phase = Phase::Done;
+                    }
+                }
+            }
+        }
+        control.monitor.watching = watching;
+        let c = &control.counters;
+        c.capture_lost
+            .store(control.capture.lost(), Ordering::Relaxed);
+        control.kernel_routes.publish_counters(c);
     }
 
     /// One connection as far as it goes; true when the router is stopping.
@@ -468,6 +538,24 @@ impl Clients {
                         bump(counter(&control.counters));
                     }
                     c.answer(false, &why, now);
+                }
+                Read_::Request(first, None) if crate::monitor::is_request(&first) => {
+                    match crate::monitor::parse_request(&first) {
+                        Ok(json) => {
+                            c.last = now;
+                            c.ready = true;
+                            c.phase = Phase::Monitor {
+                                out: crate::monitor::Outbox::new(
+                                    b"ok\n",
+                                    crate::monitor::BUFFER,
+                                    json,
+                                ),
+                                eof: false,
+                            };
+                            control.monitor.watching += 1;
+                        }
+                        Err(why) => c.answer(false, &why, now),
+                    }
                 }
                 Read_::Request(first, rest) => {
                     control.deadline = Some(c.accepted + REQUEST_DEADLINE);
@@ -586,6 +674,31 @@ impl Clients {
                     c.phase = Phase::Done;
                 }
             }
+            Phase::Monitor { out, eof } => {
+                if ready && !*eof {
+                    // Discard what the client sends; the end of its stream only says it sends no more.
+                    let mut sink = [0u8; 4096];
+                    let mut s = &c.stream;
+                    loop {
+                        match s.read(&mut sink) {
+                            Ok(0) => {
+                                *eof = true;
+                                break;
+                            }
+                            Ok(_) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                            Err(_) => {
+                                c.hung_up = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                if c.hung_up || (ready && out.write_to(&c.stream).is_err()) {
+                    c.phase = Phase::Done;
+                }
+            }
             Phase::Reading { .. } | Phase::Done => {}
         }
         stopping
@@ -596,11 +709,15 @@ impl Clients {
     /// closed.
     pub fn close_all(&mut self) {
         for mut c in self.conns.drain(..) {
-            match &c.phase {
+            match &mut c.phase {
                 Phase::Reading { .. } => c.refuse_now(INTERRUPTED),
                 Phase::Writing { out, at } => {
                     let _ = (&c.stream).write(&out[*at..]);
                     c.phase = Phase::Done;
+                }
+                Phase::Monitor { out, .. } => {
+                    let _ = out.write_to(&c.stream);
+                    let _ = c.stream.shutdown(std::net::Shutdown::Both);
                 }
                 Phase::Draining { .. } | Phase::Done => {}
             }

@@ -75,6 +75,8 @@ pub struct Control {
     pub deadline: Option<std::time::Instant>,
     /// The control plane's counters (clients refused, neighbours refused...), shared with the metrics server.
     pub counters: Arc<crate::clients::ControlCounters>,
+    /// The events recorded for `monitor` clients ([`crate::monitor`]).
+    pub monitor: crate::monitor::Events,
 }
 
 /// Merges the workers' reports: the total, and each worker's.
@@ -198,6 +200,7 @@ impl Control {
             export: Arc::default(),
             deadline: None,
             counters: Arc::default(),
+            monitor: Default::default(),
         }
     }
 
@@ -223,9 +226,15 @@ impl Control {
             None => (false, "empty request".into()),
             Some("show") => self.show(&toks[1..]),
             Some("clear") => self.clear(&toks[1..]),
-            Some("trace") => self.trace(&toks[1..]),
+            Some("trace") => {
+                let r = self.trace(&toks[1..]);
+                self.monitor.request(&toks, r.0);
+                r
+            }
             Some("capture") => {
-                crate::capture::request(&self.capture, &self.handle.load(), &toks[1..])
+                let r = crate::capture::request(&self.capture, &self.handle.load(), &toks[1..]);
+                self.monitor.request(&toks, r.0);
+                r
             }
             Some("link") => (
                 false,
@@ -498,6 +507,8 @@ impl Control {
             tx.line(i + 1, line).map_err(located)?;
         }
         let delta = tx.check().map_err(located)?;
+        let mut events = self.monitor.fork();
+        events.applied("ctl", lines, &delta.removed, &delta.added);
         if let Some((why, stopping)) = give_up(&mut self.stopping, self.deadline, lines.len()) {
             if stopping {
                 std::mem::forget(tx);
@@ -514,6 +525,7 @@ impl Control {
                     let snap = Snapshot::build(tx.config()).map_err(located)?;
                     tx.commit();
                     self.publish(snap);
+                    self.monitor.join(events);
                     return Ok(());
                 }
             }
@@ -537,6 +549,7 @@ impl Control {
         );
         if changes.is_empty() {
             tx.commit();
+            self.monitor.join(events);
             return Ok(());
         }
         let writer = self
@@ -562,6 +575,7 @@ impl Control {
         match result {
             Ok(()) => {
                 tx.commit();
+                self.monitor.join(events);
                 crate::kroutes::configured_changed(self, keys);
                 Ok(())
             }
@@ -614,7 +628,13 @@ impl Control {
         let writer = self
             .writer
             .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
-        writer.apply(changes)
+        let r = writer.apply(changes);
+        if self.monitor.active() {
+            let done = r.as_ref().map_or_else(|(i, _)| *i, |_| changes.len());
+            let links = self.link_names();
+            self.monitor.changes(&changes[..done], &links);
+        }
+        r
     }
 
     /// What the workers learned, at time `now` (ns), into the neighbour table; the resulting changes published.
@@ -660,7 +680,10 @@ impl Control {
         }
         let snap = Snapshot::build(&cfg).map_err(|e| e.to_string())?;
         self.publish(snap);
-        self.builder = Builder::from_config(cfg);
+        let old = std::mem::replace(&mut self.builder, Builder::from_config(cfg));
+        let mut events = self.monitor.fork();
+        events.reloaded(Ok((&old.config().routes, &self.cfg().routes)));
+        self.monitor.join(events);
         Ok(())
     }
 

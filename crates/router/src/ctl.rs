@@ -91,6 +91,51 @@ pub fn request(path: &Path, line: &str) -> Result<String, Error> {
     }
 }
 
+/// `lwt6 ctl monitor [-j]`: sends the request `line` and copies the events the router streams to `out`, a line
+/// at a time, until the router closes the connection (it stops) or `out` fails (its reader went away). No time
+/// limit: events come when they happen. Fails with the router's error when it refuses the request.
+pub fn monitor(path: &Path, line: &str, mut out: impl Write) -> Result<(), Error> {
+    use std::io::BufRead;
+    let mut s = UnixStream::connect(path).map_err(|e| {
+        fail(format!(
+            "control socket {}: {e} (is `lwt6 run` running? see --control)",
+            path.display()
+        ))
+    })?;
+    s.write_all(format!("{}\n", line.trim_end()).as_bytes())
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    let mut r = std::io::BufReader::new(s);
+    let mut head = String::new();
+    r.read_line(&mut head)
+        .map_err(|e| fail(format!("control socket {}: {e}", path.display())))?;
+    match head.trim_end() {
+        "ok" => {}
+        h if h.starts_with("error: ") => return Err(fail(h["error: ".len()..].to_string())),
+        h => {
+            return Err(fail(format!(
+                "control socket {}: unexpected reply '{}'",
+                path.display(),
+                lwt6_dataplane::spec::shown_token(h)
+            )));
+        }
+    }
+    let mut event = Vec::new();
+    loop {
+        event.clear();
+        match r.read_until(b'\n', &mut event) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                if out.write_all(&event).and_then(|_| out.flush()).is_err() {
+                    // Whoever reads the events went away (`| head`): done.
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(fail(format!("control socket {}: {e}", path.display()))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

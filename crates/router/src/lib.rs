@@ -37,6 +37,7 @@ pub mod kroutes;
 pub mod links;
 pub mod log;
 pub mod metrics;
+pub mod monitor;
 pub mod neighq;
 pub mod notify;
 pub mod privilege;

@@ -178,7 +178,8 @@ pub fn render(
 
 /// [`render`], with the IOAM exporters' counters ([`crate::export::register`]) and the control thread's counters
 /// when given: `lwt6_control_refused_total` by reason (`credentials`, `too_many`, `timed_out`, `too_large`,
-/// `reply_untaken`), `lwt6_neigh_refused_total`, `lwt6_neigh_evicted_total` and `lwt6_neigh_events_dropped_total`.
+/// `reply_untaken`), `lwt6_neigh_refused_total`, `lwt6_neigh_evicted_total`, `lwt6_neigh_events_dropped_total` and
+/// `lwt6_monitor_events_dropped_total`.
 pub fn render_with(
     each: &[WorkerReport],
     links: &[String],
@@ -411,6 +412,37 @@ pub fn render_with(
             "Neighbour events dropped between the workers and the control thread (too many neighbours at once)",
             g(&c.neigh_events_dropped),
         );
+        counter(
+            &mut reg,
+            "lwt6_monitor_events_dropped",
+            "Events not given to a `ctl monitor` client because it did not read them in time",
+            g(&c.monitor_dropped),
+        );
+        counter(
+            &mut reg,
+            "lwt6_kernel_routes_skipped",
+            "Kernel routes the --kernel-routes mirror left out (each time one became skipped)",
+            g(&c.kernel_routes_skipped),
+        );
+        counter(
+            &mut reg,
+            "lwt6_kernel_routes_dumps",
+            "Full dumps of the kernel's main table by the --kernel-routes mirror",
+            g(&c.kernel_routes_dumps),
+        );
+        counter(
+            &mut reg,
+            "lwt6_kernel_routes_overruns",
+            "Netlink overruns of the --kernel-routes mirror (each followed by a dump)",
+            g(&c.kernel_routes_overruns),
+        );
+        let lost = Gauge::<i64>::default();
+        lost.set(i64::try_from(g(&c.capture_lost)).unwrap_or(i64::MAX));
+        reg.register(
+            "lwt6_capture_lost_frames",
+            "Frames the last live capture lost (the workers' bounds; show capture's lost)",
+            lost,
+        );
     }
     let mut s = String::new();
     // Writing to a String fails only if an encoder reports an error, which ours never do.
@@ -607,6 +639,26 @@ mod tests {
             t.contains("lwt6_config_reloads_total{result=\"failure\"} 1\n"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn monitor_capture_and_kernel_mirror_counters() {
+        let c = crate::clients::ControlCounters::default();
+        c.monitor_dropped.store(5, Ordering::Relaxed);
+        c.capture_lost.store(7, Ordering::Relaxed);
+        c.kernel_routes_skipped.store(2, Ordering::Relaxed);
+        c.kernel_routes_dumps.store(3, Ordering::Relaxed);
+        c.kernel_routes_overruns.store(1, Ordering::Relaxed);
+        let t = render_with(&[], &[], None, &ReloadStatus::default(), &[], Some(&c));
+        for want in [
+            "\nlwt6_monitor_events_dropped_total 5\n",
+            "# TYPE lwt6_capture_lost_frames gauge\nlwt6_capture_lost_frames 7\n",
+            "\nlwt6_kernel_routes_skipped_total 2\n",
+            "\nlwt6_kernel_routes_dumps_total 3\n",
+            "\nlwt6_kernel_routes_overruns_total 1\n",
+        ] {
+            assert!(t.contains(want), "{want} not in {t}");
+        }
     }
 
     #[test]

@@ -531,6 +531,9 @@ fn serve(
                         control.replace(c).map_err(fail)
                     });
                 reload.record(r.is_ok());
+                if let Err(e) = &r {
+                    control.monitor.reloaded(Err(&e.to_string()));
+                }
                 match &r {
                     Ok(()) => log::info!("SIGHUP: {} reloaded", a.config.display()),
                     Err(e) => log::error!(

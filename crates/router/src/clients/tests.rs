@@ -256,3 +256,92 @@ fn a_request_past_its_deadline_is_undone_and_says_so() {
         before
     );
 }
+
+#[test]
+fn a_monitor_sees_the_routes_another_client_changes_and_a_stalled_one_holds_nobody() {
+    let (sock, path) = socket("monitor");
+    let mut c = control();
+    let mut clients = Clients::default();
+    let watcher = ask(&path, "monitor -j\n");
+    // A monitor that never reads: its socket buffer and then its outbox fill.
+    let stalled = ask(&path, "monitor\n");
+    let monitors = |cl: &Clients| {
+        cl.conns
+            .iter()
+            .filter(|k| matches!(k.phase, Phase::Monitor { .. }))
+            .count()
+    };
+    drive(&mut clients, &sock, &mut c, Duration::from_secs(2), |cl| {
+        monitors(cl) == 2
+    });
+    assert_eq!(c.monitor.watching, 2);
+    let adder = ask(
+        &path,
+        "route add fd00:9::/64 via fd00:2::2 dev r1 metric 7\n",
+    );
+    let mut got = Vec::new();
+    let mut reply = Vec::new();
+    drive(&mut clients, &sock, &mut c, Duration::from_secs(2), |_| {
+        reply_so_far(&adder, &mut reply);
+        reply_so_far(&watcher, &mut got);
+        got.iter().filter(|&&b| b == b'\n').count() >= 2
+    });
+    assert_eq!(reply, b"ok\n");
+    let text = String::from_utf8(got.clone()).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("ok"));
+    let e: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(e["event"], "route");
+    assert_eq!(e["action"], "add");
+    assert_eq!(e["dst"], "fd00:9::/64");
+    assert_eq!(e["gateway"], "fd00:2::2");
+    assert_eq!(e["dev"], "r1");
+    assert_eq!(e["metric"], 7);
+    // 40,000 routes at once: far more than the 1 MiB outbox of the client that does not read.
+    let mut batch = String::from("batch\n");
+    for i in 0..40_000u32 {
+        batch += &format!("route add fd10:{:x}:{:x}::/64 dev r1\n", i >> 8, i & 0xff);
+    }
+    // Written from another thread: the request is larger than the socket's buffer.
+    let b = UnixStream::connect(&path).unwrap();
+    let mut w = b.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        w.write_all(batch.as_bytes()).unwrap();
+        w.shutdown(std::net::Shutdown::Write).unwrap();
+    });
+    let mut reply = Vec::new();
+    drive(&mut clients, &sock, &mut c, Duration::from_secs(20), |_| {
+        // (The writer's clone shares the socket's blocking mode: non-blocking only once it is done.)
+        if writer.is_finished() {
+            b.set_nonblocking(true).unwrap();
+            reply_so_far(&b, &mut reply);
+        }
+        reply_so_far(&watcher, &mut got);
+        reply == b"ok\n"
+    });
+    writer.join().unwrap();
+    assert_eq!(reply, b"ok\n");
+    assert!(c.counters.monitor_dropped.load(Ordering::Relaxed) > 0);
+    // Another request is answered at once however full the stalled monitor is.
+    let s = ask(&path, "show stats -j\n");
+    let mut reply = Vec::new();
+    let took = drive(&mut clients, &sock, &mut c, Duration::from_secs(2), |_| {
+        reply_so_far(&s, &mut reply)
+    });
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    let body = String::from_utf8(reply).unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_str(body.strip_prefix("ok\n").unwrap()).unwrap();
+    assert!(
+        stats["monitor_events_dropped"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    // The monitors gone, their connections close.
+    drop(stalled);
+    drop(watcher);
+    drive(&mut clients, &sock, &mut c, Duration::from_secs(2), |cl| {
+        cl.is_empty()
+    });
+    assert!(clients.is_empty());
+    assert_eq!(c.monitor.watching, 0);
+}

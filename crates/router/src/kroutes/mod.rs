@@ -88,6 +88,16 @@ impl KernelRoutes {
         self.installed.is_empty()
     }
 
+    /// Copies the mirror's cumulative counters (routes skipped in all, dumps, overruns) where the metrics and
+    /// `show stats -j` read them.
+    pub fn publish_counters(&self, to: &crate::clients::ControlCounters) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.counters;
+        to.kernel_routes_skipped.store(c.skipped_total, Relaxed);
+        to.kernel_routes_dumps.store(c.dumps, Relaxed);
+        to.kernel_routes_overruns.store(c.overruns, Relaxed);
+    }
+
     /// The mirror's state for `show stats` (`None` without `--kernel-routes`).
     pub fn stats_json(&self) -> Option<Value> {
         if !self.enabled {
