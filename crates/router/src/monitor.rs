@@ -296,6 +296,8 @@ impl Events {
                             "dst": addr.to_string(), "dev": d}),
                     )
                 }
+                // Static entries change only through requests, whose lines are events of their own.
+                Change::StaticNeighSet { .. } | Change::StaticNeighDel { .. } => continue,
             };
             self.push(e);
         }
