@@ -12,7 +12,7 @@ import time
 
 from ktconf import KernelRouter
 from ktlwt6 import lwt6_bin
-from ktnet import Topo, run, sysctl_set
+from ktnet import NetnsError, Topo, require_root, run, sysctl_set
 from ktpkt import MAC_D0, MAC_R0, MAC_R1, MAC_S0
 
 # The router of the live topology: the interfaces' MACs and MTUs are not given, lwt6 reads them from the system.
@@ -157,3 +157,17 @@ def run_lwt6(ns, args, timeout=10):
 
 
 __all__ = ["LIVE_BASE", "LiveTopo", "LiveRouter", "run_lwt6"]
+
+
+def live_topo(request, tag, **kw):
+    """A `LiveTopo` named by `tag` (unique per test file), destroyed when the pytest `request` ends; the test
+    fails with the reason when it cannot be built (not root, `ip netns add` refused)."""
+    import pytest
+
+    try:
+        require_root()
+        t = LiveTopo(tag, **kw)
+    except NetnsError as e:
+        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
+    request.addfinalizer(t.destroy)
+    return t

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, LiveRouter, LiveTopo
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
 from ktnet import NetnsError, require_root
 
 BOUND = 0.100
@@ -26,13 +26,7 @@ BOUND = 0.100
 
 @pytest.fixture
 def live(request):
-    try:
-        require_root()
-        t = LiveTopo("cp")
-    except NetnsError as e:
-        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
-    request.addfinalizer(t.destroy)
-    return t
+    return live_topo(request, "cp")
 
 
 @pytest.fixture(scope="module")

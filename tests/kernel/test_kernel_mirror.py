@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, LiveRouter, LiveTopo
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
 from ktnet import NetnsError, require_root
 from ktpkt import udp6, with_marker
 
@@ -24,13 +24,7 @@ SETTLE = 1.0  # seconds: the mirror equals the kernel's table within this after 
 
 @pytest.fixture(scope="module")
 def live(request):
-    try:
-        require_root()
-        t = LiveTopo("km")
-    except NetnsError as e:
-        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
-    request.addfinalizer(t.destroy)
-    return t
+    return live_topo(request, "km")
 
 
 @pytest.fixture(scope="module")

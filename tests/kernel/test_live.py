@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, LiveRouter, LiveTopo, run_lwt6
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo, run_lwt6
 from ktlwt6 import lwt6_bin
 from ktnet import NetnsError, in_ns, require_root, sysctl_set, xfer
 from ktpkt import MAC_D0, MARKER, compare_frames, ioam_frame, ioam_hbh, rpl_srh, udp4, udp6, udp_over_rh, with_marker
@@ -89,13 +89,7 @@ def noise(final):
 
 @pytest.fixture(scope="module")
 def live(request):
-    try:
-        require_root()
-        t = LiveTopo("lv")
-    except NetnsError as e:
-        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
-    request.addfinalizer(t.destroy)
-    return t
+    return live_topo(request, "lv")
 
 
 @pytest.fixture(scope="module")

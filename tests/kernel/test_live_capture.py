@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, LiveRouter, LiveTopo
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
 from ktlwt6 import lwt6_bin, tshark_problems
 from ktnet import NetnsError, require_root, xfer
 from ktpkt import udp6, with_marker
@@ -21,13 +21,7 @@ from ktpkt import udp6, with_marker
 
 @pytest.fixture(scope="module")
 def live(request):
-    try:
-        require_root()
-        t = LiveTopo("cap")
-    except NetnsError as e:
-        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
-    request.addfinalizer(t.destroy)
-    return t
+    return live_topo(request, "cap")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from ktlive import LIVE_BASE, LiveRouter, LiveTopo
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
 from ktnet import NetnsError, require_root
 
 ADDED = 100_000
@@ -44,13 +44,7 @@ def prefixes(count):
 
 @pytest.fixture(scope="module")
 def topo(request):
-    try:
-        require_root()
-        t = LiveTopo("mm")
-    except NetnsError as e:
-        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
-    request.addfinalizer(t.destroy)
-    return t
+    return live_topo(request, "mm")
 
 
 # Not met yet (docs/BENCHMARKS.md *Memory per route*): on this small table, 908 bytes per route added over the

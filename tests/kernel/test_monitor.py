@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, LiveRouter, LiveTopo
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
 from ktlwt6 import lwt6_bin
 from ktnet import NetnsError, require_root
 
@@ -26,13 +26,7 @@ BOUND = 0.100
 
 @pytest.fixture
 def live(request):
-    try:
-        require_root()
-        t = LiveTopo("mon")
-    except NetnsError as e:
-        pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
-    request.addfinalizer(t.destroy)
-    return t
+    return live_topo(request, "mon")
 
 
 @pytest.fixture(scope="module")
