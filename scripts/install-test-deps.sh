@@ -48,6 +48,8 @@ need_pip=()
 "$PY" -c 'import grpc_tools' 2>/dev/null || need_pip+=(grpcio-tools)
 # tests/kernel/test_live.py::test_metrics parses the scrape with the reference client's OpenMetrics parser.
 "$PY" -c 'import prometheus_client' 2>/dev/null || need_pip+=(prometheus-client)
+# tests/kernel/test_ioam_export_live.py decodes the live OTLP export with the upstream OpenTelemetry definitions.
+"$PY" -c 'import opentelemetry.proto' 2>/dev/null || need_pip+=(opentelemetry-proto)
 if ((${#need_pip[@]})); then
     # A Debian system Python refuses pip outside a virtual environment (PEP 668); the test machine's own packages
     # are what the tests need, so install there anyway.

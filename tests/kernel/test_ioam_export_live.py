@@ -218,3 +218,98 @@ def test_live_export_json_and_grpc_then_collector_down_and_back(topo, api_dir, t
         if router is not None:
             router.kill()
         col.stop()
+
+
+# An OTLP/HTTP receiver decoding with the upstream OpenTelemetry protobuf definitions (the opentelemetry-proto
+# package, generated from open-telemetry/opentelemetry-proto): one JSON line per span it received.
+OTLP_RECEIVER = r"""
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest, ExportTraceServiceResponse)
+
+
+def value(v):
+    kind = v.WhichOneof("value")
+    return v.bytes_value.hex() if kind == "bytes_value" else getattr(v, kind)
+
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        req = ExportTraceServiceRequest()
+        req.ParseFromString(body)
+        for rs in req.resource_spans:
+            for ss in rs.scope_spans:
+                for sp in ss.spans:
+                    print(json.dumps({"path": self.path, "type": self.headers["Content-Type"],
+                                      "trace": sp.trace_id.hex(), "parent": sp.parent_span_id.hex(),
+                                      "name": sp.name,
+                                      "attrs": {kv.key: value(kv.value) for kv in sp.attributes}}), flush=True)
+        out = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *a):
+        pass
+
+
+s = HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+print("ready", flush=True)
+s.serve_forever()
+"""
+
+
+def test_live_export_otlp(topo, tmp_path):
+    """`lwt6 run --ioam-export otlp:http://...` to an OTLP/HTTP receiver that decodes with the upstream
+    definitions: POST /v1/traces, protobuf; one trace per removed IOAM option, whose node span carries this
+    router's node id and hop limit (RFC 9197 §4.4.2; the values the frames were built with)."""
+    port = free_port(topo.rns)
+    (tmp_path / "otlp_receiver.py").write_text(OTLP_RECEIVER)
+    out = open(tmp_path / "otlp.jsonl", "w+")
+    rec = subprocess.Popen(["ip", "netns", "exec", topo.rns, sys.executable, str(tmp_path / "otlp_receiver.py"),
+                            str(port)], stdout=out, stderr=subprocess.PIPE, text=True)
+
+    def spans():
+        out.flush()
+        return [json.loads(l) for l in (tmp_path / "otlp.jsonl").read_text().splitlines() if l.startswith("{")]
+
+    router = None
+    try:
+        deadline = time.monotonic() + 10
+        while "ready" not in (tmp_path / "otlp.jsonl").read_text():
+            assert rec.poll() is None, rec.stderr.read()
+            assert time.monotonic() < deadline, "the OTLP receiver did not start"
+            time.sleep(0.05)
+        target = f"otlp:http://127.0.0.1:{port}"
+        conf = "\n".join(LIVE_BASE + DOMAIN) + "\n"
+        router = LiveRouter(topo.rns, conf, str(tmp_path), args=["--io", "packet", "--ioam-export", target],
+                            label="exotlp")
+        sent = frames(20, 10)
+        got = xfer(topo.s0, sent, [topo.d0], expect=len(sent), timeout=2, keep=with_marker)
+        assert len(got[topo.d0.label]) == 20
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len({s["trace"] for s in spans()}) < 20:
+            time.sleep(0.05)
+        got_spans = spans()
+        assert {(s["path"], s["type"]) for s in got_spans} == {("/v1/traces", "application/x-protobuf")}
+        assert len({s["trace"] for s in got_spans}) == 20
+        nodes = [s for s in got_spans if "ioam.node.id" in s["attrs"]]
+        assert sorted((s["attrs"]["ioam.node.id"], s["attrs"]["ioam.node.hop_limit"]) for s in nodes) == \
+            [(NODE_ID, 10 + i - 1) for i in range(20)]
+        # Each node span hangs under its trace's root span.
+        assert all(s["parent"] for s in nodes)
+        final = router.stop()
+        router = None
+        (e,) = [e for e in final["ioam_export"] if e["target"].startswith(target)]
+        assert e["written"] == 20 and e["lost"] == 0, final["ioam_export"]
+    finally:
+        if router is not None:
+            router.kill()
+        rec.terminate()
+        rec.wait(timeout=10)
