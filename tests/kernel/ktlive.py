@@ -7,6 +7,7 @@ IPv4 addresses flushed on the attached interfaces (lwt6 owns them), the interfac
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -171,3 +172,27 @@ def live_topo(request, tag, **kw):
         pytest.fail(f"cannot build the live topology: {e}", pytrace=False)
     request.addfinalizer(t.destroy)
     return t
+
+
+def read_to_end(s):
+    """Everything `s` (a connected socket) sends until it closes, as text."""
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    return out.decode()
+
+
+def control_request(path, line, timeout=5.0):
+    """One request over the control socket at `path`, as `lwt6 ctl` sends it: (seconds from connect to the end of
+    the reply, reply)."""
+    t0 = time.monotonic()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        s.sendall(line.encode() + b"\n")
+        s.shutdown(socket.SHUT_WR)
+        reply = read_to_end(s)
+    finally:
+        s.close()
+    return time.monotonic() - t0, reply

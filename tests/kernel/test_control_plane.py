@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
+from ktlive import control_request, LIVE_BASE, live_topo, LiveRouter, LiveTopo, read_to_end
 from ktnet import NetnsError, require_root
 
 BOUND = 0.100
@@ -34,24 +34,6 @@ def workdir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("ctlplane"))
 
 
-def request(path, line, timeout=5.0):
-    """One request over the socket (what `lwt6 ctl` sends): (seconds from connect to the end of the reply, reply)."""
-    t0 = time.monotonic()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.sendall(line.encode() + b"\n")
-        s.shutdown(socket.SHUT_WR)
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    finally:
-        s.close()
-    return time.monotonic() - t0, out.decode()
 
 
 class Pest:
@@ -134,7 +116,7 @@ def sighup_delay(r, n):
     t0 = time.monotonic()
     r.proc.send_signal(signal.SIGHUP)
     while time.monotonic() - t0 < 5:
-        _, reply = request(r.sock, "show routes")
+        _, reply = control_request(r.sock, "show routes")
         if prefix in reply:
             return time.monotonic() - t0
         time.sleep(0.002)
@@ -154,10 +136,10 @@ def test_a_hostile_client_delays_nothing(live, workdir, kind):
         sender = live.topo.name(live.s)
         worst = {}
         for n in range(3):
-            took, reply = request(r.sock, "show stats")
+            took, reply = control_request(r.sock, "show stats")
             assert reply.startswith("ok\n"), reply
             worst["show stats"] = max(worst.get("show stats", 0), took)
-            took, reply = request(r.sock, f"-6 route add fd00:6{n:x}::/64 via fd00:2::2 dev r1")
+            took, reply = control_request(r.sock, f"-6 route add fd00:6{n:x}::/64 via fd00:2::2 dev r1")
             assert reply == "ok\n", reply
             worst["route add"] = max(worst.get("route add", 0), took)
             worst["sighup"] = max(worst.get("sighup", 0), sighup_delay(r, n))
@@ -278,14 +260,8 @@ def big_batch(sock, lines, reply):
     s.sendall(b"batch\n" + lines)
     s.shutdown(socket.SHUT_WR)
     reply["sent"] = time.monotonic()
-    out = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        out += b
+    reply["text"] = read_to_end(s)
     reply["done"] = time.monotonic()
-    reply["text"] = out.decode()
 
 
 def test_sigterm_late_in_a_large_batch_exits_within_2s(live, workdir):

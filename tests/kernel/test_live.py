@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo, run_lwt6
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo, read_to_end, run_lwt6
 from ktlwt6 import lwt6_bin
 from ktnet import NetnsError, in_ns, require_root, sysctl_set, xfer
 from ktpkt import MAC_D0, MARKER, compare_frames, ioam_frame, ioam_hbh, rpl_srh, udp4, udp6, udp_over_rh, with_marker
@@ -440,11 +440,9 @@ def http(port, request, timeout=5):
     """The whole answer to one raw HTTP request on 127.0.0.1:port (run it in the router's namespace)."""
     c = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     c.sendall(request)
-    data = b""
-    while chunk := c.recv(65536):
-        data += chunk
+    data = read_to_end(c)
     c.close()
-    return data.decode()
+    return data
 
 
 def test_metrics(live, workdir):
@@ -1035,13 +1033,7 @@ def test_sigterm_during_a_large_batch_exits_within_2s(live, workdir):
         s.sendall(b"batch\n" + lines.encode())
         s.shutdown(socket.SHUT_WR)
         reply["sent"] = time.monotonic()
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-        reply["text"] = out.decode()
+        reply["text"] = read_to_end(s)
     t = threading.Thread(target=send)
     t.start()
     try:

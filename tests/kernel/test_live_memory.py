@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
+from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo, read_to_end
 from ktnet import NetnsError, require_root
 
 ADDED = 100_000
@@ -28,10 +28,8 @@ def batch(sock, lines):
         s.connect(sock)
         s.sendall(("batch\n" + "\n".join(lines) + "\n").encode())
         s.shutdown(socket.SHUT_WR)
-        reply = b""
-        while chunk := s.recv(65536):
-            reply += chunk
-    assert reply.startswith(b"ok\n"), reply[:300]
+        reply = read_to_end(s)
+    assert reply.startswith("ok\n"), reply[:300]
 
 
 def prefixes(count):

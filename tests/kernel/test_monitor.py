@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ktlive import LIVE_BASE, live_topo, LiveRouter, LiveTopo
+from ktlive import control_request, LIVE_BASE, live_topo, LiveRouter, LiveTopo
 from ktlwt6 import lwt6_bin
 from ktnet import NetnsError, require_root
 
@@ -70,24 +70,6 @@ class Monitor:
             return len(self.lines)
 
 
-def request(path, line, timeout=5.0):
-    """One request over the socket: (seconds from connect to the end of the reply, reply)."""
-    t0 = time.monotonic()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.sendall(line.encode() + b"\n")
-        s.shutdown(socket.SHUT_WR)
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    finally:
-        s.close()
-    return time.monotonic() - t0, out.decode()
 
 
 def ok(r):
@@ -176,11 +158,11 @@ def test_monitor_streams_route_neighbour_reload_and_kernel_events(live, workdir)
         assert rb.returncode == 0, rb.stderr
         # The first request after the batch waits for what the batch left to do (its routes handed to the kernel
         # route mirror, its events to the monitors): not what is measured here.
-        first, _ = request(r.sock, "show stats -j")
+        first, _ = control_request(r.sock, "show stats -j")
         print(f"first request after the batch: {first * 1000:.2f} ms")
         worst = 0.0
         for _ in range(10):
-            dt, reply = request(r.sock, "show stats -j")
+            dt, reply = control_request(r.sock, "show stats -j")
             assert reply.startswith("ok\n"), reply
             worst = max(worst, dt)
         stats = json.loads(reply[3:])
