@@ -879,12 +879,13 @@ impl ControlSocket {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::time::Duration;
 
-    fn control() -> Control {
+    /// A control thread of two links, one address and one static neighbour (for the control socket's tests too).
+    pub(crate) fn control() -> Control {
         let cfg = lwt6_config::parse(
             "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
              addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n",

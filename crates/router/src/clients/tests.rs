@@ -1,22 +1,5 @@
 use super::*;
-use crate::engine::WorkerReport;
-use lwt6_dataplane::snapshot::{Snapshot, SnapshotHandle};
-use std::sync::{Arc, Mutex};
-
-fn control() -> Control {
-    let cfg = lwt6_config::parse(
-        "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
-         addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n",
-    )
-    .unwrap();
-    let snap = Snapshot::build(&cfg).unwrap();
-    Control::new(
-        cfg,
-        Arc::new(SnapshotHandle::new(snap)),
-        vec![Arc::new(Mutex::new(WorkerReport::default()))],
-        "test",
-    )
-}
+use crate::control::tests::control;
 
 /// A control socket in a fresh directory.
 fn socket(name: &str) -> (ControlSocket, std::path::PathBuf) {
