@@ -220,6 +220,57 @@ def test_live_export_json_and_grpc_then_collector_down_and_back(topo, api_dir, t
         col.stop()
 
 
+SILENT = """
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    held.append(c)  # accepted, never read nor answered
+"""
+
+
+def test_a_silent_collector_does_not_hold_the_exit(topo, tmp_path):
+    """A collector that accepts the connection and never answers (its calls time out after 10 s, its batches are
+    retried for 30 s): SIGTERM still ends `lwt6 run` within 2 s, and what the exporter held counts as lost under
+    `stopped` (submitted = written + lost)."""
+    port = free_port(topo.rns)
+    script = tmp_path / "silent.py"
+    script.write_text(SILENT)
+    silent = subprocess.Popen(["ip", "netns", "exec", topo.rns, sys.executable, str(script), str(port)],
+                              stdout=subprocess.PIPE, text=True)
+    router = None
+    try:
+        assert silent.stdout.readline().strip() == "ready"
+        target = f"grpc:127.0.0.1:{port}"
+        conf = "\n".join(LIVE_BASE + DOMAIN) + "\n"
+        router = LiveRouter(topo.rns, conf, str(tmp_path), args=["--io", "packet", "--ioam-export", target],
+                            label="exsilent")
+        sent = frames(10, 10)
+        got = xfer(topo.s0, sent, [topo.d0], expect=len(sent), timeout=2, keep=with_marker)
+        assert len(got[topo.d0.label]) == 10, "forwarding stalled behind a silent collector"
+        deadline = time.monotonic() + 5
+        while exporter(router.stats(), target)["submitted"] < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        final = router.stop()
+        took = time.monotonic() - t0
+        router = None
+        assert took < 2.0, f"lwt6 run took {took:.2f} s to stop behind a silent collector"
+        g = exporter(final, target)
+        assert g["submitted"] == 10 and g["written"] == 0 and g["lost"] == 10, g
+        assert any(f["kind"] == "stopped" for f in g["failures"]), g
+    finally:
+        if router is not None:
+            router.kill()
+        silent.kill()
+        silent.wait()
+
+
 # An OTLP/HTTP receiver decoding with the upstream OpenTelemetry protobuf definitions (the opentelemetry-proto
 # package, generated from open-telemetry/opentelemetry-proto): one JSON line per span it received.
 OTLP_RECEIVER = r"""

@@ -7,7 +7,7 @@
 //! never notices. Each failure is counted under its kind ([`ExportReport::failures`]).
 
 use crate::IoamRecord;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -86,6 +86,9 @@ struct Shared {
     lost: AtomicU64,
     /// Records handed over (put in the channel or lost because it was full).
     submitted: AtomicU64,
+    /// Set when the owner stops waiting ([`Exporter::finish_by`]): the thread counts the batches still queued as
+    /// lost instead of writing them.
+    abandon: AtomicBool,
     /// The failures by kind and the last error so far, as the thread last saw them (a slow path: updated after
     /// a failed batch only).
     failures: Mutex<Ended>,
@@ -121,6 +124,10 @@ impl Exporter {
                     failures.clone()
                 };
                 for batch in rx {
+                    if s.abandon.load(Ordering::Relaxed) {
+                        s.lost.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                        continue;
+                    }
                     match sink.write(&batch) {
                         Ok(()) => {
                             s.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -137,7 +144,9 @@ impl Exporter {
                         }
                     };
                 }
-                if let Err(e) = sink.finish() {
+                if !s.abandon.load(Ordering::Relaxed)
+                    && let Err(e) = sink.finish()
+                {
                     failed(e, &mut last_error);
                 }
                 (last_error, sink.failures().unwrap_or(failures))
@@ -222,6 +231,48 @@ impl Exporter {
             last_error,
             failures,
         }
+    }
+}
+
+impl Exporter {
+    /// As [`finish`](Self::finish), but waits only until `deadline` (a router stopping: a collector that is down
+    /// must not hold the exit for its sink's whole give-up time). The records still queued or being written then
+    /// count as lost (failure kind `stopped`) and the thread is left to end by itself: it writes nothing more once
+    /// its current attempt returns.
+    pub fn finish_by(mut self, deadline: std::time::Instant) -> ExportReport {
+        self.tx = None;
+        let Some(t) = self.thread.take() else {
+            return self.progress();
+        };
+        while !t.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if t.is_finished() {
+            let (last_error, failures) = t
+                .join()
+                .unwrap_or_else(|_| (Some("exporter thread panicked".into()), Vec::new()));
+            return ExportReport {
+                written: self.shared.written.load(Ordering::Relaxed),
+                lost: self.shared.lost.load(Ordering::Relaxed),
+                last_error,
+                failures,
+            };
+        }
+        self.shared.abandon.store(true, Ordering::Relaxed);
+        let mut rep = self.progress();
+        let pending = self
+            .submitted()
+            .saturating_sub(rep.written.saturating_add(rep.lost));
+        rep.lost += pending;
+        rep.failures.push(("stopped".into(), 1));
+        rep.last_error = Some(format!(
+            "stopped before the sink finished: {pending} records not written{}",
+            rep.last_error
+                .as_deref()
+                .map(|e| format!(" (last error: {e})"))
+                .unwrap_or_default()
+        ));
+        rep
     }
 }
 
@@ -476,5 +527,54 @@ mod tests {
         drop(s);
         let r = e.finish();
         assert_eq!((r.written, r.lost), (2 + 3, 8 * 3));
+    }
+
+    #[test]
+    fn finish_by_stops_waiting_for_a_stuck_sink_and_counts_what_it_held() {
+        let (started, seen) = std::sync::mpsc::channel();
+        let go = Arc::new(std::sync::Barrier::new(2));
+        let e = Exporter::spawn(
+            Box::new(Stuck {
+                started,
+                go: Arc::clone(&go),
+            }),
+            4,
+        );
+        e.submit(vec![record(0), record(1)]);
+        seen.recv().unwrap();
+        e.submit(vec![record(2); 3]);
+        e.submit(vec![record(3); 4]);
+        let t = std::time::Instant::now();
+        let r = e.finish_by(t + std::time::Duration::from_millis(200));
+        let waited = t.elapsed();
+        assert!(
+            waited >= std::time::Duration::from_millis(200),
+            "{waited:?}"
+        );
+        assert!(waited < std::time::Duration::from_secs(2), "{waited:?}");
+        // Nothing was written: the first batch is still in the sink, the two others queued.
+        assert_eq!((r.written, r.lost), (0, 2 + 3 + 4));
+        assert!(r.failures.contains(&("stopped".to_string(), 1)), "{r:?}");
+        assert!(r.last_error.unwrap().contains("9 records not written"));
+        // Let the sink go: the thread drops the queued batches (it writes nothing more) and ends.
+        go.wait();
+    }
+
+    #[test]
+    fn finish_by_writes_everything_when_the_sink_keeps_up() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let disk = Disk {
+            data: Arc::clone(&data),
+            room: 1 << 20,
+        };
+        let e = Exporter::spawn(Box::new(JsonLines::new(disk, vec!["r0".into()])), 4);
+        e.submit_wait((0..5).map(record).collect());
+        let r = e.finish_by(std::time::Instant::now() + std::time::Duration::from_secs(5));
+        assert_eq!((r.written, r.lost), (5, 0));
+        assert!(r.failures.is_empty() && r.last_error.is_none(), "{r:?}");
+        assert_eq!(
+            data.lock().unwrap().iter().filter(|&&b| b == b'\n').count(),
+            5
+        );
     }
 }

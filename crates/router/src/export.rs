@@ -87,6 +87,10 @@ impl ExporterStats {
     }
 }
 
+/// How long a stopping router waits for its exporters in all: a collector that is down must not hold the exit
+/// (the router exits within 2 s of SIGTERM whatever its clients and collectors do).
+pub const STOP_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The running exporters, shared by the control thread and the workers.
 #[derive(Default)]
 pub struct ExportHub {
@@ -192,9 +196,11 @@ impl ExportHub {
         v
     }
 
-    /// Stops every exporter after the workers have stopped, waiting for each to write what it holds (within
-    /// its sink's own timeouts), and returns every exporter's final counters.
+    /// Stops every exporter after the workers have stopped, waiting for them to write what they hold for at
+    /// most [`STOP_BUDGET`] in all (what is still unwritten then counts as lost, failure `stopped`), and returns
+    /// every exporter's final counters.
     pub fn finish(&self) -> Vec<ExporterStats> {
+        let deadline = std::time::Instant::now() + STOP_BUDGET;
         let (running, ending) = {
             let mut g = self.lock();
             (
@@ -203,14 +209,19 @@ impl ExportHub {
             )
         };
         for t in ending {
-            let _ = t.join();
+            while !t.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
         self.generation.fetch_add(1, Ordering::Release);
         let mut v: Vec<ExporterStats> = running
             .into_iter()
             .map(|r| {
                 let submitted = r.exporter.submitted();
-                let rep = r.exporter.finish();
+                let rep = r.exporter.finish_by(deadline);
                 ExporterStats {
                     target: r.target.to_string(),
                     running: false,
