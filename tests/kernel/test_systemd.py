@@ -154,6 +154,14 @@ def test_notifications_ready_reload_status_stopping(live, workdir):
         m = n.next()
         assert m is not None and m.get("READY") == "1" and "reload refused" in m["STATUS"], m
 
+        # A route added over the control socket: STATUS= follows the table (within its 2 s refresh).
+        n_routes = len(json.loads(ctl(sock, "show", "routes", "-j").stdout))
+        r = ctl(sock, "route", "add", "fc02::/16", "via", "fd00:2::2", "dev", "r1")
+        assert r.returncode == 0, r.stderr
+        m = n.next(timeout=5)
+        assert m is not None and set(m) == {"STATUS"}, m
+        assert f"; {n_routes + 1} routes;" in m["STATUS"], (m, n_routes)
+
         p.send_signal(signal.SIGTERM)
         m = n.next()
         assert m is not None and m.get("STOPPING") == "1", m

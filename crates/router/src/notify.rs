@@ -48,6 +48,11 @@ impl Notifier {
         }
     }
 
+    /// Whether systemd listens (`NOTIFY_SOCKET` was set and usable).
+    pub fn enabled(&self) -> bool {
+        self.to.is_some()
+    }
+
     /// Sends `lines` (`KEY=VALUE`, one per line) as one notification.
     pub fn send(&self, lines: &str) {
         let Some((sock, addr)) = &self.to else {

@@ -19,6 +19,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// How often at most systemd's `STATUS=` is refreshed after the table changed (`lwt6 ctl`, kernel routes).
+const STATUS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 /// How often the control thread looks at what the workers learned and runs the neighbour timers (ms).
 const NEIGH_TICK_MS: i32 = 50;
 
@@ -502,6 +504,9 @@ fn serve(
     let notify = crate::notify::Notifier::from_env();
     let status = |c: &Control| crate::notify::status(&names, io, &c.handle.load(), a.workers);
     notify.ready(&status(&control));
+    // STATUS= follows the table: resent after a publication, at most every STATUS_EVERY (counting the routes is a
+    // pass over them).
+    let mut status_sent = (control.handle.generation(), std::time::Instant::now());
     // The control socket's connections: never waited on, served in this loop (crate::clients).
     let mut clients = clients::Clients::for_descriptors();
     'main: loop {
@@ -548,6 +553,7 @@ fn serve(
                     " (reload refused: the running configuration stays)"
                 };
                 notify.ready(&format!("{}{kept}", status(&control)));
+                status_sent = (control.handle.generation(), std::time::Instant::now());
             } else {
                 break 'main;
             }
@@ -558,6 +564,13 @@ fn serve(
         }
         if let Some(t) = &tier {
             crate::xdp_tier::sync(t, &control.handle, &control.trace);
+        }
+        if notify.enabled()
+            && control.handle.generation() != status_sent.0
+            && status_sent.1.elapsed() >= STATUS_EVERY
+        {
+            status_sent = (control.handle.generation(), std::time::Instant::now());
+            notify.send(&format!("STATUS={}", status(&control)));
         }
         if threads.iter().any(|t| t.is_finished()) {
             log::error!("a worker thread ended unexpectedly; stopping");
