@@ -300,7 +300,12 @@ impl XdpTier {
         };
         if tracing {
             t.plans.clear();
-            for (_, v) in &mut t.routes {
+            for v in t
+                .routes
+                .iter_mut()
+                .map(|r| &mut r.1)
+                .chain(t.routes4.iter_mut().map(|r| &mut r.1))
+            {
                 if v.why != lwt6_xdp::Why::Local as u32 {
                     v.plan = lwt6_xdp::layout::NO_PLAN;
                     v.why = lwt6_xdp::Why::Traced as u32;
