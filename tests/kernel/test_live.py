@@ -201,6 +201,8 @@ def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io, tier):
         assert x["egress"]["r1"]["redirect"], x["egress"]
         # plain (fc00::99), seg6 encap (3 SIDs, 2 with HMAC), encap.red and inline, twice each but one plain.
         assert x["by_kind"].get("forward", 0) >= 1 and x["by_kind"].get("seg6_encap", 0) >= 4, x
+        # seg6 l2encap and l2encap.red (twice each), encap of the IPv4 packet.
+        assert x["by_kind"].get("seg6_l2encap", 0) == 4 and x["by_kind"].get("seg6_encap_v4", 0) == 1, x
         assert x["egress"]["r1"]["tx"] == x["sent"], x
     elif io == "xdp":
         assert "xdp" not in final, final.get("xdp")

@@ -315,7 +315,7 @@ impl XdpTier {
         let r = self.tier.install(&t);
         self.installed_at = Some(Instant::now());
         self.last = LastInstall {
-            routes: t.routes.len(),
+            routes: t.routes.len() + t.routes4.len(),
             took: start.elapsed(),
             installed: r.as_ref().copied().unwrap_or_default(),
             error: r.as_ref().err().map(|e| e.to_string()),

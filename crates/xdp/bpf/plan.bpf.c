@@ -1,8 +1,8 @@
 // lwt6's XDP tier: a small executor of the forwarding plans that lwt6's userspace snapshot precomputes.
 //
-// For a received IPv6 frame it looks the destination up in an LPM trie, finds the route's plan, and when the
-// plan needs nothing the driver cannot do, builds the outgoing frame in place (template copy, a few patches
-// the plan lists) and redirects it through a devmap. Every other frame goes to the AF_XDP socket of its queue
+// For a received IPv6 frame (an IPv4 frame: in a trie of its own) it looks the destination up in an LPM trie,
+// finds the route's plan, and when the plan needs nothing the driver cannot do, builds the outgoing frame in
+// place (template copy, a few patches the plan lists) and redirects it through a devmap. Every other frame goes to the AF_XDP socket of its queue
 // (or on to the kernel when the queue has none), exactly as lwt6's plain redirect program sends them, and is
 // counted under the reason it left the driver. The tunnels' knowledge lives in the Rust plans (crates/xdp/src):
 // this file knows no tunnel.
