@@ -634,7 +634,8 @@ fn xdp_placement_at_the_headroom_boundary() {
         "link add r0 address 02:00:00:00:01:02\nlink add r1 address 02:00:00:00:02:01\n\
          addr add fd00:2::1/64 dev r1\nneigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1\n\
          -6 route add fc00::/16 via fd00:2::2 dev r1\n\
-         -6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1,fc00::2,fc00::3 dev r1\n",
+         -6 route add fd00:91::/64 encap seg6 mode encap segs fc00::1,fc00::2,fc00::3 dev r1\n\
+         -4 route add 10.9.0.0/16 encap seg6 mode l2encap segs fc00::1 dev r1\n",
     )
     .unwrap();
     let run = |args: &[&str]| {
@@ -649,6 +650,17 @@ fn xdp_placement_at_the_headroom_boundary() {
         "{at}"
     );
     assert!(at.contains("fc00::/16 driver forward\n"), "{at}");
+    // l2encap of IPv4 packets with one SID: the outer IPv6 header, an SRH of 8 + 16 bytes, and the received
+    // Ethernet header (14) the inner frame keeps: 78 bytes.
+    assert!(
+        at.contains("10.9.0.0/16 driver seg6_l2encap_v4 (adds 78 bytes)\n"),
+        "{at}"
+    );
+    let v4 = run(&["check", "-c", c, "--xdp", "--xdp-headroom", "77"]);
+    assert!(
+        v4.contains("10.9.0.0/16 worker headroom (adds 78 bytes, the driver leaves 77)\n"),
+        "{v4}"
+    );
     let short = run(&["headroom", "--xdp", c, "--xdp-headroom", "95"]);
     assert!(
         short.contains("fd00:91::/64 worker headroom (adds 96 bytes, the driver leaves 95)\n"),

@@ -174,9 +174,9 @@ pub struct CheckArgs {
     /// Router configuration.
     #[arg(short = 'c', long = "config")]
     pub config: PathBuf,
-    /// Also say, per IPv6 route, whether `lwt6 run`'s XDP tier would forward its frames in the driver (and as
-    /// which plan) or hand them to the worker, and why (docs/xdp.md). Egress devices are assumed to take
-    /// redirected frames.
+    /// Also say, per route (IPv6 and IPv4), whether `lwt6 run`'s XDP tier would forward its frames in the
+    /// driver (and as which plan) or hand them to the worker, and why (docs/xdp.md). Egress devices are assumed
+    /// to take redirected frames.
     #[arg(long = "xdp")]
     pub xdp: bool,
     /// With --xdp: the bytes the receiving driver leaves in front of a frame (default 216: veth, virtio-net and

@@ -36,6 +36,7 @@ CASES_CONFIG = [
     # Unlocked: Linux checks it only on output, after the hop limit was decremented (the PTB quotes hop limit - 1).
     "-6 route add fd00:9b::/64 via fd00:2::2 dev r1 mtu 1400",
     "-4 route add 10.99.0.0/24 encap seg6 mode encap segs fc00::1,fc00::2 dev r1",
+    "-4 route add 10.98.0.0/24 encap seg6 mode l2encap.red segs fc00::1,fc00::2 dev r1",
     "ioam namespace add 123 data 0xdeadbeef wide 0xcafec0dedeadbeef",
     "sysctl net.ipv6.ioam6_id=0x111111",
     "sysctl net.ipv6.conf.r0.ioam6_enabled=1",
@@ -56,6 +57,9 @@ def case_frames():
         f.append((f"seg6-{mode}", udp6(f"fd00:{pfx}::1", fl=0x12345, tc=0xb8, hlim=64, size=40, tag=1)))
         f.append((f"seg6-{mode}-b", udp6(f"fd00:{pfx}::77", fl=0, tc=0, hlim=9, size=300, tag=2)))
     f.append(("seg6-encap-ipv4", udp4("10.99.0.1", tos=0xb8, ttl=64, ident=0x4242, size=20, tag=3)))
+    # TTL 1 inside: seg6 encapsulates before IPv4 forwarding would look at the TTL.
+    f.append(("seg6-encap-ipv4-ttl1", udp4("10.99.0.2", tos=0, ttl=1, ident=7, df=True, size=60, tag=3)))
+    f.append(("seg6-l2encap.red-ipv4-ttl1", udp4("10.98.0.1", tos=3, ttl=1, ident=9, size=100, tag=3)))
     f.append(("plain", udp6("fc00::99", hlim=64, size=100, tag=4)))
     f.append(("ioam-transit", ioam_frame(ioam_hbh(123, 0xC40000, 6), dst="fc00::5", hlim=64, size=16, tag=5)))
     # RPL intermediate node (addressed to fd00:2::1, the router): same-size recompression only, where the
@@ -201,6 +205,9 @@ def test_live_same_bytes_as_kernel(live, workdir, kernel_outputs, io, tier):
         assert x["egress"]["r1"]["redirect"], x["egress"]
         # plain (fc00::99), seg6 encap (3 SIDs, 2 with HMAC), encap.red and inline, twice each but one plain.
         assert x["by_kind"].get("forward", 0) >= 1 and x["by_kind"].get("seg6_encap", 0) >= 4, x
+        # seg6 l2encap and l2encap.red (twice each), encap of the IPv4 packets, l2encap.red of one.
+        assert x["by_kind"].get("seg6_l2encap", 0) == 4 and x["by_kind"].get("seg6_encap_v4", 0) == 2, x
+        assert x["by_kind"].get("seg6_l2encap_v4", 0) == 1, x
         assert x["egress"]["r1"]["tx"] == x["sent"], x
     elif io == "xdp":
         assert "xdp" not in final, final.get("xdp")

@@ -300,7 +300,12 @@ impl XdpTier {
         };
         if tracing {
             t.plans.clear();
-            for (_, v) in &mut t.routes {
+            for v in t
+                .routes
+                .iter_mut()
+                .map(|r| &mut r.1)
+                .chain(t.routes4.iter_mut().map(|r| &mut r.1))
+            {
                 if v.why != lwt6_xdp::Why::Local as u32 {
                     v.plan = lwt6_xdp::layout::NO_PLAN;
                     v.why = lwt6_xdp::Why::Traced as u32;
@@ -310,7 +315,7 @@ impl XdpTier {
         let r = self.tier.install(&t);
         self.installed_at = Some(Instant::now());
         self.last = LastInstall {
-            routes: t.routes.len(),
+            routes: t.routes.len() + t.routes4.len(),
             took: start.elapsed(),
             installed: r.as_ref().copied().unwrap_or_default(),
             error: r.as_ref().err().map(|e| e.to_string()),

@@ -1,8 +1,8 @@
 // lwt6's XDP tier: a small executor of the forwarding plans that lwt6's userspace snapshot precomputes.
 //
-// For a received IPv6 frame it looks the destination up in an LPM trie, finds the route's plan, and when the
-// plan needs nothing the driver cannot do, builds the outgoing frame in place (template copy, a few patches
-// the plan lists) and redirects it through a devmap. Every other frame goes to the AF_XDP socket of its queue
+// For a received IPv6 frame (an IPv4 frame: in a trie of its own) it looks the destination up in an LPM trie,
+// finds the route's plan, and when the plan needs nothing the driver cannot do, builds the outgoing frame in
+// place (template copy, a few patches the plan lists) and redirects it through a devmap. Every other frame goes to the AF_XDP socket of its queue
 // (or on to the kernel when the queue has none), exactly as lwt6's plain redirect program sends them, and is
 // counted under the reason it left the driver. The tunnels' knowledge lives in the Rust plans (crates/xdp/src):
 // this file knows no tunnel.
@@ -91,6 +91,9 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define W_IOAM_INVALID 21    // IOAM transit: a trace the worker drops (too short, NodeLen not the trace type's)
 #define W_IOAM_FIELD 22      // IOAM transit: this node's data holds a field the driver cannot write (timestamps)
 #define W_TABLE 23           // End.DT6: the inner destination has no plain-forwarding route in the table
+// 24: `traced`, a route's reason set by the engine
+#define W_V4_OPTIONS 25      // IPv4 with options (IHL > 5): the worker decides
+#define W_V4_CHECKSUM 26     // IPv4 header checksum wrong: the worker drops it
 #define W_REASONS 32         // reasons occupy [1, W_REASONS)
 #define C_KIND 32            // forwarded frames per plan kind: C_KIND + kind
 #define KIND_TRANSIT 9       // the counter kind of frames forwarded along a plain plan with IOAM transit
@@ -119,6 +122,9 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)65;
 #define F_PLAIN 8       // plain forwarding
 #define F_TABLE 16      // the inner IPv6 packet (as F_DECAP) goes out along the plain plan of its destination's route in
                         // the plan's table (`vrf`): End.DT6
+#define F_L2 32         // the template goes in front of the received frame, its Ethernet header kept (skip 0, growth
+                        // = tlen): seg6 l2encap, l2encap.red
+#define F_V4 64         // a plan of an IPv4 route (`routes4`), for IPv4 packets: its one patch the Payload Length
 // Port flags.
 #define P_REQUIRE_HMAC 1 // seg6_require_hmac > 0: SRHs are checked by the worker
 #define P_IOAM_ENABLED 2 // ioam6_enabled: IOAM traces received here are filled in transit
@@ -194,6 +200,13 @@ struct ioam_ns {
 _Static_assert(sizeof(struct ioam_ns) == 8 + 6 * IOAM_BITS + IOAM_DATA, "ioam_ns");
 _Static_assert(sizeof(struct lpm_key) == 20, "lpm_key");
 
+// Key of the `routes4` LPM trie.
+struct lpm_key4 {
+    __u32 prefixlen;
+    __u8 addr[4];
+};
+_Static_assert(sizeof(struct lpm_key4) == 8, "lpm_key4");
+
 // Key of the `vrf` LPM trie: 32 bits of table, then the address (prefix length 32 + the route's).
 struct vrf_key {
     __u32 prefixlen;
@@ -222,6 +235,15 @@ struct {
     __type(key, __u32);
     __type(value, struct plan);
 } plans SEC(".maps");
+
+// The IPv4 routes of the main table (plans with F_V4), and the router's IPv4 addresses as /32s.
+struct {
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct lpm_key4);
+    __type(value, struct route);
+} routes4 SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -596,6 +618,106 @@ static __always_inline int table_forward(struct xdp_md *ctx, struct plan *pl, st
     return bpf_redirect_map(&egress, out, 0);
 }
 
+// Copies the first `tlen` bytes (8 to TPL_MAX) of template `tpl` to the frame at `p`, in 8-byte words, the last
+// one ending exactly at tlen (overlapping the one before it). -1 when the frame is shorter (not after the checks).
+static __always_inline int copy_template(__u8 *p, __u8 *end, __u8 *tpl, __u32 tlen) {
+    for (__u32 i = 0; i < TPL_MAX / 8; i++) {
+        __u32 off = 8 * i;
+        if (off + 8 > tlen)
+            break;
+        if (p + off + 8 > end)
+            return -1;
+        *(__u64 *)(p + off) = *(__u64 *)(tpl + off);
+    }
+    __u32 off = tlen - 8;
+    opaque(off);
+    if (off > TPL_MAX - 8)
+        return -1;
+    if (p + off + 8 > end)
+        return -1;
+    *(__u64 *)(p + off) = *(__u64 *)(tpl + off);
+    return 0;
+}
+
+// 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 and above (multicast, reserved, broadcast): left to the worker.
+static __always_inline int special4(__u8 hi) {
+    return hi == 0 || hi == 127 || hi >= 224;
+}
+
+// An IPv4 packet (frame `p` of `flen` bytes, received on `port`): looked up in `routes4`, and sent out along its
+// route's plan, which has F_V4 (seg6 encap, encap.red, l2encap, l2encap.red of IPv4 packets: the template is the
+// Ethernet header, the outer IPv6 header with its hop limit already set, the SRH; the one patch the outer Payload
+// Length). The inner packet is not changed: Linux encapsulates it before IPv4 forwarding would look at its TTL
+// (seg6's input tunnel), and so does the worker. A header with options, a wrong checksum, a special address go to
+// the worker unchanged. A path of its own.
+static __always_inline int ipv4_forward(struct xdp_md *ctx, struct port *port, __u8 *p, __u8 *end,
+                                        __u32 flen) {
+    __u8 *ip = p + 14;
+    if (ip + 20 > end)
+        return slow(ctx, W_SHORT);
+    if ((ip[0] >> 4) != 4 || (ip[0] & 15) < 5)
+        return slow(ctx, W_SHORT);
+    if ((ip[0] & 15) != 5)
+        return slow(ctx, W_V4_OPTIONS);
+    __u32 sum = 0;
+    for (int i = 0; i < 20; i += 2)
+        sum += ((__u32)ip[i] << 8) | ip[i + 1];
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    if (sum != 0xffff)
+        return slow(ctx, W_V4_CHECKSUM);
+    __u32 len = ((__u32)ip[2] << 8) | ip[3];
+    if (len < 20 || 14 + len > flen)
+        return slow(ctx, W_SHORT);
+    if (special4(ip[12]) || special4(ip[16]))
+        return slow(ctx, W_ADDR);
+    struct lpm_key4 key = {.prefixlen = 32};
+    for (int i = 0; i < 4; i++)
+        key.addr[i] = ip[16 + i];
+    struct route *r = bpf_map_lookup_elem(&routes4, &key);
+    if (!r)
+        return slow(ctx, W_NO_ROUTE);
+    __u32 id = r->plan;
+    if (id == NO_PLAN)
+        return slow(ctx, r->why);
+    struct plan *pl = bpf_map_lookup_elem(&plans, &id);
+    if (!pl)
+        return slow(ctx, W_NO_PLAN);
+    __u32 tlen = pl->tlen, growth = pl->growth;
+    __u32 l2 = pl->flags & F_L2;
+    if (!(pl->flags & F_V4) || (pl->flags & ~(F_V4 | F_L2)) || pl->skip || tlen < 14 || tlen > TPL_MAX ||
+        tlen != (l2 ? growth : 14 + growth) || pl->nops != 1 || pl->ops[0].code != OP_PLEN)
+        return slow(ctx, W_BAD_PLAN);
+    if (len + growth > pl->max_len)
+        return slow(ctx, W_MTU);
+    if (growth > port->headroom)
+        return slow(ctx, W_HEADROOM);
+    __u32 out = pl->egress;
+    if (!bpf_map_lookup_elem(&egress, &out))
+        return slow(ctx, W_NO_EGRESS);
+    if (bpf_xdp_adjust_head(ctx, -(int)growth))
+        return slow(ctx, W_HEADROOM);
+    __u32 trailer = flen - 14 - len;
+    if (trailer && bpf_xdp_adjust_tail(ctx, -(int)trailer)) {
+        bpf_xdp_adjust_head(ctx, (int)growth);
+        return slow(ctx, W_SHORT);
+    }
+    p = (__u8 *)(long)ctx->data;
+    end = (__u8 *)(long)ctx->data_end;
+    if (copy_template(p, end, pl->tpl, tlen))
+        return XDP_ABORTED;
+    __u32 plen = len + growth - 40;
+    __u8 *d = p + (pl->ops[0].at & 511);
+    if (d + 2 > end)
+        return XDP_ABORTED;
+    d[0] = plen >> 8;
+    d[1] = plen;
+    count(&counters, W_FORWARDED);
+    count(&counters, C_KIND + (pl->kind & (KINDS - 1)));
+    count(&egress_tx, out & 63);
+    return bpf_redirect_map(&egress, out, 0);
+}
+
 SEC("xdp")
 int lwt6_plan(struct xdp_md *ctx) {
     __u8 *p = (__u8 *)(long)ctx->data;
@@ -603,9 +725,10 @@ int lwt6_plan(struct xdp_md *ctx) {
 
     if (p + 14 > end)
         return slow(ctx, W_SHORT);
-    if (p[12] != 0x86 || p[13] != 0xdd)
+    int v4 = p[12] == 0x08 && p[13] == 0x00;
+    if (!v4 && (p[12] != 0x86 || p[13] != 0xdd))
         return slow(ctx, W_NOT_IPV6);
-    if (p + 14 + RX_SAVE > end)
+    if (!v4 && p + 14 + RX_SAVE > end)
         return slow(ctx, W_SHORT);
 
     __u32 ifindex = ctx->ingress_ifindex;
@@ -618,6 +741,8 @@ int lwt6_plan(struct xdp_md *ctx) {
     __u32 flen = (__u32)(end - p);
     if (flen > port->max_frame)
         return slow(ctx, W_FRAME_LEN);
+    if (v4)
+        return ipv4_forward(ctx, port, p, end, flen);
 
     __u8 *ip = p + 14;
     if ((ip[0] >> 4) != 6)
@@ -689,7 +814,11 @@ int lwt6_plan(struct xdp_md *ctx) {
             return slow(ctx, W_NEXT);
     }
     __u32 tlen = way->tlen, skip = way->skip, growth = way->growth;
-    if (tlen < 14 || tlen > TPL_MAX || skip > RX_SAVE || tlen != 14 + skip + growth)
+    // F_L2: the template goes in front of the received frame (growth = tlen); else it replaces the Ethernet
+    // header and the first `skip` bytes of the IPv6 packet.
+    __u32 covers = (way->flags & F_L2) ? 0 : 14 + skip;
+    if (tlen < 14 || tlen > TPL_MAX || skip > RX_SAVE || tlen != covers + growth || (way->flags & F_V4) ||
+        ((way->flags & F_L2) && (skip || (pl->flags & (F_DECAP | F_RELOOKUP)))))
         return slow(ctx, W_BAD_PLAN);
     // A packet to decapsulate (End.DX6): from here on `ip`, `len` and `hlim` are the inner packet's, and `pull`
     // bytes of outer headers go.
@@ -755,24 +884,8 @@ int lwt6_plan(struct xdp_md *ctx) {
     p = (__u8 *)(long)ctx->data;
     end = (__u8 *)(long)ctx->data_end;
 
-    // The template, in 8-byte words, the last one ending exactly at tlen (overlapping the one before it).
-    for (__u32 i = 0; i < TPL_MAX / 8; i++) {
-        __u32 off = 8 * i;
-        if (off + 8 > tlen)
-            break;
-        if (p + off + 8 > end)
-            return XDP_ABORTED;
-        *(__u64 *)(p + off) = *(__u64 *)(way->tpl + off);
-    }
-    {
-        __u32 off = tlen - 8;
-        opaque(off);
-        if (off > TPL_MAX - 8)
-            return XDP_ABORTED;
-        if (p + off + 8 > end)
-            return XDP_ABORTED;
-        *(__u64 *)(p + off) = *(__u64 *)(way->tpl + off);
-    }
+    if (copy_template(p, end, way->tpl, tlen))
+        return XDP_ABORTED;
 
     __u32 plen = len + growth - 40;
     __u32 ing16 = port->ioam_id, ing32 = port->ioam_wide;

@@ -58,6 +58,13 @@ pub const F_PLAIN: u32 = 8;
 /// Plan flag: the inner IPv6 packet (pulled out as with [`F_DECAP`]) goes out along the plain plan of its
 /// destination's route in the plan's table (the `vrf` map); [`Why::Table`] when it has none (End.DT6).
 pub const F_TABLE: u32 = 16;
+/// Plan flag: the template goes in front of the received frame, whose Ethernet header is kept as part of the
+/// payload (`skip` 0, `growth` = `tlen`): seg6 l2encap and l2encap.red.
+pub const F_L2: u32 = 32;
+/// Plan flag: the plan of an IPv4 route (the `routes4` map), for IPv4 packets: its template the Ethernet header,
+/// the outer IPv6 header (hop limit included) and the SRH; its one patch [`OP_PLEN`] (with the received Total
+/// Length as the packet's length).
+pub const F_V4: u32 = 64;
 /// Port flag: the interface's `seg6_require_hmac` is above 0 (SRHs are the worker's to check).
 pub const P_REQUIRE_HMAC: u16 = 1;
 /// Port flag: the interface's `ioam6_enabled` is on (IOAM traces received on it are filled in transit).
@@ -71,6 +78,16 @@ pub struct LpmKey {
     pub prefixlen: u32,
     /// The prefix, in wire order.
     pub addr: [u8; 16],
+}
+
+/// Key of the `routes4` LPM trie (`struct bpf_lpm_trie_key` with a 4-byte address).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LpmKey4 {
+    /// Prefix length in bits.
+    pub prefixlen: u32,
+    /// The prefix, in wire order.
+    pub addr: [u8; 4],
 }
 
 /// Value of the `routes` LPM trie.
@@ -189,6 +206,7 @@ pub struct IoamEntry {
 
 const _: () = assert!(size_of::<IoamEntry>() == 8 + 6 * IOAM_BITS + IOAM_DATA);
 const _: () = assert!(size_of::<LpmKey>() == 20);
+const _: () = assert!(size_of::<LpmKey4>() == 8);
 const _: () = assert!(size_of::<RouteValue>() == 8);
 const _: () = assert!(size_of::<PortEntry>() == 20);
 const _: () = assert!(size_of::<Op>() == 12);
@@ -197,6 +215,8 @@ const _: () = assert!(size_of::<PlanEntry>() == 24 + 12 * OPS_MAX + TPL_MAX);
 // SAFETY: plain C-layout structs of integers and byte arrays without padding (sizes asserted above), valid for
 // every bit pattern: what aya's `Pod` asks of map keys and values.
 unsafe impl aya::Pod for LpmKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for LpmKey4 {}
 // SAFETY: as above.
 unsafe impl aya::Pod for RouteValue {}
 // SAFETY: as above.
@@ -268,11 +288,15 @@ pub enum Why {
     /// A packet trace is armed (`lwt6 ctl trace add`): every route is left to the worker, which traces (set by
     /// the engine as a route's reason; the program only counts it).
     Traced = 24,
+    /// An IPv4 header with options (IHL above 5): the worker decides what Linux would do with them.
+    Ipv4Options = 25,
+    /// An IPv4 header whose checksum is wrong (the worker drops it).
+    Ipv4Checksum = 26,
 }
 
 impl Why {
     /// Every reason, in counter order.
-    pub const ALL: [Why; 24] = [
+    pub const ALL: [Why; 26] = [
         Why::NotIpv6,
         Why::Short,
         Why::NoPort,
@@ -297,6 +321,8 @@ impl Why {
         Why::IoamField,
         Why::Table,
         Why::Traced,
+        Why::Ipv4Options,
+        Why::Ipv4Checksum,
     ];
 
     /// The reason's name, as counters print it.
@@ -326,6 +352,8 @@ impl Why {
             Why::IoamField => "ioam_field",
             Why::Table => "table_lookup",
             Why::Traced => "traced",
+            Why::Ipv4Options => "ipv4_options",
+            Why::Ipv4Checksum => "ipv4_checksum",
         }
     }
 }
@@ -357,11 +385,17 @@ pub enum Kind {
     IoamTransit = 9,
     /// seg6local End.DT6 (no counters, no flavours), out along the inner destination's plain plan in its table.
     EndDt6 = 10,
+    /// seg6 l2encap / l2encap.red of an IPv6 packet's frame.
+    Seg6L2Encap = 11,
+    /// seg6 encap / encap.red of an IPv4 packet.
+    Seg6EncapV4 = 12,
+    /// seg6 l2encap / l2encap.red of an IPv4 packet's frame.
+    Seg6L2EncapV4 = 13,
 }
 
 impl Kind {
     /// Every kind, in counter order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Forward,
         Kind::Seg6Encap,
         Kind::Seg6Inline,
@@ -373,6 +407,9 @@ impl Kind {
         Kind::End,
         Kind::IoamTransit,
         Kind::EndDt6,
+        Kind::Seg6L2Encap,
+        Kind::Seg6EncapV4,
+        Kind::Seg6L2EncapV4,
     ];
 
     /// The kind's name, as counters print it.
@@ -389,6 +426,9 @@ impl Kind {
             Kind::End => "end",
             Kind::IoamTransit => "ioam_transit",
             Kind::EndDt6 => "end_dt6",
+            Kind::Seg6L2Encap => "seg6_l2encap",
+            Kind::Seg6EncapV4 => "seg6_encap_v4",
+            Kind::Seg6L2EncapV4 => "seg6_l2encap_v4",
         }
     }
 }

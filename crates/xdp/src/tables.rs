@@ -22,6 +22,10 @@ use lwt6_dataplane::wire::ioam;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
+mod encap;
+
+pub use encap::way_entry;
+
 const E: usize = 14;
 const H: usize = 40;
 /// IPv6 Routing header.
@@ -44,6 +48,9 @@ pub struct Tables {
     /// The routes of the tables End.DT6 plans look up (the `vrf` map): table, prefix and value (plain forwarding
     /// plans only), with the router's own addresses as /128s in each.
     pub table_routes: Vec<(u32, Ipv6Net, RouteValue)>,
+    /// The `routes4` LPM entries: every IPv4 route of the main table (seg6 encapsulations of IPv4 packets with
+    /// their plans, the others with their reason), and the router's IPv4 addresses as /32s sent to the worker.
+    pub routes4: Vec<(ipnet::Ipv4Net, RouteValue)>,
 }
 
 impl Tables {
@@ -357,7 +364,15 @@ pub fn tables(snap: &Snapshot) -> Tables {
                     Ok(t.plans.len() as u32 - 1)
                 }
                 Some(Err(why)) => Err(why),
-                None => Err(Why::NoPlan),
+                // seg6 l2encap, l2encap.red: planned for the driver alone.
+                None => match encap::way_entry(snap, r) {
+                    Ok(e) => {
+                        t.plans.push(e);
+                        Ok(t.plans.len() as u32 - 1)
+                    }
+                    Err(Why::Kind) => Err(Why::NoPlan),
+                    Err(why) => Err(why),
+                },
             },
             Some(id) => *slots.entry(id).or_insert_with(|| {
                 let plan = snap.plan(id).ok_or(Why::NoPlan)?;
@@ -389,6 +404,7 @@ pub fn tables(snap: &Snapshot) -> Tables {
             }
         }
     }
+    encap::fill_ipv4(snap, &mut t);
     // The tables End.DT6 looks up: their plain routes with plans of their own (the snapshot plans the main table
     // only), the others to the worker, and the router's addresses.
     for table in dt6 {

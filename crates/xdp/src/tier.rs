@@ -11,7 +11,7 @@ use aya::maps::{Array, DevMap, HashMap as BpfHashMap, MapData, PerCpuArray, XskM
 use aya::programs::xdp::{XdpLinkId, XdpMode};
 use aya::programs::{ProgramFd, TestRun, TestRunOptions, Xdp};
 use aya::{Ebpf, EbpfLoader};
-use ipnet::Ipv6Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Name of the program in the object.
@@ -137,6 +137,8 @@ pub struct Tier {
     ioam: HashMap<u32, IoamEntry>,
     /// The `vrf` map's entries (table, prefix), with the plan slots they name.
     vrf: HashMap<(u32, Ipv6Net), RouteValue>,
+    /// The `routes4` map's entries, with the plan slots they name.
+    routes4: HashMap<Ipv4Net, RouteValue>,
     barrier: crate::sys::Barrier,
 }
 
@@ -160,6 +162,7 @@ impl Tier {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("routes", sizes.routes)
             .map_max_entries("vrf", sizes.routes)
+            .map_max_entries("routes4", sizes.routes)
             .map_max_entries("plans", sizes.plans)
             .map_max_entries("ports", sizes.ports)
             .map_max_entries("egress", sizes.egress)
@@ -187,6 +190,7 @@ impl Tier {
             fresh: 0,
             ioam: HashMap::new(),
             vrf: HashMap::new(),
+            routes4: HashMap::new(),
             barrier,
         })
     }
@@ -356,6 +360,7 @@ impl Tier {
             }
             self.vrf = want;
         }
+        self.install_routes4(t, &slot_of, &mut done)?;
         // IOAM transit entries (a hash without preallocation: an update replaces the element under RCU, a
         // packet reads the old one or the new one).
         {
@@ -383,6 +388,7 @@ impl Tier {
             .routes
             .values()
             .chain(self.vrf.values())
+            .chain(self.routes4.values())
             .map(|v| v.plan)
             .collect();
         let gone: Vec<(PlanEntry, u32)> = self
@@ -403,6 +409,44 @@ impl Tier {
             }
         }
         Ok(done)
+    }
+
+    /// Step 2 for the IPv4 routes (`routes4`): the entries that differ set, those of routes gone removed.
+    fn install_routes4(
+        &mut self,
+        t: &Tables,
+        slot_of: &[u32],
+        done: &mut Installed,
+    ) -> Result<(), Error> {
+        let want: HashMap<Ipv4Net, RouteValue> = t
+            .routes4
+            .iter()
+            .map(|(net, v)| {
+                let plan = slot_of.get(v.plan as usize).copied().unwrap_or(v.plan);
+                (*net, RouteValue { plan, why: v.why })
+            })
+            .collect();
+        let mut map: LpmTrie<&mut MapData, [u8; 4], RouteValue> =
+            LpmTrie::try_from(self.ebpf.map_mut("routes4").ok_or(Error::Map {
+                map: "routes4",
+                err: "not in the object".into(),
+            })?)
+            .map_err(map_err("routes4"))?;
+        let key = |net: &Ipv4Net| Key::new(u32::from(net.prefix_len()), net.network().octets());
+        for (net, v) in &want {
+            if self.routes4.get(net) != Some(v) {
+                map.insert(&key(net), v, 0).map_err(map_err("routes4"))?;
+                done.routes_set += 1;
+            }
+        }
+        for net in self.routes4.keys() {
+            if !want.contains_key(net) {
+                map.remove(&key(net)).map_err(map_err("routes4"))?;
+                done.routes_removed += 1;
+            }
+        }
+        self.routes4 = want;
+        Ok(())
     }
 
     /// Plan slots in use.

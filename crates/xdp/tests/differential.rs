@@ -706,11 +706,11 @@ fn boundaries_and_the_slow_path() {
         &frame("2001:db8:4::1", 64, 0, 16),
         Why::NoPlan,
     );
-    slow(
+    forwarded(
         &mut b,
         "seg6 l2encap",
         &frame("fd00:a0::1", 64, 0, 16),
-        Why::NoPlan,
+        Kind::Seg6L2Encap,
     );
     slow(
         &mut b,
@@ -735,9 +735,10 @@ fn boundaries_and_the_slow_path() {
     let mut hbh = frame("2001:db8::7", 64, 0, 16);
     hbh[14 + 6] = 0;
     slow(&mut b, "Hop-by-Hop header", &hbh, Why::HopByHop);
+    // An IPv6 packet behind the IPv4 ethertype: not version 4.
     let mut v4 = frame("2001:db8::7", 64, 0, 16);
     v4[12..14].copy_from_slice(&[0x08, 0x00]);
-    slow(&mut b, "IPv4", &v4, Why::NotIpv6);
+    slow(&mut b, "IPv4 ethertype, version 6", &v4, Why::Short);
     let mut arp = vec![0xff; 6];
     arp.extend([2, 0, 0, 0, 1, 1, 0x08, 0x06]);
     arp.extend([0u8; 28]);
@@ -1737,6 +1738,504 @@ fn random_end_dt6_frames_agree_with_userspace() {
     );
     eprintln!(
         "{} of {cases} random End.DT6 frames forwarded in the driver",
+        sent.get()
+    );
+}
+
+/// seg6 l2encap and l2encap.red of IPv6 packets, and seg6 encapsulations of IPv4 packets (tests/kernel/
+/// test_seg6.py proves the userspace router's bytes for these against the kernel's): r0 receives, r1 (MTU 1400)
+/// and r2 (hop_limit `hl2`) send.
+fn encap_conf(flowlabel: i32, hl2: u8) -> String {
+    format!(
+        "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01 mtu 1400
+link add r2 address 02:00:00:00:03:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+addr add fd00:3::1/64 dev r2
+addr add 10.1.0.2/24 dev r0
+addr add 10.2.0.1/24 dev r1
+addr add 10.99.0.9/32 dev r0
+neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1
+neigh add fd00:3::2 lladdr 02:00:00:00:03:02 dev r2
+neigh add 10.2.0.2 lladdr 02:00:00:00:02:02 dev r1
+sysctl net.ipv6.seg6_flowlabel={flowlabel}
+sysctl net.ipv6.conf.r2.hop_limit={hl2}
+sr hmac set 42 sha256 secret mysecret
+-6 route add fc00::/16 via fd00:2::2 dev r1
+-6 route add fc01::/16 via fd00:3::2 dev r2
+-6 route add fd00:a0::/64 encap seg6 mode l2encap segs {s3} dev r1
+-6 route add fd00:aa::/64 encap seg6 mode l2encap segs {s1} dev r1
+-6 route add fd00:a9::/64 encap seg6 mode l2encap.red segs {s3} dev r1
+-6 route add fd00:ab::/64 encap seg6 mode l2encap.red segs {s1} dev r1
+-6 route add fd00:ac::/64 encap seg6 mode l2encap segs {s9} dev r1
+-6 route add fd00:ad::/64 encap seg6 mode l2encap segs {s10} dev r1
+-6 route add fd00:ae::/64 encap seg6 mode l2encap segs {s2} hmac 42 dev r1
+-6 route add fd00:af::/64 encap seg6 mode l2encap.red segs {s1} hmac 42 dev r1
+-6 route add fd00:b0::/64 encap seg6 mode l2encap segs fc01::a,fc01::b dev r2
+-6 route add fd00:b1::/64 encap seg6 mode l2encap segs fc02::1 dev r1
+-4 route add 10.99.0.0/24 encap seg6 mode encap segs {s3} dev r1
+-4 route add 10.98.0.0/24 encap seg6 mode encap.red segs {s3} dev r1
+-4 route add 10.97.0.0/24 encap seg6 mode encap.red segs {s1} dev r1
+-4 route add 10.96.0.0/24 encap seg6 mode l2encap segs {s3} dev r1
+-4 route add 10.95.0.0/24 encap seg6 mode l2encap.red segs {s1} dev r1
+-4 route add 10.94.0.0/24 encap seg6 mode encap segs {s10} dev r1
+-4 route add 10.93.0.0/24 encap seg6 mode encap segs fc01::a,fc01::b dev r2
+-4 route add 10.92.0.0/24 encap seg6 mode encap segs {s2} hmac 42 dev r1
+-4 route add 10.91.0.0/24 encap seg6 mode l2encap.red segs {s1} hmac 42 dev r1
+-4 route add 10.90.0.0/24 encap seg6 mode encap segs {s11} dev r1
+-4 route add 10.89.0.0/24 encap seg6 mode encap segs fc02::1 dev r1
+-4 route add 10.88.0.0/24 via 10.2.0.2 dev r1
+-4 route add 10.99.0.128/25 via 10.2.0.2 dev r1
+",
+        s1 = sids(1),
+        s2 = sids(2),
+        s3 = sids(3),
+        s9 = sids(9),
+        s10 = sids(10),
+        s11 = sids(11),
+    )
+}
+
+/// RFC 1071's checksum of an IPv4 header (written by hand: the value the header must carry).
+fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An IPv4 frame to r0 from 10.1.0.1 (UDP-like, `payload` bytes) to `dst`, with `tos`, `ttl` and the flags and
+/// fragment offset word `frag`, and `options` (a multiple of 4 bytes) in the header.
+fn frame4(dst: &str, tos: u8, ttl: u8, frag: u16, options: &[u8], payload: usize) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x08, 0x00];
+    let hl = 20 + options.len();
+    let total = (hl + payload) as u16;
+    let mut h = vec![0x40 | (hl / 4) as u8, tos];
+    h.extend(total.to_be_bytes());
+    h.extend([0x42, 0x43]);
+    h.extend(frag.to_be_bytes());
+    h.extend([ttl, 17, 0, 0]);
+    h.extend([10, 1, 0, 1]);
+    h.extend(dst.parse::<std::net::Ipv4Addr>().unwrap().octets());
+    h.extend_from_slice(options);
+    let c = ipv4_checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend(h);
+    f.extend((0..payload).map(|i| (i * 5 + 1) as u8));
+    f
+}
+
+#[test]
+fn seg6_l2encap_matches_userspace() {
+    for fl in [0, -1] {
+        let Some(mut b) = bench_of(&encap_conf(fl, 64), Sizes::default()) else {
+            return;
+        };
+        for (dst, what) in [
+            ("fd00:a0::1", "l2encap, 3 SIDs"),
+            ("fd00:aa::1", "l2encap, 1 SID"),
+            ("fd00:a9::1", "l2encap.red, 3 SIDs"),
+            ("fd00:ab::1", "l2encap.red, 1 SID (no SRH: next header 143)"),
+            ("fd00:ac::1", "l2encap, 9 SIDs (206 bytes)"),
+            ("fd00:ae::1", "l2encap, 2 SIDs, HMAC"),
+            ("fd00:af::1", "l2encap.red, 1 SID, HMAC (the SRH kept)"),
+            ("fd00:b0::1", "l2encap, 2 SIDs, other egress"),
+        ] {
+            for (hlim, fw, n) in [
+                (64u8, 0x0b81_2345u32, 16usize),
+                (2, 0x0fff_ffff, 0),
+                (17, 0, 700),
+            ] {
+                let what = format!("{what}, seg6_flowlabel {fl}, hop limit {hlim}, {n} bytes");
+                forwarded(&mut b, &what, &frame(dst, hlim, fw, n), Kind::Seg6L2Encap);
+            }
+        }
+        // Ethernet padding: the inner frame is the Ethernet header and the IPv6 packet, without the padding.
+        let mut padded = frame("fd00:a0::1", 64, 0, 0);
+        padded.extend([0u8; 6]);
+        forwarded(&mut b, "l2encap, padded frame", &padded, Kind::Seg6L2Encap);
+    }
+}
+
+#[test]
+fn seg6_encap_of_ipv4_matches_userspace() {
+    for fl in [0, -1] {
+        let Some(mut b) = bench_of(&encap_conf(fl, 64), Sizes::default()) else {
+            return;
+        };
+        for (dst, kind, what) in [
+            ("10.99.0.1", Kind::Seg6EncapV4, "encap, 3 SIDs"),
+            ("10.98.0.1", Kind::Seg6EncapV4, "encap.red, 3 SIDs"),
+            ("10.97.0.1", Kind::Seg6EncapV4, "encap.red, 1 SID (no SRH)"),
+            ("10.94.0.1", Kind::Seg6EncapV4, "encap, 10 SIDs (208 bytes)"),
+            (
+                "10.93.0.1",
+                Kind::Seg6EncapV4,
+                "encap, 2 SIDs, other egress",
+            ),
+            ("10.92.0.1", Kind::Seg6EncapV4, "encap, 2 SIDs, HMAC"),
+            ("10.96.0.1", Kind::Seg6L2EncapV4, "l2encap, 3 SIDs"),
+            ("10.95.0.1", Kind::Seg6L2EncapV4, "l2encap.red, 1 SID"),
+            ("10.91.0.1", Kind::Seg6L2EncapV4, "l2encap.red, 1 SID, HMAC"),
+        ] {
+            // The inner TTL is not looked at (Linux encapsulates before IPv4 forwarding would): 1 and 0 go
+            // too. Fragments and DF are carried as they are.
+            for (tos, ttl, frag, n) in [
+                (0xb8u8, 64u8, 0u16, 16usize),
+                (0, 2, 0x4000, 0),
+                (0xff, 1, 0x2000, 700),
+                (3, 0, 0x00b9, 333),
+                (0, 255, 0x20b9, 8),
+            ] {
+                let what = format!(
+                    "IPv4 {what}, seg6_flowlabel {fl}, TTL {ttl}, frag {frag:#06x}, {n} bytes"
+                );
+                forwarded(&mut b, &what, &frame4(dst, tos, ttl, frag, &[], n), kind);
+            }
+        }
+        let mut padded = frame4("10.99.0.1", 0, 64, 0, &[], 0);
+        padded.extend([0u8; 26]);
+        forwarded(
+            &mut b,
+            "IPv4 encap, padded frame",
+            &padded,
+            Kind::Seg6EncapV4,
+        );
+        let mut padded = frame4("10.96.0.1", 0, 64, 0, &[], 0);
+        padded.extend([0u8; 26]);
+        forwarded(
+            &mut b,
+            "IPv4 l2encap, padded frame",
+            &padded,
+            Kind::Seg6L2EncapV4,
+        );
+    }
+}
+
+#[test]
+fn l2_and_ipv4_encap_boundaries_and_the_slow_path() {
+    let Some(mut b) = bench_of(&encap_conf(0, 2), Sizes::default()) else {
+        return;
+    };
+    // r2's hop_limit 2: the outer hop limit of IPv4 packets leaving by it is 1.
+    forwarded(
+        &mut b,
+        "IPv4 encap out of r2, hop_limit 2",
+        &frame4("10.93.0.1", 0, 64, 0, &[], 16),
+        Kind::Seg6EncapV4,
+    );
+    // MTU (r1: 1400). l2encap with 3 SIDs adds 14 + 40 + 56 bytes (the received Ethernet header counts): an IPv6
+    // packet of 1290 bytes exactly fits.
+    forwarded(
+        &mut b,
+        "l2encap 3 SIDs, exactly the MTU",
+        &frame("fd00:a0::1", 64, 0, 1290 - 40),
+        Kind::Seg6L2Encap,
+    );
+    slow(
+        &mut b,
+        "l2encap 3 SIDs, MTU + 1",
+        &frame("fd00:a0::1", 64, 0, 1290 - 40 + 1),
+        Why::Mtu,
+    );
+    // IPv4 encap with 3 SIDs adds 96 bytes: 1304 bytes of IPv4 packet exactly fit; l2encap 110.
+    forwarded(
+        &mut b,
+        "IPv4 encap 3 SIDs, exactly the MTU",
+        &frame4("10.99.0.1", 0, 64, 0x4000, &[], 1304 - 20),
+        Kind::Seg6EncapV4,
+    );
+    slow(
+        &mut b,
+        "IPv4 encap 3 SIDs, MTU + 1",
+        &frame4("10.99.0.1", 0, 64, 0x4000, &[], 1304 - 20 + 1),
+        Why::Mtu,
+    );
+    forwarded(
+        &mut b,
+        "IPv4 l2encap 3 SIDs, exactly the MTU",
+        &frame4("10.96.0.1", 0, 64, 0, &[], 1290 - 20),
+        Kind::Seg6L2EncapV4,
+    );
+    slow(
+        &mut b,
+        "IPv4 l2encap 3 SIDs, MTU + 1",
+        &frame4("10.96.0.1", 0, 64, 0, &[], 1290 - 20 + 1),
+        Why::Mtu,
+    );
+    // Hop limit of an IPv6 packet: ≤ 1 to the worker (Time Exceeded).
+    for h in [0u8, 1] {
+        slow(
+            &mut b,
+            "l2encap, hop limit ≤ 1",
+            &frame("fd00:a0::1", h, 0, 16),
+            Why::HopLimit,
+        );
+    }
+    // Headroom: l2encap with 9 SIDs adds 206 bytes, IPv4 encap with 10 SIDs 208: forwarded with the port's
+    // headroom exactly that, to the worker one byte short.
+    let snap = b.router.snapshot();
+    for (f, growth, kind) in [
+        (frame("fd00:ac::1", 64, 0, 16), 206, Kind::Seg6L2Encap),
+        (
+            frame4("10.94.0.1", 0, 64, 0, &[], 16),
+            208,
+            Kind::Seg6EncapV4,
+        ),
+    ] {
+        b.tier
+            .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], growth))
+            .unwrap();
+        forwarded(&mut b, &format!("headroom exactly {growth}"), &f, kind);
+        b.tier
+            .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], growth - 1))
+            .unwrap();
+        slow(
+            &mut b,
+            &format!("headroom {} (one byte short)", growth - 1),
+            &f,
+            Why::Headroom,
+        );
+    }
+    // l2encap with 10 SIDs adds 222 bytes, IPv4 encap with 11 SIDs 224: more than the 216 the helper lets a
+    // test run prepend, also with the port claiming 256.
+    for (f, what) in [
+        (frame("fd00:ad::1", 64, 0, 16), "l2encap 10 SIDs"),
+        (frame4("10.90.0.1", 0, 64, 0, &[], 16), "IPv4 encap 11 SIDs"),
+    ] {
+        b.tier
+            .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
+            .unwrap();
+        slow(&mut b, what, &f, Why::Headroom);
+        b.tier
+            .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], 256))
+            .unwrap();
+        slow(
+            &mut b,
+            &format!("{what}, headroom claimed 256"),
+            &f,
+            Why::Headroom,
+        );
+    }
+    b.tier
+        .set_port(LO, lwt6_xdp::port_entry(&snap.links[0], HEADROOM))
+        .unwrap();
+
+    // IPv4 frames the driver leaves alone.
+    let nop = [1u8, 1, 1, 1];
+    slow(
+        &mut b,
+        "IPv4 with options",
+        &frame4("10.99.0.1", 0, 64, 0, &nop, 16),
+        Why::Ipv4Options,
+    );
+    let mut bad = frame4("10.99.0.1", 0, 64, 0, &[], 16);
+    bad[14 + 10] ^= 1;
+    slow(&mut b, "IPv4, wrong checksum", &bad, Why::Ipv4Checksum);
+    slow(
+        &mut b,
+        "IPv4 to a local address",
+        &frame4("10.1.0.2", 0, 64, 0, &[], 16),
+        Why::Local,
+    );
+    slow(
+        &mut b,
+        "IPv4 to a local address inside a tunnel prefix",
+        &frame4("10.99.0.9", 0, 64, 0, &[], 16),
+        Why::Local,
+    );
+    slow(
+        &mut b,
+        "IPv4, no route",
+        &frame4("192.0.2.1", 0, 64, 0, &[], 16),
+        Why::NoRoute,
+    );
+    slow(
+        &mut b,
+        "IPv4 plain forwarding",
+        &frame4("10.88.0.1", 0, 64, 0, &[], 16),
+        Why::Kind,
+    );
+    slow(
+        &mut b,
+        "IPv4, a plain route inside a tunnel prefix",
+        &frame4("10.99.0.200", 0, 64, 0, &[], 16),
+        Why::Kind,
+    );
+    slow(
+        &mut b,
+        "IPv4 encap, no route to the first SID",
+        &frame4("10.89.0.1", 0, 64, 0, &[], 16),
+        Why::NoPlan,
+    );
+    slow(
+        &mut b,
+        "l2encap, no route to the first SID",
+        &frame("fd00:b1::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    for dst in ["224.0.0.5", "255.255.255.255", "127.0.0.1", "0.1.2.3"] {
+        slow(
+            &mut b,
+            &format!("IPv4 to {dst}"),
+            &frame4(dst, 0, 64, 0, &[], 16),
+            Why::Addr,
+        );
+    }
+    let mut src = frame4("10.99.0.1", 0, 64, 0, &[], 16);
+    src[14 + 12] = 127;
+    src[14 + 10..14 + 12].fill(0);
+    let c = ipv4_checksum(&src[14..34]);
+    src[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    slow(&mut b, "IPv4 from 127.0.0.1", &src, Why::Addr);
+    let f = frame4("10.99.0.1", 0, 64, 0, &[], 16);
+    slow(&mut b, "IPv4, cut", &f[..f.len() - 1], Why::Short);
+    slow(&mut b, "IPv4, header cut", &f[..14 + 19], Why::Short);
+    let mut ihl4 = f.clone();
+    ihl4[14] = 0x44;
+    slow(&mut b, "IPv4, IHL 4", &ihl4, Why::Short);
+    let mut other_mac = f.clone();
+    other_mac[5] = 9;
+    slow(&mut b, "IPv4, another MAC", &other_mac, Why::NotForUs);
+    slow(
+        &mut b,
+        "IPv4, over the port's MTU",
+        &frame4("10.99.0.1", 0, 64, 0, &[], 1500 - 20 + 5),
+        Why::FrameLen,
+    );
+}
+
+#[test]
+fn an_outer_hop_limit_of_one_leaves_ipv4_to_the_worker() {
+    // r2's hop_limit 1: the worker drops every IPv4 packet it would encapsulate out of r2 (the outer hop limit
+    // would be 0); so the driver leaves them to it.
+    let Some(mut b) = bench_of(&encap_conf(0, 1), Sizes::default()) else {
+        return;
+    };
+    let f = frame4("10.93.0.1", 0, 64, 0, &[], 16);
+    assert!(userspace(&mut b, &f).is_empty(), "the worker drops it");
+    slow(
+        &mut b,
+        "IPv4 encap out of r2, hop_limit 1",
+        &f,
+        Why::HopLimit,
+    );
+    forwarded(
+        &mut b,
+        "IPv6 l2encap out of r2, hop_limit 1 (the inner hop limit is the outer one)",
+        &frame("fd00:b0::1", 64, 0, 16),
+        Kind::Seg6L2Encap,
+    );
+}
+
+#[test]
+fn the_flow_label_hash_leaves_l2_and_ipv4_encap_to_the_worker() {
+    let Some(mut b) = bench_of(&encap_conf(1, 64), Sizes::default()) else {
+        return;
+    };
+    slow(
+        &mut b,
+        "l2encap, seg6_flowlabel 1",
+        &frame("fd00:a0::1", 64, 0, 16),
+        Why::NoPlan,
+    );
+    slow(
+        &mut b,
+        "IPv4 encap, seg6_flowlabel 1",
+        &frame4("10.99.0.1", 0, 64, 0, &[], 16),
+        Why::NoPlan,
+    );
+}
+
+#[test]
+fn random_l2_and_ipv4_frames_agree_with_userspace() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let Some(b) = bench_of(&encap_conf(0, 64), Sizes::default()) else {
+        return;
+    };
+    let b = std::cell::RefCell::new(b);
+    let sent = std::cell::Cell::new(0u32);
+    let cases = 2000;
+    let dsts = [
+        "fd00:a0::1",
+        "fd00:a9::1",
+        "fd00:ab::1",
+        "fd00:ac::1",
+        "fd00:ad::1",
+        "fd00:ae::1",
+        "fd00:af::1",
+        "fd00:b0::1",
+        "fd00:b1::1",
+        "10.99.0.1",
+        "10.98.0.1",
+        "10.97.0.1",
+        "10.96.0.1",
+        "10.95.0.1",
+        "10.94.0.1",
+        "10.93.0.1",
+        "10.92.0.1",
+        "10.91.0.1",
+        "10.90.0.1",
+        "10.89.0.1",
+        "10.88.0.1",
+        "10.99.0.200",
+        "10.99.0.9",
+        "10.1.0.2",
+        "192.0.2.1",
+    ];
+    let strategy = (
+        0..dsts.len(),
+        any::<u8>(),
+        any::<u32>(),
+        prop_oneof![0usize..64, 0usize..1500],
+        prop::collection::vec((0usize..60, any::<u8>()), 0..3),
+        0usize..40,
+        any::<u16>(),
+        prop_oneof![8 => Just(0usize), 1 => Just(4), 1 => Just(8)],
+    );
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(i, hlim, fw, n, flips, cut, frag, opts)| {
+            let mut f = if dsts[i].contains(':') {
+                frame(dsts[i], hlim, fw & 0x0fff_ffff, n)
+            } else {
+                let options = vec![1u8; opts];
+                frame4(dsts[i], fw as u8, hlim, frag, &options, n)
+            };
+            for (at, v) in flips {
+                if at < f.len() {
+                    f[at] = v;
+                }
+            }
+            match cut {
+                0..4 => f.truncate(f.len().saturating_sub(cut + 1)),
+                4..8 => f.extend(std::iter::repeat_n(0xee, cut)),
+                _ => {}
+            }
+            let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
+            sent.set(sent.get() + u32::from(driver));
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Ten of the 25 destinations go to the worker whatever the frame, and many frames are over r1's MTU.
+    assert!(
+        sent.get() * 4 > cases,
+        "only {} of {cases} frames forwarded in the driver",
+        sent.get()
+    );
+    eprintln!(
+        "{} of {cases} random l2encap and IPv4 frames forwarded in the driver",
         sent.get()
     );
 }

@@ -19,10 +19,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 mod apply;
 mod build;
+mod driver;
 mod incremental;
 mod plans;
 mod writer;
 
+pub use driver::{EncapWay, NoWay};
 pub use incremental::changes_between;
 pub use writer::{SnapshotHandle, SnapshotWriter};
 

@@ -110,7 +110,7 @@ pub enum Placement {
     Driver(lwt6_xdp::Kind),
     /// The frames go to a worker.
     Worker(lwt6_xdp::Why),
-    /// The tier does not look at this table or family (IPv4, tables other than main): the worker.
+    /// The tier does not look at this table (tables other than main): the worker.
     NotInTier,
 }
 
@@ -128,19 +128,27 @@ impl Placement {
 /// Where the XDP tier places frames to `dst` matching route `r` of `table` (what `lwt6_xdp::tables` would put in
 /// the route's LPM entry, for this route alone: the cost does not grow with the table).
 pub fn placement(snap: &Snapshot, table: u32, r: &RouteEntry, dst: IpAddr) -> Placement {
-    let IpAddr::V6(d) = dst else {
-        return Placement::NotInTier;
-    };
+    use lwt6_xdp::Why;
     if table != MAIN_TABLE {
         return Placement::NotInTier;
     }
-    if snap.is_local6(&d) {
-        return Placement::Worker(lwt6_xdp::Why::Local);
-    }
-    let Some(plan) = r.plan.and_then(|id| snap.plan(id)) else {
-        return Placement::Worker(lwt6_xdp::Why::NoPlan);
+    let local = match dst {
+        IpAddr::V6(d) => snap.is_local6(&d),
+        IpAddr::V4(d) => snap.is_local4(&d),
     };
-    match lwt6_xdp::tables::plan_entry(snap, plan, snap.template(plan)) {
+    if local {
+        return Placement::Worker(Why::Local);
+    }
+    let entry = match r.plan.and_then(|id| snap.plan(id)) {
+        Some(plan) => lwt6_xdp::tables::plan_entry(snap, plan, snap.template(plan)),
+        // seg6 encapsulations planned for the driver alone (l2 modes, IPv4 packets); plain IPv4 forwarding
+        // and other tunnels of IPv4 routes are the worker's (`kind`).
+        None => match lwt6_xdp::tables::way_entry(snap, r) {
+            Err(Why::Kind) if dst.is_ipv6() => Err(Why::NoPlan),
+            e => e,
+        },
+    };
+    match entry {
         Ok(e) => lwt6_xdp::Kind::ALL
             .get(usize::from(e.kind))
             .copied()
@@ -617,7 +625,12 @@ mod tests {
             ioam namespace add 1\n\
             -6 route add fc00::/16 via fd00:2::2 dev r1\n\
             -6 route add fc00:1::100/128 encap seg6local action End dev r1\n\
-            -6 route add fc00:1::101/128 encap seg6local action End count dev r1\n";
+            -6 route add fc00:1::101/128 encap seg6local action End count dev r1\n\
+            -6 route add fd00:5a::/64 encap seg6 mode l2encap segs fc00::1 dev r1\n\
+            addr add 10.0.2.1/24 dev r1\n\
+            -4 route add 10.9.0.0/16 encap seg6 mode encap.red segs fc00::1,fc00::2 dev r1\n\
+            -4 route add 10.8.0.0/16 encap seg6 mode l2encap segs fc00::1 dev r1\n\
+            -4 route add 10.7.0.0/16 via 10.0.2.2 dev r1\n";
         let snap = Snapshot::build(&lwt6_config::parse(text).unwrap()).unwrap();
         let tables = lwt6_xdp::tables(&snap);
         let mut seen = std::collections::HashSet::new();
@@ -635,7 +648,31 @@ mod tests {
             seen.insert(got.words().0);
         }
         assert_eq!(seen.len(), 2, "both tiers are exercised");
-        // IPv4 and the other tables are not the tier's.
+        let mut kinds = Vec::new();
+        for r in snap.fib().routes_v4() {
+            let IpNet::V4(net) = r.prefix else { continue };
+            let (_, v) = tables
+                .routes4
+                .iter()
+                .find(|(n, _)| *n == net)
+                .expect("every main IPv4 route has an entry");
+            let want = match tables.plans.get(v.plan as usize) {
+                Some(p) => Placement::Driver(lwt6_xdp::Kind::ALL[usize::from(p.kind)]),
+                None => Placement::Worker(
+                    *lwt6_xdp::Why::ALL
+                        .iter()
+                        .find(|w| **w as u32 == v.why)
+                        .unwrap(),
+                ),
+            };
+            let got = placement(&snap, MAIN_TABLE, r, IpAddr::V4(net.network()));
+            assert_eq!(got, want, "{net}");
+            kinds.push(got);
+        }
+        assert!(kinds.contains(&Placement::Driver(lwt6_xdp::Kind::Seg6EncapV4)));
+        assert!(kinds.contains(&Placement::Driver(lwt6_xdp::Kind::Seg6L2EncapV4)));
+        assert!(kinds.contains(&Placement::Worker(lwt6_xdp::Why::Kind)));
+        // The other tables are not the tier's.
         let r = snap.fib().routes_v6().next().unwrap();
         assert_eq!(
             placement(&snap, 100, r, r.prefix.addr()),
