@@ -440,7 +440,7 @@ pub fn tables(snap: &Snapshot) -> Tables {
 
 /// The table of an End.DT6 route the driver executes (`table T`, else `vrftable T`, else main, as the worker
 /// does); `Err` for one with counters or flavours; None for other routes.
-fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
+pub(crate) fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
     let Some(Tunnel::Local(l)) = r.tunnel.map(|t| &snap.tunnels[t]) else {
         return None;
     };
@@ -455,7 +455,7 @@ fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
 
 /// The driver's End.DT6 plan for `table`: no template of its own (the way out is the plan of the inner
 /// destination's route in the table).
-fn dt6_entry(table: u32) -> PlanEntry {
+pub(crate) fn dt6_entry(table: u32) -> PlanEntry {
     PlanEntry {
         egress: 0,
         max_len: 0,
