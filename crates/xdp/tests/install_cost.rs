@@ -207,3 +207,93 @@ fn churn(n: usize, snap: Snapshot, tier: &mut Tier) {
         batch_t[1].as_secs_f64() * 1e3,
     );
 }
+
+/// The BPF maps of this process: (map type, key size, value size, max entries, memlock bytes) from
+/// `/proc/self/fdinfo` (the kernel's own estimate of each map's memory).
+fn maps() -> Vec<(u32, u32, u32, u32, u64)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc/self/fdinfo")
+        .expect("fdinfo")
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
+        };
+        if let (Some(t), Some(k), Some(val), Some(m), Some(mem)) = (
+            field("map_type:"),
+            field("key_size:"),
+            field("value_size:"),
+            field("max_entries:"),
+            field("memlock:"),
+        ) {
+            v.push((t as u32, k as u32, val as u32, m as u32, mem));
+        }
+    }
+    v.sort();
+    v
+}
+
+/// `/proc/meminfo`'s unreclaimable slab, vmalloc and per-CPU memory, in bytes (system-wide: other work on the
+/// machine moves it too).
+fn kernel_memory() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    ["SUnreclaim:", "VmallocUsed:", "Percpu:"]
+        .iter()
+        .map(|k| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap_or(0)
+                * 1024
+        })
+        .sum()
+}
+
+#[test]
+#[ignore = "a measurement: run it by name with --ignored --nocapture, as root"]
+fn map_memory_per_route() {
+    for n in [10_000usize, 300_000] {
+        let cfg = lwt6_config::parse(&config(n)).expect("configuration parses");
+        let snap = Snapshot::build(&cfg).expect("snapshot");
+        let t = lwt6_xdp::tables(&snap);
+        // As `lwt6 run` sizes them (crates/router/src/xdp_tier.rs `sizes`).
+        let sizes = Sizes {
+            routes: (2 * n as u32).max(1 << 20),
+            plans: 4096,
+            ..Sizes::default()
+        };
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let k0 = kernel_memory();
+            let mut tier = Tier::load(sizes).expect("the XDP program loads (root, clang-19 build)");
+            let k1 = kernel_memory();
+            let m1 = maps();
+            tier.install(&t).expect("installed");
+            let k2 = kernel_memory();
+            let m2 = maps();
+            drop(tier);
+            runs.push((k1 as i64 - k0 as i64, k2 as i64 - k1 as i64, m1, m2));
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        runs.sort_by_key(|r| r.1);
+        let (loaded, installed, m1, m2) = &runs[1];
+        println!(
+            "{n} routes ({} LPM entries, {} plans): kernel memory (SUnreclaim + VmallocUsed + Percpu, median of 3) \
+             loading {:.1} MB, installing {:.1} MB = {:.0} B per route",
+            t.routes.len(),
+            t.plans.len(),
+            *loaded as f64 / 1e6,
+            *installed as f64 / 1e6,
+            *installed as f64 / n as f64
+        );
+        for ((ty, k, v, max, before), (_, _, _, _, after)) in m1.iter().zip(m2) {
+            println!(
+                "  map type {ty:2} key {k:3} value {v:4} max {max:8}: memlock loaded {before:10} B, installed {after:10} B"
+            );
+        }
+    }
+}
