@@ -341,4 +341,35 @@ mod tests {
         // Asked from a generation it was not taken at: lost.
         assert_eq!(handle.changes_since(now).1, None);
     }
+
+    #[test]
+    fn the_journal_keeps_at_most_journal_max_changes() {
+        use lwt6_dataplane::snapshot::JOURNAL_MAX;
+        let cfg = lwt6_config::parse(BASE).expect("parses");
+        let handle = Arc::new(SnapshotHandle::new(Snapshot::build(&cfg).expect("builds")));
+        handle.follow_changes();
+        let mut w = SnapshotWriter::new(Arc::clone(&handle));
+        let Change::AddRoute(r) = change("-6 route add 2001:db8:4::/48 via fd00:2::2 dev r1")
+        else {
+            unreachable!("an addition")
+        };
+        let adds = |from: usize, n: usize| -> Vec<Change> {
+            (from..from + n)
+                .map(|i| {
+                    let mut r = r.clone();
+                    r.prefix = format!("3000:{:x}:{:x}::/64", i >> 16, i & 0xffff)
+                        .parse()
+                        .expect("a prefix");
+                    Change::AddRoute(r)
+                })
+                .collect()
+        };
+        let since = handle.generation();
+        w.apply(&adds(0, JOURNAL_MAX)).expect("applies");
+        let (now, c) = handle.changes_since(since);
+        assert_eq!(c.map(|c| c.len()), Some(JOURNAL_MAX));
+        w.apply(&adds(JOURNAL_MAX, JOURNAL_MAX)).expect("applies");
+        w.apply(&adds(2 * JOURNAL_MAX, 1)).expect("applies");
+        assert_eq!(handle.changes_since(now), (now + 2, None));
+    }
 }
