@@ -196,6 +196,10 @@ pub struct LastInstall {
     pub installed: lwt6_xdp::Installed,
     /// The error, when the installation failed (the driver then forwards nothing: every route was removed).
     pub error: Option<String>,
+    /// Whether it followed the route changes (`lwt6_xdp::delta`) rather than installing the whole tables.
+    pub from_changes: bool,
+    /// Route changes followed so far, and whole installations.
+    pub counts: (u64, u64),
 }
 
 /// The tier of a running router.
@@ -291,8 +295,19 @@ impl XdpTier {
         if self.generation == Some(generation) || self.wait().is_some_and(|w| !w.is_zero()) {
             return;
         }
-        self.generation = Some(generation);
         let start = Instant::now();
+        handle.follow_changes();
+        // Taken before the snapshot is loaded: it has every change taken.
+        let (now, changes) = handle.changes_since(self.generation.map_or(u64::MAX, |g| g.0));
+        let same_trace = self.generation.is_some_and(|g| g.1 == tracing);
+        self.generation = Some((now, tracing));
+        if !tracing
+            && same_trace
+            && let Some(changes) = changes
+            && self.sync_changes(handle, &changes, start)
+        {
+            return;
+        }
         let mut t = {
             // Not held longer than needed: the snapshot writer waits for its spare to be free.
             let snap = handle.load();
@@ -319,23 +334,63 @@ impl XdpTier {
             took: start.elapsed(),
             installed: r.as_ref().copied().unwrap_or_default(),
             error: r.as_ref().err().map(|e| e.to_string()),
+            from_changes: false,
+            counts: (self.last.counts.0, self.last.counts.1 + 1),
         };
         if let Err(e) = r {
-            // Safe state: no route in the driver, every frame to the worker (which has the new snapshot).
-            let cleared = self.tier.install(&lwt6_xdp::Tables::default());
-            crate::log::line(
-                "xdp_install",
-                &format!(
-                    "XDP tier: the new snapshot could not be installed ({e}); the driver forwards nothing until the next one{}",
-                    cleared
-                        .err()
-                        .map(|e| format!(" (clearing failed too: {e})"))
-                        .unwrap_or_default()
-                ),
-            );
-            // Try again at the next publication or tick.
-            self.generation = None;
+            self.failed(e);
         }
+    }
+
+    /// Follows `changes` (route changes published in place, with `lwt6_xdp::delta`): a few map updates per
+    /// route. False, with nothing changed, when they need the whole tables (a neighbour, an IPv4 route,
+    /// End.DT6's tables).
+    fn sync_changes(
+        &mut self,
+        handle: &SnapshotHandle,
+        changes: &[lwt6_dataplane::snapshot::Change],
+        start: Instant,
+    ) -> bool {
+        let Some(routes) = lwt6_xdp::delta::routes(&handle.load(), changes) else {
+            return false;
+        };
+        let r = match self.tier.update(&routes) {
+            Ok(None) => return false,
+            Ok(Some(done)) => Ok(done),
+            Err(e) => Err(e),
+        };
+        self.installed_at = Some(Instant::now());
+        self.last = LastInstall {
+            routes: self.tier.routes_installed(),
+            took: start.elapsed(),
+            installed: r.as_ref().copied().unwrap_or_default(),
+            error: r.as_ref().err().map(|e| e.to_string()),
+            from_changes: true,
+            counts: (self.last.counts.0 + 1, self.last.counts.1),
+        };
+        if let Err(e) = r {
+            self.failed(e);
+        }
+        true
+    }
+
+    /// After an installation failed: no route in the driver until the next publication or tick installs the
+    /// whole tables.
+    fn failed(&mut self, e: lwt6_xdp::Error) {
+        // Safe state: no route in the driver, every frame to the worker (which has the new snapshot).
+        let cleared = self.tier.install(&lwt6_xdp::Tables::default());
+        crate::log::line(
+            "xdp_install",
+            &format!(
+                "XDP tier: the new snapshot could not be installed ({e}); the driver forwards nothing until the next one{}",
+                cleared
+                    .err()
+                    .map(|e| format!(" (clearing failed too: {e})"))
+                    .unwrap_or_default()
+            ),
+        );
+        // Try again at the next publication or tick.
+        self.generation = None;
     }
 
     /// How long the next installation must still wait (see [`GAP_FACTOR`]); `None` when it need not.
@@ -431,6 +486,9 @@ impl XdpTier {
                 "plans_written": self.last.installed.plans_written,
                 "routes_set": self.last.installed.routes_set,
                 "routes_removed": self.last.installed.routes_removed,
+                "from_changes": self.last.from_changes,
+                "installs_from_changes": self.last.counts.0,
+                "installs_whole": self.last.counts.1,
                 "error": self.last.error,
             },
             "total": {"rx": t.rx, "tx": t.tx, "dropped": t.dropped, "consumed": t.consumed, "pending": t.pending, "balanced": t.balanced()},

@@ -9,6 +9,7 @@
 //! Built without the pinned clang, the crate still builds and [`available`] says why the tier is absent.
 //! docs/xdp.md describes the design.
 
+pub mod delta;
 pub mod layout;
 mod sys;
 pub mod tables;

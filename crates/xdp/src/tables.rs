@@ -51,6 +51,11 @@ pub struct Tables {
     /// The `routes4` LPM entries: every IPv4 route of the main table (seg6 encapsulations of IPv4 packets with
     /// their plans, the others with their reason), and the router's IPv4 addresses as /32s sent to the worker.
     pub routes4: Vec<(ipnet::Ipv4Net, RouteValue)>,
+    /// Routes whose driver entry was derived here from the route to their first SID (seg6 l2encap and
+    /// l2encap.red of IPv6 packets, seg6 encapsulations of IPv4 packets) rather than from a snapshot plan: the
+    /// snapshot does not replan them when that route changes, so only a full installation follows them
+    /// ([`Tier::update`](crate::tier::Tier::update) refuses while there are any).
+    pub ways: usize,
 }
 
 impl Tables {
@@ -357,22 +362,20 @@ pub fn tables(snap: &Snapshot) -> Tables {
         }
         last = Some(net);
         let slot = match r.plan {
-            None => match dt6_table(snap, r) {
-                Some(Ok(table)) => {
-                    t.plans.push(dt6_entry(table));
+            None => match unplanned(snap, r) {
+                Unplanned::Dt6(e, table) => {
+                    t.plans.push(e);
                     dt6.insert(table);
                     Ok(t.plans.len() as u32 - 1)
                 }
-                Some(Err(why)) => Err(why),
-                // seg6 l2encap, l2encap.red: planned for the driver alone.
-                None => match encap::way_entry(snap, r) {
-                    Ok(e) => {
+                Unplanned::Way(w) => {
+                    t.ways += 1;
+                    w.map(|e| {
                         t.plans.push(e);
-                        Ok(t.plans.len() as u32 - 1)
-                    }
-                    Err(Why::Kind) => Err(Why::NoPlan),
-                    Err(why) => Err(why),
-                },
+                        t.plans.len() as u32 - 1
+                    })
+                }
+                Unplanned::No(why) => Err(why),
             },
             Some(id) => *slots.entry(id).or_insert_with(|| {
                 let plan = snap.plan(id).ok_or(Why::NoPlan)?;
@@ -454,9 +457,32 @@ pub fn tables(snap: &Snapshot) -> Tables {
     t
 }
 
+/// How the driver serves a route the fast path has no plan for.
+pub(crate) enum Unplanned {
+    /// End.DT6: its entry, looking up the table given.
+    Dt6(PlanEntry, u32),
+    /// seg6 l2encap or l2encap.red, planned for the driver alone ([`encap::way_entry`]): its entry, or why it
+    /// has none. It follows the route to its first SID, which only a full installation recomputes.
+    Way(Result<PlanEntry, Why>),
+    /// Neither (or an End.DT6 the driver cannot run): why its frames go to the worker.
+    No(Why),
+}
+
+/// The driver's entry for route `r`, which has no snapshot plan.
+pub(crate) fn unplanned(snap: &Snapshot, r: &RouteEntry) -> Unplanned {
+    match dt6_table(snap, r) {
+        Some(Ok(table)) => Unplanned::Dt6(dt6_entry(table), table),
+        Some(Err(why)) => Unplanned::No(why),
+        None => match encap::way_entry(snap, r) {
+            Err(Why::Kind) => Unplanned::No(Why::NoPlan),
+            w => Unplanned::Way(w),
+        },
+    }
+}
+
 /// The table of an End.DT6 route the driver executes (`table T`, else `vrftable T`, else main, as the worker
 /// does); `Err` for one with counters or flavours; None for other routes.
-fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
+pub(crate) fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
     let Some(Tunnel::Local(l)) = r.tunnel.map(|t| &snap.tunnels[t]) else {
         return None;
     };
@@ -471,7 +497,7 @@ fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
 
 /// The driver's End.DT6 plan for `table`: no template of its own (the way out is the plan of the inner
 /// destination's route in the table).
-fn dt6_entry(table: u32) -> PlanEntry {
+pub(crate) fn dt6_entry(table: u32) -> PlanEntry {
     PlanEntry {
         egress: 0,
         max_len: 0,

@@ -12,7 +12,7 @@ use aya::programs::xdp::{XdpLinkId, XdpMode};
 use aya::programs::{ProgramFd, TestRun, TestRunOptions, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use ipnet::{Ipv4Net, Ipv6Net};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Name of the program in the object.
 const PROGRAM: &str = "lwt6_plan";
@@ -123,10 +123,18 @@ impl Runner {
 /// The loaded XDP plan executor.
 #[derive(Debug)]
 pub struct Tier {
-    ebpf: Ebpf,
+    pub(crate) ebpf: Ebpf,
     sizes: Sizes,
     /// The routes in the LPM trie, with the plan slots they name.
-    routes: HashMap<Ipv6Net, RouteValue>,
+    pub(crate) routes: HashMap<Ipv6Net, RouteValue>,
+    /// Per plan slot in use: how many `routes` and `vrf` entries name it.
+    pub(crate) refs: HashMap<u32, u32>,
+    /// The slots holding End.DT6 plans (`F_TABLE`).
+    pub(crate) table_slots: HashSet<u32>,
+    /// [`Tables::ways`] of the last full installation: while non-zero, route changes install whole.
+    pub(crate) ways: usize,
+    /// The tables the `vrf` map holds.
+    pub(crate) vrf_tables: BTreeSet<u32>,
     /// Plans in the `plans` array, by content: their slot.
     slots: HashMap<PlanEntry, u32>,
     /// Slots no route names and no running program can hold.
@@ -185,6 +193,10 @@ impl Tier {
             ebpf,
             sizes,
             routes: HashMap::new(),
+            refs: HashMap::new(),
+            table_slots: HashSet::new(),
+            ways: 0,
+            vrf_tables: BTreeSet::new(),
             slots: HashMap::new(),
             free: Vec::new(),
             fresh: 0,
@@ -253,38 +265,10 @@ impl Tier {
         let mut done = Installed::default();
         // 1. Plans: the slot of each of `t`'s plans.
         let mut slot_of = Vec::with_capacity(t.plans.len());
-        {
-            let (sizes, free, fresh, slots) =
-                (self.sizes, &mut self.free, &mut self.fresh, &mut self.slots);
-            let mut plans: Array<&mut MapData, PlanEntry> =
-                Array::try_from(self.ebpf.map_mut("plans").ok_or(Error::Map {
-                    map: "plans",
-                    err: "not in the object".into(),
-                })?)
-                .map_err(map_err("plans"))?;
-            for p in &t.plans {
-                if let Some(&s) = slots.get(p) {
-                    slot_of.push(s);
-                    continue;
-                }
-                let s = match free.pop() {
-                    Some(s) => s,
-                    None if *fresh < sizes.plans => {
-                        *fresh += 1;
-                        *fresh - 1
-                    }
-                    None => {
-                        return Err(Error::Map {
-                            map: "plans",
-                            err: format!("full ({} slots)", sizes.plans),
-                        });
-                    }
-                };
-                plans.set(s, p, 0).map_err(map_err("plans"))?;
-                slots.insert(*p, s);
-                slot_of.push(s);
-                done.plans_written += 1;
-            }
+        for p in &t.plans {
+            let (s, new) = self.slot_for(p)?;
+            slot_of.push(s);
+            done.plans_written += usize::from(new);
         }
         // 2. Routes.
         let want: HashMap<Ipv6Net, RouteValue> = t
@@ -361,6 +345,7 @@ impl Tier {
             self.vrf = want;
         }
         self.install_routes4(t, &slot_of, &mut done)?;
+        self.ways = t.ways;
         // IOAM transit entries (a hash without preallocation: an update replaces the element under RCU, a
         // packet reads the old one or the new one).
         {
@@ -384,30 +369,26 @@ impl Tier {
             self.ioam = want;
         }
         // 3. Slots no route names.
-        let used: HashSet<u32> = self
+        self.refs.clear();
+        for v in self
             .routes
             .values()
             .chain(self.vrf.values())
             .chain(self.routes4.values())
-            .map(|v| v.plan)
-            .collect();
-        let gone: Vec<(PlanEntry, u32)> = self
-            .slots
-            .iter()
-            .filter(|(_, s)| !used.contains(s))
-            .map(|(p, s)| (*p, *s))
-            .collect();
-        if !gone.is_empty() {
-            self.barrier.wait().map_err(|e| Error::Map {
-                map: "barrier",
-                err: e.to_string(),
-            })?;
-            for (p, s) in gone {
-                self.slots.remove(&p);
-                self.free.push(s);
-                done.slots_freed += 1;
+        {
+            if v.plan != crate::layout::NO_PLAN {
+                *self.refs.entry(v.plan).or_default() += 1;
             }
         }
+        self.vrf_tables = self.vrf.keys().map(|(t, _)| *t).collect();
+        let gone: Vec<u32> = self
+            .slots
+            .values()
+            .filter(|s| !self.refs.contains_key(s))
+            .copied()
+            .collect();
+        self.free_slots(&gone)?;
+        done.slots_freed = gone.len();
         Ok(done)
     }
 
@@ -447,6 +428,77 @@ impl Tier {
         }
         self.routes4 = want;
         Ok(())
+    }
+
+    /// The slot of plan `p`: the one holding it already, else a free one it is written into (`true`).
+    pub(crate) fn slot_for(&mut self, p: &PlanEntry) -> Result<(u32, bool), Error> {
+        if let Some(&s) = self.slots.get(p) {
+            return Ok((s, false));
+        }
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None if self.fresh < self.sizes.plans => {
+                self.fresh += 1;
+                self.fresh - 1
+            }
+            None => {
+                return Err(Error::Map {
+                    map: "plans",
+                    err: format!("full ({} slots)", self.sizes.plans),
+                });
+            }
+        };
+        let mut plans: Array<&mut MapData, PlanEntry> =
+            Array::try_from(self.map_mut("plans")?).map_err(map_err("plans"))?;
+        if let Err(e) = plans.set(s, p, 0) {
+            self.free.push(s);
+            return Err(map_err("plans")(e));
+        }
+        self.slots.insert(*p, s);
+        if p.flags & crate::layout::F_TABLE != 0 {
+            self.table_slots.insert(s);
+        }
+        Ok((s, true))
+    }
+
+    /// Frees plan slots no route names any more, once every program that was running has finished (so a
+    /// packet that found a route before its entry changed still reads the plan it found).
+    pub(crate) fn free_slots(&mut self, gone: &[u32]) -> Result<(), Error> {
+        if gone.is_empty() {
+            return Ok(());
+        }
+        self.barrier.wait().map_err(|e| Error::Map {
+            map: "barrier",
+            err: e.to_string(),
+        })?;
+        if gone.len() > self.slots.len() / 8 {
+            let gone: HashSet<u32> = gone.iter().copied().collect();
+            self.slots.retain(|_, s| !gone.contains(s));
+        } else {
+            // A few: their contents (the keys of `slots`) read back from the map rather than a pass over it.
+            let plans: Array<&MapData, PlanEntry> =
+                Array::try_from(self.ebpf.map("plans").ok_or(Error::Map {
+                    map: "plans",
+                    err: "not in the object".into(),
+                })?)
+                .map_err(map_err("plans"))?;
+            for s in gone {
+                let p = plans.get(s, 0).map_err(map_err("plans"))?;
+                if self.slots.get(&p) == Some(s) {
+                    self.slots.remove(&p);
+                }
+            }
+        }
+        for s in gone {
+            self.table_slots.remove(s);
+        }
+        self.free.extend_from_slice(gone);
+        Ok(())
+    }
+
+    /// LPM entries of the `routes` map (routes and the router's addresses).
+    pub fn routes_installed(&self) -> usize {
+        self.routes.len()
     }
 
     /// Plan slots in use.

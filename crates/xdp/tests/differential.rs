@@ -1032,6 +1032,98 @@ fn no_packet_sees_half_a_plan() {
     });
 }
 
+/// Route changes followed from the changes (`delta::routes` and `Tier::update`, as `lwt6 run` follows them) while
+/// frames run from another thread: a route replaced back and forth between two seg6 plans (other SIDs, another
+/// egress) and a route next to it in the trie added and removed, 200 times. Every frame to the replaced route is
+/// one router's output or the other's, a frame to an unchanged route its own; at the end the last one's.
+#[test]
+fn no_packet_sees_half_a_plan_when_routes_change() {
+    use lwt6_dataplane::snapshot::{Change, Snapshot, SnapshotHandle, SnapshotWriter};
+    use std::sync::Arc;
+    let lines = [
+        "-6 route add fd00:b0::/64 encap seg6 mode encap segs fc00::1,fc00::2 dev r1",
+        "-6 route add fd00:b0::/64 encap seg6 mode encap segs fc00::3 dev r2",
+    ];
+    let texts = lines.map(|l| format!("{}{l}\n", conf(0)));
+    let Some(mut b) = bench_of(&texts[0], Sizes::default()) else {
+        return;
+    };
+    let route = |text: &str| {
+        let cfg = lwt6_config::parse(text).expect("parses");
+        cfg.routes.last().expect("a route").clone()
+    };
+    let replace = texts.each_ref().map(|t| Change::ReplaceRoute(route(t)));
+    let sibling = route(&format!(
+        "{}-6 route add fd00:b0:0:1::/64 via fd00:2::2 dev r1\n",
+        conf(0)
+    ));
+    let frames: Vec<Vec<u8>> = ["fd00:b0::1", "fd00:92::1", "2001:db8::7"]
+        .map(|d| frame(d, 64, 0x0012_3456, 100))
+        .into();
+    let mut want: Vec<[Vec<u8>; 2]> = Vec::new();
+    for f in &frames {
+        want.push([0, 1].map(|i| {
+            b.router = router_of(&texts[i]);
+            let u = userspace(&mut b, f);
+            assert_eq!(u.len(), 1);
+            u[0].1.clone()
+        }));
+    }
+    assert_ne!(want[0][0], want[0][1], "the replaced route's plan changes");
+    let handle = Arc::new(SnapshotHandle::new(
+        Snapshot::build(&lwt6_config::parse(&texts[0]).expect("parses")).expect("builds"),
+    ));
+    handle.follow_changes();
+    let mut since = handle.generation();
+    let mut w = SnapshotWriter::new(Arc::clone(&handle));
+    let runner = b.tier.runner().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let checker = s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (f, w) in frames.iter().zip(&want) {
+                    let r = runner.run(f).unwrap();
+                    assert_eq!(r.action, XDP_REDIRECT);
+                    assert!(
+                        r.frame == w[0] || r.frame == w[1],
+                        "a frame neither router sends: {}",
+                        hex(&r.frame)
+                    );
+                    n += 1;
+                }
+            }
+            n
+        });
+        for i in 0..200 {
+            let next = if i % 2 == 0 {
+                Change::AddRoute(sibling.clone())
+            } else {
+                Change::DelRoute {
+                    prefix: sibling.prefix,
+                    metric: sibling.metric,
+                    table: sibling.table,
+                    line: 0,
+                }
+            };
+            w.apply(&[replace[(i + 1) % 2].clone(), next]).unwrap();
+            let (now, changes) = handle.changes_since(since);
+            since = now;
+            let routes =
+                lwt6_xdp::delta::routes(&handle.load(), &changes.expect("the journal")).unwrap();
+            let done = b.tier.update(&routes).unwrap().expect("route changes");
+            assert_eq!(done.routes_set + done.routes_removed, 2, "{done:?}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n = checker.join().unwrap();
+        assert!(n > 0);
+    });
+    // The last change replaced the route with the first plan again.
+    for (f, w) in frames.iter().zip(&want) {
+        assert_eq!(b.tier.test_run(f).unwrap().frame, w[0]);
+    }
+}
+
 // ---- IOAM transit: the shapes of tests/kernel/test_ioam.py (where the userspace router is proven against the
 // kernel), and the driver's own boundaries.
 

@@ -660,6 +660,12 @@ impl Fib {
             .and_then(|b| self.route(b.route))
     }
 
+    /// The route of IPv6 prefix `prefix` a lookup finds (the lowest metric), if the table has one.
+    pub fn first_v6(&self, prefix: Ipv6Net) -> Option<&RouteEntry> {
+        let set = self.v6.get(&prefix.trunc())?;
+        self.route(*set.ids().first()?)
+    }
+
     /// Every IPv6 route, in prefix order (lowest metric first within a prefix).
     pub fn routes_v6(&self) -> impl Iterator<Item = &RouteEntry> {
         self.v6

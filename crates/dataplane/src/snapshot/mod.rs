@@ -26,7 +26,7 @@ mod writer;
 
 pub use driver::{EncapWay, NoWay};
 pub use incremental::changes_between;
-pub use writer::{SnapshotHandle, SnapshotWriter};
+pub use writer::{JOURNAL_MAX, SnapshotHandle, SnapshotWriter};
 
 /// The route id of tunnels that no route of the main table carries (policies of End.B6 routes, tunnels of routes
 /// in other tables): nothing replans them.

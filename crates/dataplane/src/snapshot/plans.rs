@@ -231,6 +231,22 @@ impl Snapshot {
         }
     }
 
+    /// The prefixes of the main table's tunnel routes whose tunnel routes towards a destination inside `prefix`:
+    /// the routes whose plans a change of `prefix`'s route makes anew (see `replan_within`), for a follower of
+    /// the changes (the XDP tier).
+    pub fn tunnel_routes_within(&self, prefix: IpNet) -> Vec<IpNet> {
+        let IpNet::V6(p) = prefix.trunc() else {
+            return Vec::new();
+        };
+        let (lo, hi) = (u128::from(p.network()), u128::from(p.broadcast()));
+        self.tunnel_dsts
+            .range(lo..=hi)
+            .flat_map(|(_, tids)| tids.iter().map(|t| self.tunnel_route[*t]))
+            .filter(|id| self.fib.is_live(*id))
+            .filter_map(|id| self.fib.route(id).map(|r| r.prefix))
+            .collect()
+    }
+
     fn plan_for(
         &self,
         fib: &Fib,

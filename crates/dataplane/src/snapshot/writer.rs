@@ -3,8 +3,24 @@
 use super::{Change, Snapshot};
 use crate::spec::ConfigError;
 use arc_swap::ArcSwap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The most changes the journal keeps for its follower (beyond, it says they are lost: the follower rebuilds).
+pub const JOURNAL_MAX: usize = 16_384;
+
+/// The changes published in place since the follower last took them (see [`SnapshotHandle::follow_changes`]).
+#[derive(Debug, Default)]
+struct Journal {
+    /// Kept only once a follower asked.
+    on: bool,
+    /// The generation the follower took them at.
+    from: u64,
+    /// The changes published in place since, in order.
+    changes: Vec<Change>,
+    /// A publication since was not in place (a whole snapshot), or the changes passed [`JOURNAL_MAX`].
+    lost: bool,
+}
 
 /// The publication point between the control plane and the workers.
 #[derive(Debug)]
@@ -12,6 +28,7 @@ pub struct SnapshotHandle {
     current: ArcSwap<Snapshot>,
     /// Publications so far (a follower of the snapshot, such as the XDP tier, looks whether it changed).
     generation: AtomicU64,
+    journal: Mutex<Journal>,
 }
 
 impl SnapshotHandle {
@@ -20,13 +37,59 @@ impl SnapshotHandle {
         SnapshotHandle {
             current: ArcSwap::from_pointee(snap),
             generation: AtomicU64::new(0),
+            journal: Mutex::new(Journal::default()),
         }
     }
 
     /// Replaces the snapshot; workers see it at their next batch, batches in flight finish on the old one.
     pub fn publish(&self, snap: Snapshot) {
-        self.current.store(Arc::new(snap));
+        self.published(None, || self.current.store(Arc::new(snap)));
+    }
+
+    /// Runs `store` (the publication) and counts it, with its `changes` in the journal (None: a whole snapshot).
+    fn published<T>(&self, changes: Option<&[Change]>, store: impl FnOnce() -> T) -> T {
+        let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        let out = store();
         self.generation.fetch_add(1, Ordering::Release);
+        if j.on && !j.lost {
+            match changes {
+                Some(c) if j.changes.len() + c.len() <= JOURNAL_MAX => {
+                    j.changes.extend_from_slice(c)
+                }
+                _ => {
+                    j.lost = true;
+                    j.changes = Vec::new();
+                }
+            }
+        }
+        out
+    }
+
+    /// Starts keeping the changes published in place for one follower (the XDP tier), which takes them with
+    /// [`changes_since`](Self::changes_since). Without a follower nothing is kept.
+    pub fn follow_changes(&self) {
+        let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        if !j.on {
+            *j = Journal {
+                on: true,
+                from: self.generation(),
+                ..Journal::default()
+            };
+        }
+    }
+
+    /// The generation now and the changes published since generation `since`, in order, taken (the next call
+    /// gives the ones after). `None` when the journal does not hold all of them: a whole snapshot was published
+    /// meanwhile, more than [`JOURNAL_MAX`] changes came, `since` is not the generation of the last call, or
+    /// nobody follows. The snapshot [`load`](Self::load)ed after this call has every change returned.
+    pub fn changes_since(&self, since: u64) -> (u64, Option<Vec<Change>>) {
+        let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.generation();
+        let whole = j.on && !j.lost && j.from == since;
+        let changes = std::mem::take(&mut j.changes);
+        j.lost = false;
+        j.from = now;
+        (now, whole.then_some(changes))
     }
 
     /// How many snapshots were published after the first (it changes with every [`publish`](Self::publish) and
@@ -37,9 +100,7 @@ impl SnapshotHandle {
 
     /// Publishes `snap` and returns the one it replaces.
     pub fn swap(&self, snap: Arc<Snapshot>) -> Arc<Snapshot> {
-        let old = self.current.swap(snap);
-        self.generation.fetch_add(1, Ordering::Release);
-        old
+        self.published(None, || self.current.swap(snap))
     }
 
     /// The current snapshot, for one batch (one reference-count operation per batch, none per packet).
@@ -101,7 +162,10 @@ impl SnapshotWriter {
             }
         }
         if done > 0 {
-            let old = self.handle.swap(Arc::clone(&self.spare));
+            let spare = Arc::clone(&self.spare);
+            let old = self
+                .handle
+                .published(Some(&changes[..done]), || self.handle.current.swap(spare));
             self.spare = old;
             self.pending = changes[..done].to_vec();
         }

@@ -79,7 +79,11 @@ pub(super) fn fill_ipv4(snap: &Snapshot, t: &mut Tables) {
             continue;
         }
         last = Some(net);
-        let value = match way_entry(snap, r) {
+        let way = way_entry(snap, r);
+        if way != Err(Why::Kind) {
+            t.ways += 1;
+        }
+        let value = match way {
             Ok(e) => {
                 t.plans.push(e);
                 RouteValue {
