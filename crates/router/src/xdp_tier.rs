@@ -351,7 +351,8 @@ impl XdpTier {
         changes: &[lwt6_dataplane::snapshot::Change],
         start: Instant,
     ) -> bool {
-        let Some(routes) = lwt6_xdp::delta::routes(&handle.load(), changes) else {
+        let Some(routes) = lwt6_xdp::delta::routes(&handle.load(), changes, self.tier.way_routes())
+        else {
             return false;
         };
         let r = match self.tier.update(&routes) {

@@ -28,8 +28,19 @@ pub type RouteState = Option<Result<PlanEntry, Why>>;
 /// The new state of every IPv6 prefix of the main table that `changes` (applied to the snapshot `snap` holds
 /// already) reach, in prefix order; `None` when one of them is not a main-table IPv6 route change (see the module
 /// documentation): the caller installs the whole [`tables`](crate::tables::tables) instead.
-pub fn routes(snap: &Snapshot, changes: &[Change]) -> Option<Vec<(Ipv6Net, RouteState)>> {
+///
+/// `ways` are the routes planned for the driver alone that the tier holds ([`Tier::way_routes`]): their entries
+/// follow the route to their first SID without a snapshot plan the changes would name, so each is looked at
+/// again; a change that makes another prefix such a route returns `None` too.
+pub fn routes(
+    snap: &Snapshot,
+    changes: &[Change],
+    ways: &[Ipv6Net],
+) -> Option<Vec<(Ipv6Net, RouteState)>> {
     let mut dirty: BTreeMap<Ipv6Net, ()> = BTreeMap::new();
+    if !changes.is_empty() {
+        dirty.extend(ways.iter().map(|n| (*n, ())));
+    }
     for c in changes {
         let (prefix, table) = match c {
             Change::AddRoute(r) | Change::ReplaceRoute(r) => (r.prefix, r.table),
@@ -53,14 +64,14 @@ pub fn routes(snap: &Snapshot, changes: &[Change]) -> Option<Vec<(Ipv6Net, Route
     }
     dirty
         .into_keys()
-        .map(|net| Some((net, state(snap, &net)?)))
+        .map(|net| Some((net, state(snap, &net, ways)?)))
         .collect()
 }
 
 /// What [`tables`](crate::tables::tables) gives prefix `net`: one of the router's addresses (a /128) is local,
 /// else the plan of its lowest-metric route, or why it has none; `None` (install whole) for a route planned for
-/// the driver alone (seg6 l2encap: [`Unplanned::Way`]), which only the full tables follow.
-fn state(snap: &Snapshot, net: &Ipv6Net) -> Option<RouteState> {
+/// the driver alone (seg6 l2encap: [`Unplanned::Way`]) that is not one of `ways` (the full tables count it).
+fn state(snap: &Snapshot, net: &Ipv6Net, ways: &[Ipv6Net]) -> Option<RouteState> {
     if net.prefix_len() == 128
         && snap
             .links
@@ -75,6 +86,7 @@ fn state(snap: &Snapshot, net: &Ipv6Net) -> Option<RouteState> {
     Some(Some(match r.plan {
         None => match unplanned(snap, r) {
             Unplanned::Dt6(e, _) => Ok(e),
+            Unplanned::Way(w) if ways.contains(net) => w,
             Unplanned::Way(_) => return None,
             Unplanned::No(why) => Err(why),
         },
@@ -86,18 +98,24 @@ fn state(snap: &Snapshot, net: &Ipv6Net) -> Option<RouteState> {
 }
 
 impl Tier {
+    /// The IPv6 routes planned for the driver alone (seg6 l2encap, l2encap.red) as of the last full installation:
+    /// [`routes`] looks at each again at every change.
+    pub fn way_routes(&self) -> &[Ipv6Net] {
+        &self.ways6
+    }
+
     /// Writes the new states of `routes` (from [`routes`]) without a torn plan, as [`Tier::install`] does: plans
     /// not in the `plans` array yet are written into free slots, then the LPM entries are set or removed (a packet
     /// finds the old value or the new one, each naming a complete plan), then the slots no route names any more
     /// are freed after the programs that might hold them have finished. Cost: a few map updates per prefix.
     ///
     /// `Ok(None)`, with nothing changed, when the update must be a full installation: a route that is or was
-    /// End.DT6 (its table's routes are in the `vrf` map), a `vrf` map holding the main table, or routes whose
-    /// entries only the full tables follow ([`Tables::ways`](crate::tables::Tables::ways)).
+    /// End.DT6 (its table's routes are in the `vrf` map), a `vrf` map holding the main table, or IPv4 routes
+    /// whose entries only the full tables follow ([`Tables::ways4`](crate::tables::Tables::ways4)).
     pub fn update(&mut self, routes: &[(Ipv6Net, RouteState)]) -> Result<Option<Installed>, Error> {
         let table_plan =
             |s: &Self, v: Option<&RouteValue>| v.is_some_and(|v| s.table_slots.contains(&v.plan));
-        if self.ways > 0
+        if self.ways4 > 0
             || self.vrf_tables.contains(&MAIN_TABLE)
             || routes.iter().any(|(net, st)| {
                 matches!(st, Some(Ok(p)) if p.flags & F_TABLE != 0)
@@ -248,6 +266,7 @@ mod tests {
         handle.follow_changes();
         let mut w = SnapshotWriter::new(Arc::clone(&handle));
         let mut have = resolved(&handle.load());
+        let ways = tables(&handle.load()).ways6;
         let mut since = handle.generation();
         for b in batches {
             w.apply(b).expect("the changes apply");
@@ -256,7 +275,7 @@ mod tests {
             let changes = changes.expect("the journal has every change");
             assert_eq!(&changes, b);
             let snap = handle.load();
-            for (net, st) in routes(&snap, &changes).expect("route changes") {
+            for (net, st) in routes(&snap, &changes, &ways).expect("route changes") {
                 match st {
                     Some(st) => have.insert(net, st),
                     None => have.remove(&net),
@@ -309,45 +328,52 @@ mod tests {
             dev: 1,
             addr: "fd00:2::2".parse().expect("an address"),
         };
-        assert!(routes(&snap, &[neigh]).is_none());
+        assert!(routes(&snap, &[neigh], &[]).is_none());
         let v4 = Change::DelRoute {
             prefix: "10.0.0.0/8".parse().expect("a prefix"),
             metric: 0,
             table: MAIN_TABLE,
             line: 0,
         };
-        assert!(routes(&snap, &[v4]).is_none());
+        assert!(routes(&snap, &[v4], &[]).is_none());
         let mut other = del("2001:db8:1::/48", 1024);
         if let Change::DelRoute { table, .. } = &mut other {
             *table = 100;
         }
-        assert!(routes(&snap, &[other]).is_none());
+        assert!(routes(&snap, &[other], &[]).is_none());
     }
 
-    /// seg6 l2encap routes have no snapshot plan to follow the route to their first SID: the full tables count
-    /// them (so the tier installs whole while they exist), and a change reaching one asks for the full tables.
+    /// seg6 l2encap routes have no snapshot plan to follow the route to their first SID: the full tables list
+    /// them, a change looks at each of them again (its new entry is the full tables'), and a change making a
+    /// prefix such a route asks for the full tables.
     #[test]
-    fn l2encap_routes_are_left_to_the_full_tables() {
+    fn l2encap_routes_follow_the_route_to_their_first_sid() {
         let l2 = "-6 route add 2001:db8:7::/48 encap seg6 mode l2encap segs fc00::7 dev r1";
-        let snap = Snapshot::build(&lwt6_config::parse(BASE).expect("parses")).expect("builds");
-        assert_eq!(tables(&snap).ways, 0);
-        let with = Snapshot::build(&lwt6_config::parse(&format!("{BASE}{l2}\n")).expect("parses"))
-            .expect("builds");
-        assert_eq!(tables(&with).ways, 1);
-        // Its first SID's route replaced: its entry changes in the full tables (a new next hop) ...
-        let next = change("-6 route replace fc00::/16 via fd00:2::3 dev r1");
         let l2net: Ipv6Net = "2001:db8:7::/48".parse().expect("a prefix");
-        let text = format!("{BASE}{l2}\n").replace(
+        let snap = Snapshot::build(&lwt6_config::parse(BASE).expect("parses")).expect("builds");
+        assert!(tables(&snap).ways6.is_empty());
+        let text = format!("{BASE}{l2}\n");
+        let with = Snapshot::build(&lwt6_config::parse(&text).expect("parses")).expect("builds");
+        let ways = tables(&with).ways6;
+        assert_eq!(ways, vec![l2net]);
+        // Its first SID's route replaced: the full tables give it a new entry (a new next hop) ...
+        let next = change("-6 route replace fc00::/16 via fd00:2::3 dev r1");
+        let text = text.replace(
             "route add fc00::/16 via fd00:2::2",
             "route add fc00::/16 via fd00:2::3",
         );
         let after = Snapshot::build(&lwt6_config::parse(&text).expect("parses")).expect("builds");
-        assert_ne!(resolved(&with).get(&l2net), resolved(&after).get(&l2net));
-        // ... which the changes do not reach: hence `ways` and the full installation.
-        let reached = routes(&after, std::slice::from_ref(&next)).expect("route changes");
-        assert!(reached.iter().all(|(n, _)| *n != l2net));
-        // Adding one: the full tables.
-        assert!(routes(&with, &[change(l2)]).is_none());
+        let want = resolved(&after).get(&l2net).copied();
+        assert_ne!(resolved(&with).get(&l2net).copied(), want);
+        // ... which the changes give too, because the l2encap route is looked at again.
+        let reached = routes(&after, std::slice::from_ref(&next), &ways).expect("route changes");
+        let got = reached.iter().find(|(n, _)| *n == l2net).map(|(_, st)| *st);
+        assert_eq!(got, Some(want));
+        // Without the list it would be missed (why the list exists).
+        let blind = routes(&after, std::slice::from_ref(&next), &[]).expect("route changes");
+        assert!(blind.iter().all(|(n, _)| *n != l2net));
+        // A new l2encap route: the full tables.
+        assert!(routes(&with, &[change(l2)], &[]).is_none());
     }
 
     #[test]

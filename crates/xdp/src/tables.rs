@@ -51,11 +51,13 @@ pub struct Tables {
     /// The `routes4` LPM entries: every IPv4 route of the main table (seg6 encapsulations of IPv4 packets with
     /// their plans, the others with their reason), and the router's IPv4 addresses as /32s sent to the worker.
     pub routes4: Vec<(ipnet::Ipv4Net, RouteValue)>,
-    /// Routes whose driver entry was derived here from the route to their first SID (seg6 l2encap and
-    /// l2encap.red of IPv6 packets, seg6 encapsulations of IPv4 packets) rather than from a snapshot plan: the
-    /// snapshot does not replan them when that route changes, so only a full installation follows them
-    /// ([`Tier::update`](crate::tier::Tier::update) refuses while there are any).
-    pub ways: usize,
+    /// IPv6 routes whose driver entry is derived here from the route to their first SID (seg6 l2encap and
+    /// l2encap.red) rather than from a snapshot plan: the snapshot does not replan them when that route changes,
+    /// so [`delta::routes`](crate::delta::routes) looks at each of them again at every change.
+    pub ways6: Vec<Ipv6Net>,
+    /// IPv4 routes with such an entry (seg6 encapsulations of IPv4 packets): while there are any, route changes
+    /// install the whole tables ([`Tier::update`](crate::tier::Tier::update) refuses).
+    pub ways4: usize,
 }
 
 impl Tables {
@@ -369,7 +371,7 @@ pub fn tables(snap: &Snapshot) -> Tables {
                     Ok(t.plans.len() as u32 - 1)
                 }
                 Unplanned::Way(w) => {
-                    t.ways += 1;
+                    t.ways6.push(net);
                     w.map(|e| {
                         t.plans.push(e);
                         t.plans.len() as u32 - 1

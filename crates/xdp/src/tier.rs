@@ -131,8 +131,10 @@ pub struct Tier {
     pub(crate) refs: HashMap<u32, u32>,
     /// The slots holding End.DT6 plans (`F_TABLE`).
     pub(crate) table_slots: HashSet<u32>,
-    /// [`Tables::ways`] of the last full installation: while non-zero, route changes install whole.
-    pub(crate) ways: usize,
+    /// [`Tables::ways6`] of the last full installation: looked at again at every change.
+    pub(crate) ways6: Vec<Ipv6Net>,
+    /// [`Tables::ways4`] of the last full installation: while non-zero, route changes install whole.
+    pub(crate) ways4: usize,
     /// The tables the `vrf` map holds.
     pub(crate) vrf_tables: BTreeSet<u32>,
     /// Plans in the `plans` array, by content: their slot.
@@ -195,7 +197,8 @@ impl Tier {
             routes: HashMap::new(),
             refs: HashMap::new(),
             table_slots: HashSet::new(),
-            ways: 0,
+            ways6: Vec::new(),
+            ways4: 0,
             vrf_tables: BTreeSet::new(),
             slots: HashMap::new(),
             free: Vec::new(),
@@ -345,7 +348,8 @@ impl Tier {
             self.vrf = want;
         }
         self.install_routes4(t, &slot_of, &mut done)?;
-        self.ways = t.ways;
+        self.ways6 = t.ways6.clone();
+        self.ways4 = t.ways4;
         // IOAM transit entries (a hash without preallocation: an update replaces the element under RCU, a
         // packet reads the old one or the new one).
         {

@@ -1095,6 +1095,14 @@ fn no_packet_sees_half_a_plan_when_routes_change() {
             }
             n
         });
+        // The checker stops however this thread ends (a failed assertion here must not leave it running).
+        struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let _stop = StopOnDrop(&stop);
         for i in 0..200 {
             let next = if i % 2 == 0 {
                 Change::AddRoute(sibling.clone())
@@ -1109,8 +1117,12 @@ fn no_packet_sees_half_a_plan_when_routes_change() {
             w.apply(&[replace[(i + 1) % 2].clone(), next]).unwrap();
             let (now, changes) = handle.changes_since(since);
             since = now;
-            let routes =
-                lwt6_xdp::delta::routes(&handle.load(), &changes.expect("the journal")).unwrap();
+            let routes = lwt6_xdp::delta::routes(
+                &handle.load(),
+                &changes.expect("the journal"),
+                b.tier.way_routes(),
+            )
+            .unwrap();
             let done = b.tier.update(&routes).unwrap().expect("route changes");
             assert_eq!(done.routes_set + done.routes_removed, 2, "{done:?}");
         }

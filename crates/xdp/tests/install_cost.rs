@@ -144,7 +144,8 @@ fn churn(n: usize, snap: Snapshot, tier: &mut Tier) {
         let (now, changes) = handle.changes_since(since);
         since = now;
         let changes = changes.expect("the journal holds the change");
-        let routes = lwt6_xdp::delta::routes(&handle.load(), &changes).expect("route changes");
+        let routes = lwt6_xdp::delta::routes(&handle.load(), &changes, tier.way_routes())
+            .expect("route changes");
         let done = tier
             .update(&routes)
             .expect("updated")
@@ -176,8 +177,12 @@ fn churn(n: usize, snap: Snapshot, tier: &mut Tier) {
         let t0 = cpu();
         let (now, changes) = handle.changes_since(since);
         since = now;
-        let routes =
-            lwt6_xdp::delta::routes(&handle.load(), &changes.expect("journal")).expect("routes");
+        let routes = lwt6_xdp::delta::routes(
+            &handle.load(),
+            &changes.expect("journal"),
+            tier.way_routes(),
+        )
+        .expect("routes");
         let done = tier.update(&routes).expect("updated").expect("no End.DT6");
         batch_t.push(cpu() - t0);
         assert_eq!(

@@ -81,7 +81,7 @@ pub(super) fn fill_ipv4(snap: &Snapshot, t: &mut Tables) {
         last = Some(net);
         let way = way_entry(snap, r);
         if way != Err(Why::Kind) {
-            t.ways += 1;
+            t.ways4 += 1;
         }
         let value = match way {
             Ok(e) => {
