@@ -301,6 +301,54 @@ struct {
     __type(value, __u8[IOAM_SCRATCH]);
 } scratch SEC(".maps");
 
+// IOAM transit: this node's whole block for one (namespace, egress, trace type, ingress), precomputed by the tier
+// (crates/xdp/src/ioam_block.rs) from the `ioam` entry and the port's ids, so that the driver copies it and patches
+// the hop limit only. Without an entry the block is assembled field by field (above), and the key is recorded in
+// `ioam_miss` for the tier to add.
+#define IOAM_BLOCK 256 // bytes of a precomputed block (a trace's free space is at most 61 words)
+#define IOAM_MISSES 8  // keys the driver remembers per CPU
+
+struct ioam_bkey {
+    __u32 nse;     // namespace | egress << 16 (the `ioam` key)
+    __u32 ty;      // the 24-bit trace type
+    __u32 ingress; // receiving ifindex
+};
+
+struct ioam_blk {
+    __u8 words;  // the block's length in 4-octet words (with refuse: what decides the Overflow flag)
+    __u8 nl;     // NodeLen of the trace type
+    __u8 refuse; // 1: a field the driver cannot write (the fill goes to the worker)
+    __u8 nhl;    // hop-limit bytes to patch (0 to 2)
+    __u8 hl[2];  // their offsets in the block
+    __u8 pad[2];
+    __u8 data[IOAM_BLOCK];
+};
+
+struct ioam_misses {
+    __u32 n; // keys recorded so far on this CPU (slot n % IOAM_MISSES is the next)
+    __u32 pad;
+    struct ioam_bkey k[IOAM_MISSES];
+};
+
+_Static_assert(sizeof(struct ioam_bkey) == 12, "ioam_bkey");
+_Static_assert(sizeof(struct ioam_blk) == 8 + IOAM_BLOCK, "ioam_blk");
+_Static_assert(sizeof(struct ioam_misses) == 8 + 12 * IOAM_MISSES, "ioam_misses");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct ioam_bkey);
+    __type(value, struct ioam_blk);
+} ioam_blk SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct ioam_misses);
+} ioam_miss SEC(".maps");
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // A per-CPU counter, incremented without an atomic operation (the slot is this CPU's alone).
@@ -389,6 +437,47 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
             return fill ? -1 : W_IOAM_INVALID;
         __u32 ty = (__u32)o[8] << 16 | (__u32)o[9] << 8 | o[10];
         __u32 key = ((__u32)o[4] << 8 | o[5]) | egress << 16;
+        // This node's block precomputed whole (a namespace of this node): the same checks, then a copy.
+        struct ioam_bkey bk = {.nse = key, .ty = ty, .ingress = ifindex};
+        struct ioam_blk *pb = bpf_map_lookup_elem(&ioam_blk, &bk);
+        if (pb) {
+            if (pb->nl != (__u32)(o[6] >> 3))
+                return fill ? -1 : W_IOAM_INVALID;
+            filled++;
+            if (o[6] & 4)
+                continue;
+            __u32 bw = pb->words;
+            if (rem == 0 || rem < bw) {
+                if (fill)
+                    o[6] |= 4;
+                continue;
+            }
+            if (pb->refuse)
+                return fill ? -1 : W_IOAM_FIELD;
+            if (!fill)
+                continue;
+            __u32 base = 12 + 4 * (rem - bw);
+            for (__u32 w = 0; w < IOAM_BLOCK / 4; w++) {
+                if (w >= bw)
+                    break;
+                __u32 to = (base + 4 * w) & 0xff;
+                __u8 *d = o + to;
+                if (d + 4 > end)
+                    return -1;
+                *(__u32 *)d = *(__u32 *)(pb->data + 4 * w);
+            }
+            for (__u32 j = 0; j < 2; j++) {
+                if (j >= pb->nhl)
+                    break;
+                __u32 to = (base + pb->hl[j]) & 0xff;
+                __u8 *d = o + to;
+                if (d + 1 > end)
+                    return -1;
+                d[0] = hl;
+            }
+            o[7] = (o[7] & 0x80) | ((rem - bw) & 0x7f);
+            continue;
+        }
         struct ioam_ns *ns = bpf_map_lookup_elem(&ioam, &key);
         if (!ns || !ns->known)
             ns = gen;
@@ -403,6 +492,15 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
             return fill ? -1 : W_IOAM_INVALID;
         if (!ns->known)
             continue;
+        if (!fill) {
+            // A namespace of this node without its block: the tier adds it (read from `ioam_miss`).
+            __u32 zero = 0;
+            struct ioam_misses *m = bpf_map_lookup_elem(&ioam_miss, &zero);
+            if (m) {
+                m->k[m->n & (IOAM_MISSES - 1)] = bk;
+                m->n++;
+            }
+        }
         filled++;
         if (o[6] & 4)
             continue;

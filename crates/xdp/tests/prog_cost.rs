@@ -162,23 +162,40 @@ fn nanoseconds_per_frame_by_plan_kind() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
-    let mut ns: Vec<Vec<u32>> = vec![Vec::with_capacity(rounds); cases.len()];
-    for _ in 0..rounds {
-        for (i, (_, f, _)) in cases.iter().enumerate() {
-            let (_, d) = runner.timed(f).expect("test run");
-            ns[i].push(d);
+    // First without IOAM blocks (the driver assembles this node's block field by field), then with the blocks of
+    // the trace types met (copied whole).
+    let mut before: Vec<u32> = Vec::new();
+    for pass in [
+        "no IOAM blocks: field by field",
+        "IOAM blocks learnt: copied whole",
+    ] {
+        let mut ns: Vec<Vec<u32>> = vec![Vec::with_capacity(rounds); cases.len()];
+        for _ in 0..rounds {
+            for (i, (_, f, _)) in cases.iter().enumerate() {
+                let (_, d) = runner.timed(f).expect("test run");
+                ns[i].push(d);
+            }
         }
-    }
-    println!(
-        "ns per frame (median of {rounds} runs, kernel-timed BPF_PROG_TEST_RUN, one run per call):"
-    );
-    for ((what, f, _), v) in cases.iter().zip(&mut ns) {
-        let m = median(v);
-        let p10 = v[v.len() / 10];
-        let p90 = v[v.len() * 9 / 10];
         println!(
-            "  {m:5} ns (p10 {p10}, p90 {p90})  {what} ({} bytes)",
-            f.len()
+            "ns per frame, {pass} (median of {rounds} runs, kernel-timed BPF_PROG_TEST_RUN, one run per call):"
         );
+        for (i, ((what, f, _), v)) in cases.iter().zip(&mut ns).enumerate() {
+            let m = median(v);
+            let p10 = v[v.len() / 10];
+            let p90 = v[v.len() * 9 / 10];
+            let was = before
+                .get(i)
+                .map(|b| format!(" [before: {b}]"))
+                .unwrap_or_default();
+            println!(
+                "  {m:5} ns (p10 {p10}, p90 {p90}){was}  {what} ({} bytes)",
+                f.len()
+            );
+            if before.len() < cases.len() {
+                before.push(m);
+            }
+        }
+        let learnt = tier.learn_ioam().expect("blocks");
+        println!("  ({learnt} IOAM blocks learnt)");
     }
 }
