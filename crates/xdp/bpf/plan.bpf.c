@@ -383,30 +383,34 @@ static __always_inline int special(__u8 hi, __u8 lo) {
 // there is no room, as Linux's transit does; returns how many traces of known namespaces it met (filled, flagged
 // or already flagged: the worker's `ioam_transit_filled`), or -1 (cannot happen after the checks).
 //
-// A function of its own (BPF-to-BPF call) that reads the frame and the port from `ctx`, so that it is called with
-// few arguments from the transit path only; no branch on the trace type in the loops over its bits, so that the
-// verifier keeps one state per bit.
-__attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u32 hl, __u32 fill) {
+// A function of its own (BPF-to-BPF call) that reads the frame from `ctx` and is given the rest as two scalars
+// (`how`: egress | hl << 16 | fill << 24; `ids`: the receiving port's P_IOAM_ENABLED flag | ioam6_id << 16 |
+// ioam6_id_wide << 32), so that it is called with few arguments from the transit path only and looks up no port;
+// no branch on the trace type in the loops over its bits, so that the verifier keeps one state per bit.
+__attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 how, __u64 ids) {
+    __u32 egress = how & 0xffff, hl = (how >> 16) & 0xff, fill = (how >> 24) & 1;
     __u8 *p = (__u8 *)(long)ctx->data;
     __u8 *end = (__u8 *)(long)ctx->data_end;
     __u8 *ip = p + 14;
     if (ip + 44 > end)
         return fill ? -1 : W_SHORT;
     __u32 ifindex = ctx->ingress_ifindex;
-    struct port *port = bpf_map_lookup_elem(&ports, &ifindex);
-    if (!port)
-        return fill ? -1 : W_NO_PORT;
     __u32 len = 40 + (((__u32)ip[4] << 8) | ip[5]);
     __u32 hlen = ((__u32)ip[41] + 1) * 8;
     __u8 *h = ip + 40;
     if (40 + hlen > len || h[2] != 1 || h[3] != 0)
         return fill ? -1 : W_HOP_BY_HOP;
+    // The entry of the namespaces this node does not know: without it, transit is the worker's (checked by the
+    // first pass; the second looks it up only for a trace without a precomputed block).
     __u32 any = IOAM_ANY;
-    struct ioam_ns *gen = bpf_map_lookup_elem(&ioam, &any);
-    if (!gen)
-        return fill ? -1 : W_HOP_BY_HOP;
-    int enabled = port->flags & P_IOAM_ENABLED;
-    __u32 ing16 = port->ioam_id, ing32 = port->ioam_wide;
+    struct ioam_ns *gen = 0;
+    if (!fill) {
+        gen = bpf_map_lookup_elem(&ioam, &any);
+        if (!gen)
+            return W_HOP_BY_HOP;
+    }
+    int enabled = ids & P_IOAM_ENABLED;
+    __u32 ing16 = (ids >> 16) & 0xffff, ing32 = ids >> 32;
     int filled = 0;
     __u32 at = 4;
     for (__u32 i = 0; i <= IOAM_OPTS; i++) {
@@ -477,6 +481,11 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
             }
             o[7] = (o[7] & 0x80) | ((rem - bw) & 0x7f);
             continue;
+        }
+        if (!gen) {
+            gen = bpf_map_lookup_elem(&ioam, &any);
+            if (!gen)
+                return fill ? -1 : W_HOP_BY_HOP;
         }
         struct ioam_ns *ns = bpf_map_lookup_elem(&ioam, &key);
         if (!ns || !ns->known)
@@ -583,13 +592,17 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
 // is `pl`: forwarded in the driver when the plan is plain forwarding (its template the Ethernet header, its one
 // patch the hop limit) and the header holds IOAM traces the driver can fill (`lwt6_transit`); to the worker
 // otherwise, unchanged. A path of its own, so that the verifier walks it apart from the other plans'.
-static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, __u32 flen,
-                                           __u32 len, __u8 hlim) {
+static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, struct port *port,
+                                           __u32 flen, __u32 len, __u8 hlim) {
     if (!(pl->flags & F_PLAIN) || pl->tlen != 14 || pl->skip || pl->growth || pl->nops != 1 ||
         pl->ops[0].code != OP_HLIM || pl->ops[0].at != 14 + 7)
         return slow(ctx, W_HOP_BY_HOP);
     __u32 out = pl->egress;
-    int w = lwt6_transit(ctx, out, hlim - 1, 0);
+    if (out > 0xffff)
+        return slow(ctx, W_BAD_PLAN);
+    __u32 how = out | (__u32)(__u8)(hlim - 1) << 16;
+    __u64 ids = (__u64)(port->flags & P_IOAM_ENABLED) | (__u64)port->ioam_id << 16 | (__u64)port->ioam_wide << 32;
+    int w = lwt6_transit(ctx, how, ids);
     if (w)
         return slow(ctx, w);
     if (len > pl->max_len)
@@ -606,7 +619,7 @@ static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, 
     for (int i = 0; i < 14; i++)
         p[i] = pl->tpl[i];
     p[14 + 7] = hlim - 1;
-    int n = lwt6_transit(ctx, out, hlim - 1, 1);
+    int n = lwt6_transit(ctx, how | 1 << 24, ids);
     if (n < 0)
         return XDP_ABORTED;
     __u32 idx = C_IOAM_FILLED;
@@ -742,7 +755,7 @@ int lwt6_plan(struct xdp_md *ctx) {
         return slow(ctx, W_NO_PLAN);
 
     if (ip[6] == 0)
-        return transit_forward(ctx, pl, flen, len, hlim);
+        return transit_forward(ctx, pl, port, flen, len, hlim);
     if (pl->flags & F_TABLE)
         return table_forward(ctx, pl, port, ip, end, flen, len);
 
