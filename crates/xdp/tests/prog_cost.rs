@@ -96,8 +96,13 @@ fn nanoseconds_per_frame_by_plan_kind() {
     let cfg = lwt6_config::parse(CONF).expect("configuration parses");
     let router = Router::build(&cfg).expect("router builds");
     let snap = router.snapshot();
+    let t0 = std::time::Instant::now();
     let mut tier =
         Tier::load(Sizes::default()).expect("the XDP program loads (root, clang-19 build)");
+    println!(
+        "program loaded (the verifier included) in {} ms",
+        t0.elapsed().as_millis()
+    );
     tier.install(&lwt6_xdp::tables(&snap)).expect("maps filled");
     tier.set_port(LO, lwt6_xdp::port_entry(&snap.links[0], 216))
         .expect("port");
