@@ -1656,7 +1656,7 @@ fn random_transit_frames_agree_with_userspace() {
             }
             let before = b.borrow().tier.counters().unwrap().ioam_filled;
             // Half of the way with precomputed blocks for the trace types met so far.
-            if seen.get() % 50 == 0 && seen.get() > cases / 2 {
+            if seen.get().is_multiple_of(50) && seen.get() > cases / 2 {
                 b.borrow_mut()
                     .tier
                     .learn_ioam()
