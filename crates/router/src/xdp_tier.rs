@@ -182,6 +182,8 @@ pub fn sizes(snap: &Snapshot, devs: usize, queues: u32) -> Sizes {
         ports: (devs as u32).max(d.ports),
         egress: (devs as u32).max(d.egress),
         queues: queues.max(d.queues),
+        // IOAM transit blocks: per namespace, 16 trace types for every ingress and egress pair.
+        ioam_blocks: (snap.ioam().namespaces.len() * devs * devs * 16).clamp(1024, 1 << 16) as u32,
     }
 }
 
@@ -287,6 +289,10 @@ impl XdpTier {
     /// While a trace is armed (`tracing`), every route is left to the workers (counted `traced`), so that
     /// every frame can be traced.
     pub fn sync(&mut self, handle: &SnapshotHandle, tracing: bool) {
+        // IOAM transit blocks for the trace types the driver met (docs/xdp.md, IOAM transit).
+        if let Err(e) = self.tier.learn_ioam() {
+            crate::log::line("xdp_ioam", &format!("XDP tier: IOAM transit blocks: {e}"));
+        }
         if self.egress_checked.elapsed() >= EGRESS_CHECK {
             self.egress_checked = Instant::now();
             self.check_egress();

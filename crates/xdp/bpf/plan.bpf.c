@@ -323,6 +323,54 @@ struct {
     __type(value, __u8[IOAM_SCRATCH]);
 } scratch SEC(".maps");
 
+// IOAM transit: this node's whole block for one (namespace, egress, trace type, ingress), precomputed by the tier
+// (crates/xdp/src/ioam_block.rs) from the `ioam` entry and the port's ids, so that the driver copies it and patches
+// the hop limit only. Without an entry the block is assembled field by field (above), and the key is recorded in
+// `ioam_miss` for the tier to add.
+#define IOAM_BLOCK 256 // bytes of a precomputed block (a trace's free space is at most 61 words)
+#define IOAM_MISSES 8  // keys the driver remembers per CPU
+
+struct ioam_bkey {
+    __u32 nse;     // namespace | egress << 16 (the `ioam` key)
+    __u32 ty;      // the 24-bit trace type
+    __u32 ingress; // receiving ifindex
+};
+
+struct ioam_blk {
+    __u8 words;  // the block's length in 4-octet words (with refuse: what decides the Overflow flag)
+    __u8 nl;     // NodeLen of the trace type
+    __u8 refuse; // 1: a field the driver cannot write (the fill goes to the worker)
+    __u8 nhl;    // hop-limit bytes to patch (0 to 2)
+    __u8 hl[2];  // their offsets in the block
+    __u8 pad[2];
+    __u8 data[IOAM_BLOCK];
+};
+
+struct ioam_misses {
+    __u32 n; // keys recorded so far on this CPU (slot n % IOAM_MISSES is the next)
+    __u32 pad;
+    struct ioam_bkey k[IOAM_MISSES];
+};
+
+_Static_assert(sizeof(struct ioam_bkey) == 12, "ioam_bkey");
+_Static_assert(sizeof(struct ioam_blk) == 8 + IOAM_BLOCK, "ioam_blk");
+_Static_assert(sizeof(struct ioam_misses) == 8 + 12 * IOAM_MISSES, "ioam_misses");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct ioam_bkey);
+    __type(value, struct ioam_blk);
+} ioam_blk SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct ioam_misses);
+} ioam_miss SEC(".maps");
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // A per-CPU counter, incremented without an atomic operation (the slot is this CPU's alone).
@@ -357,30 +405,34 @@ static __always_inline int special(__u8 hi, __u8 lo) {
 // there is no room, as Linux's transit does; returns how many traces of known namespaces it met (filled, flagged
 // or already flagged: the worker's `ioam_transit_filled`), or -1 (cannot happen after the checks).
 //
-// A function of its own (BPF-to-BPF call) that reads the frame and the port from `ctx`, so that it is called with
-// few arguments from the transit path only; no branch on the trace type in the loops over its bits, so that the
-// verifier keeps one state per bit.
-__attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u32 hl, __u32 fill) {
+// A function of its own (BPF-to-BPF call) that reads the frame from `ctx` and is given the rest as two scalars
+// (`how`: egress | hl << 16 | fill << 24; `ids`: the receiving port's P_IOAM_ENABLED flag | ioam6_id << 16 |
+// ioam6_id_wide << 32), so that it is called with few arguments from the transit path only and looks up no port;
+// no branch on the trace type in the loops over its bits, so that the verifier keeps one state per bit.
+__attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 how, __u64 ids) {
+    __u32 egress = how & 0xffff, hl = (how >> 16) & 0xff, fill = (how >> 24) & 1;
     __u8 *p = (__u8 *)(long)ctx->data;
     __u8 *end = (__u8 *)(long)ctx->data_end;
     __u8 *ip = p + 14;
     if (ip + 44 > end)
         return fill ? -1 : W_SHORT;
     __u32 ifindex = ctx->ingress_ifindex;
-    struct port *port = bpf_map_lookup_elem(&ports, &ifindex);
-    if (!port)
-        return fill ? -1 : W_NO_PORT;
     __u32 len = 40 + (((__u32)ip[4] << 8) | ip[5]);
     __u32 hlen = ((__u32)ip[41] + 1) * 8;
     __u8 *h = ip + 40;
     if (40 + hlen > len || h[2] != 1 || h[3] != 0)
         return fill ? -1 : W_HOP_BY_HOP;
+    // The entry of the namespaces this node does not know: without it, transit is the worker's (checked by the
+    // first pass; the second looks it up only for a trace without a precomputed block).
     __u32 any = IOAM_ANY;
-    struct ioam_ns *gen = bpf_map_lookup_elem(&ioam, &any);
-    if (!gen)
-        return fill ? -1 : W_HOP_BY_HOP;
-    int enabled = port->flags & P_IOAM_ENABLED;
-    __u32 ing16 = port->ioam_id, ing32 = port->ioam_wide;
+    struct ioam_ns *gen = 0;
+    if (!fill) {
+        gen = bpf_map_lookup_elem(&ioam, &any);
+        if (!gen)
+            return W_HOP_BY_HOP;
+    }
+    int enabled = ids & P_IOAM_ENABLED;
+    __u32 ing16 = (ids >> 16) & 0xffff, ing32 = ids >> 32;
     int filled = 0;
     __u32 at = 4;
     for (__u32 i = 0; i <= IOAM_OPTS; i++) {
@@ -411,6 +463,52 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
             return fill ? -1 : W_IOAM_INVALID;
         __u32 ty = (__u32)o[8] << 16 | (__u32)o[9] << 8 | o[10];
         __u32 key = ((__u32)o[4] << 8 | o[5]) | egress << 16;
+        // This node's block precomputed whole (a namespace of this node): the same checks, then a copy.
+        struct ioam_bkey bk = {.nse = key, .ty = ty, .ingress = ifindex};
+        struct ioam_blk *pb = bpf_map_lookup_elem(&ioam_blk, &bk);
+        if (pb) {
+            if (pb->nl != (__u32)(o[6] >> 3))
+                return fill ? -1 : W_IOAM_INVALID;
+            filled++;
+            if (o[6] & 4)
+                continue;
+            __u32 bw = pb->words;
+            if (rem == 0 || rem < bw) {
+                if (fill)
+                    o[6] |= 4;
+                continue;
+            }
+            if (pb->refuse)
+                return fill ? -1 : W_IOAM_FIELD;
+            if (!fill)
+                continue;
+            __u32 base = 12 + 4 * (rem - bw);
+            for (__u32 w = 0; w < IOAM_BLOCK / 4; w++) {
+                if (w >= bw)
+                    break;
+                __u32 to = (base + 4 * w) & 0xff;
+                __u8 *d = o + to;
+                if (d + 4 > end)
+                    return -1;
+                *(__u32 *)d = *(__u32 *)(pb->data + 4 * w);
+            }
+            for (__u32 j = 0; j < 2; j++) {
+                if (j >= pb->nhl)
+                    break;
+                __u32 to = (base + pb->hl[j]) & 0xff;
+                __u8 *d = o + to;
+                if (d + 1 > end)
+                    return -1;
+                d[0] = hl;
+            }
+            o[7] = (o[7] & 0x80) | ((rem - bw) & 0x7f);
+            continue;
+        }
+        if (!gen) {
+            gen = bpf_map_lookup_elem(&ioam, &any);
+            if (!gen)
+                return fill ? -1 : W_HOP_BY_HOP;
+        }
         struct ioam_ns *ns = bpf_map_lookup_elem(&ioam, &key);
         if (!ns || !ns->known)
             ns = gen;
@@ -425,6 +523,15 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
             return fill ? -1 : W_IOAM_INVALID;
         if (!ns->known)
             continue;
+        if (!fill) {
+            // A namespace of this node without its block: the tier adds it (read from `ioam_miss`).
+            __u32 zero = 0;
+            struct ioam_misses *m = bpf_map_lookup_elem(&ioam_miss, &zero);
+            if (m) {
+                m->k[m->n & (IOAM_MISSES - 1)] = bk;
+                m->n++;
+            }
+        }
         filled++;
         if (o[6] & 4)
             continue;
@@ -507,13 +614,17 @@ __attribute__((noinline)) int lwt6_transit(struct xdp_md *ctx, __u32 egress, __u
 // is `pl`: forwarded in the driver when the plan is plain forwarding (its template the Ethernet header, its one
 // patch the hop limit) and the header holds IOAM traces the driver can fill (`lwt6_transit`); to the worker
 // otherwise, unchanged. A path of its own, so that the verifier walks it apart from the other plans'.
-static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, __u32 flen,
-                                           __u32 len, __u8 hlim) {
+static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, struct port *port,
+                                           __u32 flen, __u32 len, __u8 hlim) {
     if (!(pl->flags & F_PLAIN) || pl->tlen != 14 || pl->skip || pl->growth || pl->nops != 1 ||
         pl->ops[0].code != OP_HLIM || pl->ops[0].at != 14 + 7)
         return slow(ctx, W_HOP_BY_HOP);
     __u32 out = pl->egress;
-    int w = lwt6_transit(ctx, out, hlim - 1, 0);
+    if (out > 0xffff)
+        return slow(ctx, W_BAD_PLAN);
+    __u32 how = out | (__u32)(__u8)(hlim - 1) << 16;
+    __u64 ids = (__u64)(port->flags & P_IOAM_ENABLED) | (__u64)port->ioam_id << 16 | (__u64)port->ioam_wide << 32;
+    int w = lwt6_transit(ctx, how, ids);
     if (w)
         return slow(ctx, w);
     if (len > pl->max_len)
@@ -530,7 +641,7 @@ static __always_inline int transit_forward(struct xdp_md *ctx, struct plan *pl, 
     for (int i = 0; i < 14; i++)
         p[i] = pl->tpl[i];
     p[14 + 7] = hlim - 1;
-    int n = lwt6_transit(ctx, out, hlim - 1, 1);
+    int n = lwt6_transit(ctx, how | 1 << 24, ids);
     if (n < 0)
         return XDP_ABORTED;
     __u32 idx = C_IOAM_FILLED;
@@ -769,7 +880,7 @@ int lwt6_plan(struct xdp_md *ctx) {
         return slow(ctx, W_NO_PLAN);
 
     if (ip[6] == 0)
-        return transit_forward(ctx, pl, flen, len, hlim);
+        return transit_forward(ctx, pl, port, flen, len, hlim);
     if (pl->flags & F_TABLE)
         return table_forward(ctx, pl, port, ip, end, flen, len);
 

@@ -204,6 +204,59 @@ pub struct IoamEntry {
     pub data: [u8; IOAM_DATA],
 }
 
+/// Bytes of a precomputed node block ([`IoamBlock`]): a trace's free space is at most 61 words.
+pub const IOAM_BLOCK: usize = 256;
+/// Keys of missing blocks the driver remembers per CPU ([`IoamMisses`]).
+pub const IOAM_MISSES: usize = 8;
+
+/// Key of the `ioam_blk` hash: what this node's block in a trace depends on.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IoamBlockKey {
+    /// Namespace | egress device << 16 (the `ioam` map's key).
+    pub nse: u32,
+    /// The 24-bit trace type.
+    pub ty: u32,
+    /// The receiving interface's ifindex (its ingress ids are in the block).
+    pub ingress: u32,
+}
+
+/// Value of the `ioam_blk` hash: this node's whole block for one [`IoamBlockKey`], which the driver copies into
+/// the trace, patching only the hop limit.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoamBlock {
+    /// The block's length in 4-octet words (with `refuse`: the length that decides the Overflow flag).
+    pub words: u8,
+    /// NodeLen of the trace type.
+    pub nl: u8,
+    /// 1 when the block holds a field the driver cannot write (timestamps): the fill goes to the worker.
+    pub refuse: u8,
+    /// How many hop-limit bytes `hl` names (0 to 2).
+    pub nhl: u8,
+    /// Offsets of the hop-limit bytes in the block.
+    pub hl: [u8; 2],
+    /// Zero.
+    pub pad: [u8; 2],
+    /// The block (the first `4 * words` bytes), hop limits zero.
+    pub data: [u8; IOAM_BLOCK],
+}
+
+/// Value of the per-CPU `ioam_miss` array: the last keys whose block the driver did not find.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoamMisses {
+    /// Keys recorded so far on this CPU (the next goes into slot `n % IOAM_MISSES`).
+    pub n: u32,
+    /// Zero.
+    pub pad: u32,
+    /// The keys.
+    pub k: [IoamBlockKey; IOAM_MISSES],
+}
+
+const _: () = assert!(size_of::<IoamBlockKey>() == 12);
+const _: () = assert!(size_of::<IoamBlock>() == 8 + IOAM_BLOCK);
+const _: () = assert!(size_of::<IoamMisses>() == 8 + 12 * IOAM_MISSES);
 const _: () = assert!(size_of::<IoamEntry>() == 8 + 6 * IOAM_BITS + IOAM_DATA);
 const _: () = assert!(size_of::<LpmKey>() == 20);
 const _: () = assert!(size_of::<LpmKey4>() == 8);
@@ -229,6 +282,12 @@ unsafe impl aya::Pod for PlanEntry {}
 unsafe impl aya::Pod for DevmapVal {}
 // SAFETY: as above.
 unsafe impl aya::Pod for IoamEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for IoamBlockKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for IoamBlock {}
+// SAFETY: as above.
+unsafe impl aya::Pod for IoamMisses {}
 
 /// Why a frame left the driver (the counter it was counted under): `bpf/plan.bpf.c`'s `W_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

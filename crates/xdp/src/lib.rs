@@ -4,12 +4,14 @@
 //! - `bpf/plan.bpf.c`: the plan executor, compiled from source by `build.rs` with a pinned clang.
 //! - [`layout`]: its maps' keys and values, mirrored in Rust.
 //! - [`tables`](mod@tables): a [`Snapshot`](lwt6_dataplane::snapshot::Snapshot)'s plans as map entries.
+//! - [`ioam_block`]: IOAM transit's node blocks, precomputed whole.
 //! - [`tier`]: loading the program (with aya), filling its maps, reading its counters, running frames in memory.
 //!
 //! Built without the pinned clang, the crate still builds and [`available`] says why the tier is absent.
 //! docs/xdp.md describes the design.
 
 pub mod delta;
+pub mod ioam_block;
 pub mod layout;
 mod sys;
 pub mod tables;

@@ -2,7 +2,8 @@
 //! counters, run frames in memory (`BPF_PROG_TEST_RUN`).
 
 use crate::layout::{
-    C_IOAM_FILLED, C_KIND, COUNTERS, IoamEntry, Kind, PlanEntry, PortEntry, RouteValue, Why,
+    C_IOAM_FILLED, C_KIND, COUNTERS, IoamBlock, IoamBlockKey, IoamEntry, IoamMisses, Kind,
+    PlanEntry, PortEntry, RouteValue, Why,
 };
 use crate::tables::Tables;
 use crate::{Absent, available};
@@ -59,6 +60,8 @@ pub struct Sizes {
     pub egress: u32,
     /// Receive queues with an AF_XDP socket.
     pub queues: u32,
+    /// IOAM transit blocks precomputed whole (namespace, egress, trace type, ingress); allocated as used.
+    pub ioam_blocks: u32,
 }
 
 impl Default for Sizes {
@@ -69,6 +72,7 @@ impl Default for Sizes {
             ports: 64,
             egress: 64,
             queues: 64,
+            ioam_blocks: 1024,
         }
     }
 }
@@ -118,6 +122,17 @@ impl Runner {
             .map_err(|e| Error::TestRun(e.to_string()))?;
         Ok(Run { action, frame: out })
     }
+
+    /// Runs the program once on `frame` and returns the action and how long the run took in nanoseconds, as the
+    /// kernel times it (`BPF_PROG_TEST_RUN`'s `duration` with one repetition: the program and the clock reads
+    /// around it, not the copies in and out). A measurement for `tests/prog_cost.rs`: the runs of a program that
+    /// changes its frame cannot be repeated in one call (see [`crate::sys::test_run`]), so it is called once per
+    /// run and the caller takes a median.
+    pub fn timed(&self, frame: &[u8]) -> Result<(u32, u32), Error> {
+        let mut out = Vec::new();
+        crate::sys::test_run(&self.prog, frame, &mut out, 1)
+            .map_err(|e| Error::TestRun(e.to_string()))
+    }
 }
 
 /// The loaded XDP plan executor.
@@ -149,6 +164,10 @@ pub struct Tier {
     vrf: HashMap<(u32, Ipv6Net), RouteValue>,
     /// The `routes4` map's entries, with the plan slots they name.
     routes4: HashMap<Ipv4Net, RouteValue>,
+    /// The ports set (their IOAM ids are in the blocks).
+    ports: HashMap<u32, PortEntry>,
+    /// The `ioam_blk` map's entries.
+    blocks: HashMap<IoamBlockKey, IoamBlock>,
     barrier: crate::sys::Barrier,
 }
 
@@ -179,6 +198,7 @@ impl Tier {
             .map_max_entries("egress_tx", sizes.egress)
             .map_max_entries("xsks", sizes.queues)
             .map_max_entries("xsk_base", sizes.ports)
+            .map_max_entries("ioam_blk", sizes.ioam_blocks.max(1))
             .load(object)
             .map_err(|e| Error::Load(format!("{e:#}")))?;
         let prog: &mut Xdp = ebpf
@@ -206,6 +226,8 @@ impl Tier {
             ioam: HashMap::new(),
             vrf: HashMap::new(),
             routes4: HashMap::new(),
+            ports: HashMap::new(),
+            blocks: HashMap::new(),
             barrier,
         })
     }
@@ -372,6 +394,7 @@ impl Tier {
             }
             self.ioam = want;
         }
+        self.refresh_ioam_blocks()?;
         // 3. Slots no route names.
         self.refs.clear();
         for v in self
@@ -571,7 +594,94 @@ impl Tier {
     pub fn set_port(&mut self, ifindex: u32, port: PortEntry) -> Result<(), Error> {
         let mut ports: BpfHashMap<&mut MapData, u32, PortEntry> =
             BpfHashMap::try_from(self.map_mut("ports")?).map_err(map_err("ports"))?;
-        ports.insert(ifindex, port, 0).map_err(map_err("ports"))
+        ports.insert(ifindex, port, 0).map_err(map_err("ports"))?;
+        self.ports.insert(ifindex, port);
+        self.refresh_ioam_blocks()
+    }
+
+    /// Makes every precomputed IOAM block follow the `ioam` entries and the ports' ids (after a change of
+    /// either): a block whose entry or port is gone is removed, a changed one rewritten (a hash update replaces
+    /// the element under RCU: a packet reads the old block or the new one).
+    fn refresh_ioam_blocks(&mut self) -> Result<(), Error> {
+        if self.blocks.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<IoamBlockKey> = self.blocks.keys().copied().collect();
+        let (ioam, ports) = (&self.ioam, &self.ports);
+        let mut map: BpfHashMap<&mut MapData, IoamBlockKey, IoamBlock> =
+            BpfHashMap::try_from(self.ebpf.map_mut("ioam_blk").ok_or(Error::Map {
+                map: "ioam_blk",
+                err: "not in the object".into(),
+            })?)
+            .map_err(map_err("ioam_blk"))?;
+        for k in keys {
+            let now = ioam
+                .get(&k.nse)
+                .and_then(|e| crate::ioam_block::block(e, k.ty, ports.get(&k.ingress)?));
+            match now {
+                Some(b) if self.blocks.get(&k) != Some(&b) => {
+                    map.insert(k, b, 0).map_err(map_err("ioam_blk"))?;
+                    self.blocks.insert(k, b);
+                }
+                Some(_) => {}
+                None => {
+                    map.remove(&k).map_err(map_err("ioam_blk"))?;
+                    self.blocks.remove(&k);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the IOAM transit blocks the driver looked for and did not find since the last call (the keys it
+    /// records per CPU in `ioam_miss`), as far as the map has room; returns how many were added. Called by the
+    /// engine at every turn of its control loop: a trace type met in transit is filled by copying its block from
+    /// then on (before, and for keys that have no block — a namespace this node does not know, a block the map
+    /// has no room for — the driver assembles the block field by field, with the same bytes).
+    pub fn learn_ioam(&mut self) -> Result<usize, Error> {
+        let misses: PerCpuArray<&MapData, IoamMisses> =
+            PerCpuArray::try_from(self.map("ioam_miss")?).map_err(map_err("ioam_miss"))?;
+        let per_cpu = misses.get(&0, 0).map_err(map_err("ioam_miss"))?;
+        let mut want: Vec<IoamBlockKey> = Vec::new();
+        for m in per_cpu.iter() {
+            let n = (m.n as usize).min(crate::layout::IOAM_MISSES);
+            want.extend(m.k[..n].iter().filter(|k| !self.blocks.contains_key(k)));
+        }
+        want.sort_unstable();
+        want.dedup();
+        let mut added = 0;
+        for k in want {
+            if self.blocks.len() >= self.sizes.ioam_blocks as usize {
+                break;
+            }
+            let Some(b) = self
+                .ioam
+                .get(&k.nse)
+                .and_then(|e| crate::ioam_block::block(e, k.ty, self.ports.get(&k.ingress)?))
+            else {
+                continue;
+            };
+            let mut map: BpfHashMap<&mut MapData, IoamBlockKey, IoamBlock> =
+                BpfHashMap::try_from(self.map_mut("ioam_blk")?).map_err(map_err("ioam_blk"))?;
+            map.insert(k, b, 0).map_err(map_err("ioam_blk"))?;
+            self.blocks.insert(k, b);
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    /// The IOAM transit blocks in the driver's map.
+    pub fn ioam_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// How many times the driver found no precomputed block for a trace of a namespace of this node (summed over
+    /// the CPUs): it then assembled the block field by field.
+    pub fn ioam_misses(&self) -> Result<u64, Error> {
+        let misses: PerCpuArray<&MapData, IoamMisses> =
+            PerCpuArray::try_from(self.map("ioam_miss")?).map_err(map_err("ioam_miss"))?;
+        let per_cpu = misses.get(&0, 0).map_err(map_err("ioam_miss"))?;
+        Ok(per_cpu.iter().map(|m| u64::from(m.n)).sum())
     }
 
     /// Sends the plans whose egress is `slot` (an lwt6 device index) out of interface `ifindex`.

@@ -1477,6 +1477,191 @@ fn ioam_transit_matches_userspace() {
     );
 }
 
+/// The transit frames of one trace shape must match the userspace router's twice: with the driver assembling
+/// this node's block field by field (no block yet for a key met the first time), then, once the tier has learnt
+/// the missed keys, copying the precomputed block (no miss recorded).
+fn transit_twice(b: &mut Bench, what: &str, frames: &[(String, Vec<u8>)], filled: u64) -> usize {
+    for (how, f) in frames {
+        forwarded_filling(
+            b,
+            &format!("{what}, {how}, field by field"),
+            f,
+            Kind::IoamTransit,
+            filled,
+        );
+    }
+    let learnt = b.tier.learn_ioam().unwrap();
+    let misses = b.tier.ioam_misses().unwrap();
+    for (how, f) in frames {
+        forwarded_filling(
+            b,
+            &format!("{what}, {how}, block copied"),
+            f,
+            Kind::IoamTransit,
+            filled,
+        );
+    }
+    assert_eq!(
+        b.tier.ioam_misses().unwrap(),
+        misses,
+        "{what}: the precomputed block was found"
+    );
+    learnt
+}
+
+#[test]
+fn ioam_transit_blocks_match_userspace() {
+    let Some(mut b) = bench_of(&transit_conf(true), Sizes::default()) else {
+        return;
+    };
+    let nl = lwt6_dataplane::wire::ioam::node_len_for_type;
+    // (namespace, trace type): the kernel tests' shapes, the wide fields, the schema, every bit but the
+    // timestamps, a namespace without data.
+    let shapes = [
+        (123u16, 0xc4_0000u32),
+        (123, 0x80_0000),
+        (123, 0x00_e000),
+        (123, 0x80_0002),
+        (123, 0xcf_ffff),
+        (123, 0x00_0ffd),
+        (200, 0xc4_0000),
+        (200, 0x86_0000),
+        (200, 0xcf_ffff),
+    ];
+    let mut learnt = 0;
+    for (ns, ty) in shapes {
+        // This node's block: NodeLen words, and the schema's (8 bytes and its 4-byte header) with bit 22 in 123.
+        let words = nl(ty) + if ns == 123 && ty & 2 != 0 { 3 } else { 0 };
+        for (dst, egress) in [("2001:db8::7", "r1"), ("2001:db8:3::1", "r2")] {
+            // Room: several nodes, exactly one (the trace full after this node), one word short, none.
+            for rem in [(3 * words).min(60), words, words - 1, 0] {
+                let opt = trace_option(ns, ty, rem, None, 0, &[]);
+                let frames: Vec<(String, Vec<u8>)> = [(64u8, 8usize), (2, 100), (255, 0)]
+                    .into_iter()
+                    .map(|(h, n)| {
+                        (
+                            format!("hop limit {h}, {n} bytes"),
+                            hbh_frame(dst, h, &hbh_of(std::slice::from_ref(&opt)), n),
+                        )
+                    })
+                    .collect();
+                let what = format!(
+                    "IOAM transit block, ns {ns}, type {ty:#08x}, out of {egress}, room {rem}"
+                );
+                learnt += transit_twice(&mut b, &what, &frames, 1);
+            }
+        }
+    }
+    assert!(learnt >= shapes.len() * 2, "blocks learnt: {learnt}");
+    // Two traces of two namespaces, both with blocks now; and a node already there.
+    let two = hbh_of(&[
+        trace_option(123, 0xc4_0000, 6, None, 0, &[]),
+        trace_option(200, 0x86_0000, 3, None, 0, &[]),
+    ]);
+    transit_twice(
+        &mut b,
+        "two traces",
+        &transit_frames("2001:db8::7", &two),
+        2,
+    );
+    let pre = hbh_of(&[trace_option(123, 0xc4_0000, 3, None, 0, &PREFILLED)]);
+    transit_twice(
+        &mut b,
+        "a node already there",
+        &transit_frames("2001:db8::7", &pre),
+        1,
+    );
+    // With blocks: hop limit 1 to the worker; timestamps (a refused block once learnt? never learnt: the fill
+    // goes to the worker before) to the worker; an inconsistent NodeLen and RemainingLen past the option dropped
+    // by the router.
+    let hbh = hbh_of(&[trace_option(123, 0xc4_0000, 6, None, 0, &[])]);
+    slow(
+        &mut b,
+        "block, hop limit 1",
+        &hbh_frame("2001:db8::7", 1, &hbh, 16),
+        Why::HopLimit,
+    );
+    for (what, opt, why) in [
+        (
+            "timestamps",
+            trace_option(123, 0xf0_0000, 8, None, 0, &[]),
+            Why::IoamField,
+        ),
+        (
+            "inconsistent NodeLen",
+            trace_option(123, 0xc4_0000, 6, Some(2), 0, &[]),
+            Why::IoamInvalid,
+        ),
+        (
+            "RemainingLen past the option",
+            {
+                let mut o = trace_option(123, 0xc4_0000, 6, None, 0, &[]);
+                o[7] = 7;
+                o
+            },
+            Why::IoamInvalid,
+        ),
+    ] {
+        for round in 0..2 {
+            let f = hbh_frame("2001:db8::7", 64, &hbh_of(std::slice::from_ref(&opt)), 16);
+            slow(&mut b, &format!("block, {what}, round {round}"), &f, why);
+            b.tier.learn_ioam().unwrap();
+        }
+    }
+    // A refused block learnt (timestamps): still to the worker when this node would write, Overflow in the driver
+    // when there is no room.
+    assert!(
+        b.tier.ioam_blocks() > learnt,
+        "the timestamps' block is learnt too"
+    );
+    transit_twice(
+        &mut b,
+        "timestamps without room",
+        &transit_frames(
+            "2001:db8::7",
+            &hbh_of(&[trace_option(123, 0xf0_0000, 3, None, 0, &[])]),
+        ),
+        1,
+    );
+    // A snapshot that changes the namespace's data and the egress ids: the blocks follow.
+    let changed = transit_conf(true)
+        .replace("data 0xdeadbeef wide", "data 0x01020304 wide")
+        .replace("r1.ioam6_id=0x0c0c", "r1.ioam6_id=0x0e0e");
+    let r2 = router_of(&changed);
+    b.tier.install(&lwt6_xdp::tables(&r2.snapshot())).unwrap();
+    b.router = r2;
+    let misses = b.tier.ioam_misses().unwrap();
+    for (how, f) in transit_frames(
+        "2001:db8::7",
+        &hbh_of(&[trace_option(123, 0xc4_0000, 6, None, 0, &[])]),
+    ) {
+        forwarded_filling(
+            &mut b,
+            &format!("after a change, {how}"),
+            &f,
+            Kind::IoamTransit,
+            1,
+        );
+    }
+    assert_eq!(
+        b.tier.ioam_misses().unwrap(),
+        misses,
+        "the changed block was found"
+    );
+    // IOAM domains: no `ioam` entry, so no block either.
+    let text = transit_conf(true) + "ioam domain add d1 namespace 123 ingress r0 egress r1\n";
+    b.tier
+        .install(&lwt6_xdp::tables(&router_of(&text).snapshot()))
+        .unwrap();
+    assert_eq!(b.tier.ioam_blocks(), 0, "blocks removed with their entries");
+    slow(
+        &mut b,
+        "domains, with blocks before",
+        &hbh_frame("2001:db8::7", 64, &hbh, 16),
+        Why::HopByHop,
+    );
+}
+
 #[test]
 fn ioam_transit_disabled_on_the_ingress_forwards_unchanged() {
     let Some(mut b) = bench_of(&transit_conf(false), Sizes::default()) else {
@@ -1530,6 +1715,7 @@ fn random_transit_frames_agree_with_userspace() {
     };
     let b = std::cell::RefCell::new(b);
     let (sent, filled) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u64));
+    let seen = std::cell::Cell::new(0u32);
     let cases = 2000;
     // Up to three traces: namespace (known, known with a schema, unknown), trace type (the kernel tests' and any
     // 24 bits), RemainingLen, NodeLen right or not, the Overflow flag; then a hop limit, a payload, an egress and
@@ -1574,6 +1760,14 @@ fn random_transit_frames_agree_with_userspace() {
                 }
             }
             let before = b.borrow().tier.counters().unwrap().ioam_filled;
+            // Half of the way with precomputed blocks for the trace types met so far.
+            if seen.get().is_multiple_of(50) && seen.get() > cases / 2 {
+                b.borrow_mut()
+                    .tier
+                    .learn_ioam()
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            }
+            seen.set(seen.get() + 1);
             let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
             sent.set(sent.get() + u32::from(driver));
             filled.set(filled.get() + b.borrow().tier.counters().unwrap().ioam_filled - before);
@@ -1586,6 +1780,7 @@ fn random_transit_frames_agree_with_userspace() {
         sent.get()
     );
     assert!(filled.get() > 0, "no trace filled");
+    assert!(b.borrow().tier.ioam_blocks() > 0, "no block learnt");
     eprintln!(
         "{} of {cases} random transit frames forwarded in the driver, {} traces filled",
         sent.get(),
