@@ -17,13 +17,17 @@ use ipnet::IpNet;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+mod addr;
 mod apply;
 mod build;
+mod deps;
 mod incremental;
 mod plans;
+mod settings;
 mod writer;
 
 pub use incremental::changes_between;
+pub use settings::Settings;
 pub use writer::{SnapshotHandle, SnapshotWriter};
 
 /// The route id of tunnels that no route of the main table carries (policies of End.B6 routes, tunnels of routes
@@ -125,6 +129,35 @@ pub enum Change {
         /// The neighbour's address.
         addr: IpAddr,
     },
+    /// `addr add ADDR/LEN dev DEV`: one more address of the router on `dev`, with its connected route (metric
+    /// 256 for IPv6, 0 for IPv4, as the kernel adds it). What follows it in the snapshot: the local-address set,
+    /// the connected route (and the tunnels routed into its prefix), the plans of the routes whose prefix now
+    /// contains one of our addresses, and the outer source every tunnel selects for its destination (RFC 6724,
+    /// `crate::hop::saddr`). [`changes_between`] makes it only where the result equals a rebuild: not when a
+    /// route of the same prefix and metric exists already, nor when a route configured without `dev` has its
+    /// gateway inside the new prefix (its device would be looked up again).
+    ///
+    /// For followers of the table (the XDP tier): a route was added (the connected one, [`Origin::Connected`]
+    /// (crate::fib::Origin::Connected), no gateway, no plan) and `is_local6`/`is_local4` answer yes for `addr`.
+    AddrAdd {
+        /// Device.
+        dev: DevId,
+        /// The address.
+        addr: IpAddr,
+        /// Its prefix length (the connected route's).
+        prefix_len: u8,
+        /// The line the change came from (for errors and the connected route).
+        line: usize,
+    },
+    /// `sysctl ...`, `ioam namespace|schema|domain ...`, `sr tunsrc set ...`, `sr hmac set ...`: the node's
+    /// settings as they are after the lines (all of them: they are small next to a table), replacing the
+    /// snapshot's. Only the plans that depend on a setting are made again: seg6 `encap`/`encap.red` plans (outer
+    /// source, HMAC key, `seg6_flowlabel`) and ioam6 plans (node and interface ids, namespaces baked into their
+    /// templates) whose way out is known (see `deps.rs`); everything else reads the settings per packet.
+    ///
+    /// For followers of the table: no route changes; plans of tunnel routes may (their templates, or whether
+    /// they have one), and the node's IOAM identity and sysctls ([`Snapshot::ioam`], [`Snapshot::seg6_first_word`]).
+    Settings(Box<Settings>),
 }
 
 /// A neighbour learned from the wire, as the snapshot holds it (see [`Change::NeighSet`]).
@@ -185,6 +218,9 @@ pub struct Snapshot {
     pub(crate) tunnel_births: u64,
     /// Plan slots of removed tunnel routes (a tunnel's plan is its route's alone), reused by the next plans.
     free_plans: Vec<u32>,
+    /// What depends on what, beyond the routes themselves: the tunnels whose plan depends on the node's settings,
+    /// the gateways of routes configured without a device (see `deps.rs`).
+    deps: deps::Deps,
     pub(crate) hmac: HashMap<u32, HmacSecret>,
     pub(crate) tunsrc: Option<Ipv6Addr>,
     pub(crate) ioam: IoamNode,
