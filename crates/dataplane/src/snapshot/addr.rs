@@ -2,11 +2,10 @@
 //! on it, as a rebuild would derive it.
 
 use super::{NO_ROUTE, Snapshot, cfg_err};
-use crate::fib::{DevId, Origin, RouteEntry, RouteId, TunnelId};
+use crate::fib::{DevId, Origin, RouteEntry, RouteId};
 use crate::spec::ConfigError;
 use ipnet::IpNet;
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 
 impl Snapshot {
     /// The connected route of address `addr/prefix_len` (the kernel's: metric 256 for IPv6, 0 for IPv4).
@@ -47,8 +46,9 @@ impl Snapshot {
     /// Adds address `addr/prefix_len` on `dev`: the link's address list, the local set, the connected route (with
     /// the tunnels routed into it), the plans whose key says whether a local address is inside the route's
     /// prefix, and the outer sources tunnels select (RFC 6724 over the addresses: a new address may win for any
-    /// destination). Cost: the routes covering the address (at most one per prefix length and metric), and one
-    /// look per tunnel with a fixed destination, a source selection per distinct (device, destination).
+    /// destination). Cost: the routes covering the address (at most one per prefix length and metric), the
+    /// tunnels routed into its prefix, and the plans holding a selected source (see
+    /// [`Snapshot::reselect_sources`]); not the table, not the tunnels without a plan.
     pub(super) fn add_addr(
         &mut self,
         dev: DevId,
@@ -104,28 +104,19 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Selects again the outer source of every tunnel with a fixed destination (as [`Snapshot::add_route`]
-    /// selected it), and plans again those whose source changed and whose plan depends on it.
+    /// After an address came: the outer sources tunnels cached are stale (one counter, not a pass over the
+    /// tunnels: the general path selects them per packet again until the next rebuild), and the plans that hold
+    /// a selected source (the tunnels of the settings index with a fixed destination) are made again. Every such
+    /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins by
+    /// coming last).
     fn reselect_sources(&mut self) {
-        let mut memo: HashMap<(Option<DevId>, Ipv6Addr), Option<Ipv6Addr>> = HashMap::new();
-        let mut replan: Vec<RouteId> = Vec::new();
-        for tid in 0..self.tunnels.len() as TunnelId {
-            let Some(dst) = self.tunnels[tid].fixed_destination() else {
-                continue;
-            };
-            let (dev, old) = self.tun_src[tid];
-            let new = *memo
-                .entry((dev, dst))
-                .or_insert_with(|| self.source_for(dev, &dst));
-            if new == old {
-                continue;
-            }
-            self.tun_src[tid].1 = new;
-            let route = self.tunnel_route[tid];
-            if route != NO_ROUTE && self.settings_dep(tid) {
-                replan.push(route);
-            }
-        }
+        self.addr_gen = self.addr_gen.wrapping_add(1);
+        let mut replan: Vec<RouteId> = self
+            .settings_deps()
+            .filter(|t| self.tunnels[*t].fixed_destination().is_some())
+            .map(|t| self.tunnel_route[t])
+            .filter(|r| *r != NO_ROUTE)
+            .collect();
         replan.sort_unstable();
         for id in replan {
             self.plan_route(id);

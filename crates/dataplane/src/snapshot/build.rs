@@ -132,6 +132,7 @@ impl Snapshot {
             all: Default::default(),
             rx_headroom: MIN_RX_HEADROOM,
             tun_src: Vec::new(),
+            addr_gen: 0,
         };
         // Sysctls, IOAM, SRv6 source and keys: derived as a `Change::Settings` derives them.
         let settings = super::settings::Derived::of(cfg, &snap)?;
@@ -224,14 +225,14 @@ impl Snapshot {
             Some(tid) => {
                 self.tunnel_births += 1;
                 self.tunnels[tid] = t;
-                self.tun_src[tid] = src;
+                self.tun_src[tid] = (src.0, src.1, self.addr_gen);
                 self.tunnel_route[tid] = NO_ROUTE;
                 self.tunnel_born[tid] = self.tunnel_births;
                 tid
             }
             None => {
                 self.tunnels.push(t);
-                self.tun_src.push(src);
+                self.tun_src.push((src.0, src.1, self.addr_gen));
                 self.tunnel_route.push(NO_ROUTE);
                 self.tunnel_born.push(self.tunnel_births);
                 self.tunnels.len() - 1

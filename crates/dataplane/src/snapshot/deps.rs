@@ -133,9 +133,9 @@ impl Snapshot {
         }
     }
 
-    /// Whether tunnel `tid` is in the settings index (its plan depends on the source it selects).
-    pub(super) fn settings_dep(&self, tid: TunnelId) -> bool {
-        self.deps.settings.contains(&tid)
+    /// The tunnels of the settings index (their plan depends on the settings or on the source they select).
+    pub(super) fn settings_deps(&self) -> impl Iterator<Item = TunnelId> + '_ {
+        self.deps.settings.iter().copied()
     }
 
     /// Files route `id` of the main table (just inserted) under its gateway.

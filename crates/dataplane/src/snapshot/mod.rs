@@ -182,9 +182,13 @@ pub struct Snapshot {
     pub(crate) dyn6: HashMap<(DevId, Ipv6Addr), DynNeigh, FastBuild>,
     pub(crate) dyn4: HashMap<(DevId, Ipv4Addr), DynNeigh, FastBuild>,
     /// Per tunnel: the device of the route carrying it and the outer source address selected on it for the
-    /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once at build time as Linux caches it per
-    /// tunnel; used when the packet's route device is that one.
-    tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>)>,
+    /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once when the tunnel is installed, with the
+    /// value of `addr_gen` then; used when the packet's route device is that one and no address came since.
+    tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>, u32)>,
+    /// Addresses added in place so far (`Change::AddrAdd`): a new address may win the source selection for any
+    /// destination, so it makes every cached `tun_src` stale at once (selected per packet again, as a rebuild
+    /// would select it) instead of a pass over the tunnels.
+    addr_gen: u32,
     fib: Fib,
     /// The routing tables other than main (`table N`), by id: looked up only by the behaviours that name them
     /// (End.T, End.DT4/6/46); a route in one of them is invisible to received packets. No plans.
@@ -394,7 +398,7 @@ impl Snapshot {
         dst: &Ipv6Addr,
     ) -> Option<Ipv6Addr> {
         match self.tun_src.get(tunnel) {
-            Some(&(dev, src)) if dev == route_dev => src,
+            Some(&(dev, src, generation)) if dev == route_dev && generation == self.addr_gen => src,
             _ => self.source_for(route_dev, dst),
         }
     }
