@@ -28,8 +28,10 @@ use std::net::{IpAddr, Ipv6Addr};
 /// The indexes (see the module's text).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Deps {
-    /// Tunnels carried by a route of the main table whose plan depends on the node's settings.
-    settings: HashSet<TunnelId, FastBuild>,
+    /// Seg6 tunnels carried by a route of the main table whose plan depends on the node's settings.
+    seg6: HashSet<TunnelId, FastBuild>,
+    /// Ioam6 tunnels carried by a route of the main table (their plans depend on the IOAM settings).
+    ioam: HashSet<TunnelId, FastBuild>,
     /// Gateways of routes configured without `dev` (every table).
     pub(super) via_only: HashSet<IpAddr, FastBuild>,
     /// Per gateway: the routes of the main table through it.
@@ -89,21 +91,29 @@ impl Snapshot {
 
     /// Files tunnel `tid` (just planned) under the settings its plan depends on, or takes it out.
     pub(super) fn note_tunnel_deps(&mut self, tid: TunnelId) {
+        let set = match &self.tunnels[tid] {
+            Tunnel::Output(_) => &mut self.deps.ioam,
+            _ => &mut self.deps.seg6,
+        };
+        set.remove(&tid);
         if self.depends_on_settings(tid) {
-            self.deps.settings.insert(tid);
-        } else {
-            self.deps.settings.remove(&tid);
+            match &self.tunnels[tid] {
+                Tunnel::Output(_) => self.deps.ioam.insert(tid),
+                _ => self.deps.seg6.insert(tid),
+            };
         }
     }
 
     /// Takes tunnel `tid` (released) out of the indexes.
     pub(super) fn forget_tunnel_deps(&mut self, tid: TunnelId) {
-        self.deps.settings.remove(&tid);
+        self.deps.seg6.remove(&tid);
+        self.deps.ioam.remove(&tid);
     }
 
     /// After a build: files every tunnel of the main table.
     pub(super) fn index_all_tunnel_deps(&mut self) {
-        self.deps.settings.clear();
+        self.deps.seg6.clear();
+        self.deps.ioam.clear();
         for tid in 0..self.tunnels.len() {
             if self.tunnel_route[tid] != NO_ROUTE {
                 self.note_tunnel_deps(tid);
@@ -111,22 +121,28 @@ impl Snapshot {
         }
     }
 
-    /// Plans again the tunnels whose plan depends on the settings: the seg6 ones when `seg6` (source, keys,
-    /// flow label changed), the ioam6 ones when `ioam` (ids, namespaces changed).
-    pub(super) fn replan_settings_deps(&mut self, seg6: bool, ioam: bool) {
-        let mut routes: Vec<_> = self
-            .deps
-            .settings
-            .iter()
-            .filter(|t| match &self.tunnels[**t] {
-                Tunnel::Input(_) => seg6,
-                Tunnel::Output(_) => ioam,
-                Tunnel::Local(_) => false,
-            })
-            .map(|t| self.tunnel_route[*t])
-            .filter(|r| *r != NO_ROUTE)
-            .collect();
-        // In route order: the same order whatever the set's, so that plan slots are reused alike.
+    /// Plans again the tunnels whose plan depends on the settings: every seg6 one when `seg6` (source or flow
+    /// label changed), those whose HMAC key is in `keys` (keys set or changed), the ioam6 ones when `ioam` (ids,
+    /// namespaces changed). Each index is looked at only when its settings changed.
+    pub(super) fn replan_settings_deps(&mut self, seg6: bool, keys: &[u32], ioam: bool) {
+        let mut routes: Vec<RouteId> = Vec::new();
+        if seg6 || !keys.is_empty() {
+            routes.extend(
+                self.deps
+                    .seg6
+                    .iter()
+                    .filter(|t| {
+                        seg6 || matches!(&self.tunnels[**t],
+                            Tunnel::Input(InputTunnel::Seg6(s)) if s.hmac_key.is_some_and(|k| keys.contains(&k)))
+                    })
+                    .map(|t| self.tunnel_route[*t]),
+            );
+        }
+        if ioam {
+            routes.extend(self.deps.ioam.iter().map(|t| self.tunnel_route[*t]));
+        }
+        routes.retain(|r| *r != NO_ROUTE);
+        // In route order: the same order whatever the sets', so that plan slots are reused alike.
         routes.sort_unstable();
         for id in routes {
             self.plan_route(id);
@@ -135,7 +151,7 @@ impl Snapshot {
 
     /// The tunnels of the settings index (their plan depends on the settings or on the source they select).
     pub(super) fn settings_deps(&self) -> impl Iterator<Item = TunnelId> + '_ {
-        self.deps.settings.iter().copied()
+        self.deps.seg6.iter().chain(&self.deps.ioam).copied()
     }
 
     /// Files route `id` of the main table (just inserted) under its gateway.

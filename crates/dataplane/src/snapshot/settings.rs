@@ -155,14 +155,27 @@ impl Snapshot {
     /// [`Change::Settings`](super::Change::Settings): the settings replaced, then the plans that depend on what
     /// changed made again. Seg6 encap plans depend on the outer source, the HMAC keys and `seg6_flowlabel`;
     /// ioam6 plans on the node's and the interfaces' ids and the namespaces (baked into their templates). Only
-    /// the tunnels whose plan depends on the settings at all ([`super::deps`]) are looked at: a setting that
-    /// changes what every such plan writes (the tunnel source, in every seg6 encap template) costs one plan per
-    /// such tunnel, any other line nothing per route.
+    /// the tunnels whose plan depends on the settings at all ([`super::deps`]) are looked at, and of those only
+    /// the kind a setting reaches (seg6 or ioam6; for a key, the tunnels naming it): a setting that changes what
+    /// every such plan writes (the tunnel source, in every seg6 encap template) costs one plan per such tunnel,
+    /// any other line nothing per route.
     pub(super) fn apply_settings(&mut self, s: &Settings) -> Result<(), ConfigError> {
         let d = Derived::of(&s.config(), self)?;
-        let seg6 = d.hmac != self.hmac
-            || d.tunsrc != self.tunsrc
-            || d.seg6_flowlabel != self.seg6_flowlabel;
+        let seg6 = d.tunsrc != self.tunsrc || d.seg6_flowlabel != self.seg6_flowlabel;
+        // The keys set, changed or gone: only the tunnels naming one of them are planned again for the keys.
+        let mut keys: Vec<u32> = d
+            .hmac
+            .iter()
+            .filter(|(k, v)| self.hmac.get(k) != Some(v))
+            .map(|(k, _)| *k)
+            .chain(
+                self.hmac
+                    .keys()
+                    .filter(|k| !d.hmac.contains_key(k))
+                    .copied(),
+            )
+            .collect();
+        keys.sort_unstable();
         let ioam = d.ioam.node_id != self.ioam.node_id
             || d.ioam.node_id_wide != self.ioam.node_id_wide
             || d.ioam.namespaces != self.ioam.namespaces
@@ -170,9 +183,7 @@ impl Snapshot {
                 (l.sysctl.ioam6_id, l.sysctl.ioam6_id_wide) != (n.ioam6_id, n.ioam6_id_wide)
             });
         self.set_settings(d);
-        if seg6 || ioam {
-            self.replan_settings_deps(seg6, ioam);
-        }
+        self.replan_settings_deps(seg6, &keys, ioam);
         Ok(())
     }
 }
