@@ -10,7 +10,7 @@ and in-place control lines*).
    every step, and bytes per route (the growth over the routes the batch added).
 2. Lines: on a router with --lines-at routes, each kind of control line sent straight over the socket --rounds
    times (its undo after each): `route add`, `neigh add`, `addr add`, `sysctl`, `ioam namespace add`,
-   `sr tunsrc set`; the median round trip.
+   `ioam schema add`, `ioam namespace set`, `sr tunsrc set`, `sr hmac set`; the median round trip.
 
 Reuses the namespace and request helpers of scripts/bench-ctl.py. Needs root, `ip`. The namespace is removed on
 every exit path.
@@ -126,7 +126,10 @@ LINES = [
     ("addr", "addr add fd00:3:{k:x}::1/64 dev r1", None),
     ("sysctl", "sysctl net.ipv6.ioam6_id={k}", None),
     ("ioam", "ioam namespace add {k}", None),
+    ("ioam schema", "ioam schema add {k} s{k}", None),
+    ("ioam namespace set", "ioam namespace set {k} schema {k}", None),
     ("sr", "sr tunsrc set fd00:2::{k}", None),
+    ("sr hmac", "sr hmac set {k} sha256 secret s{k}", None),
 ]
 
 

@@ -275,7 +275,15 @@ impl TemplatesBuilder {
                 return *r;
             }
         }
-        if let Some(start) = self.free.get_mut(&slot_len(t.len())).and_then(Vec::pop) {
+        // A free slot of the same size class whose bytes exist: one released at the end of the block may be
+        // shorter than `t` (a size class spans a cache line of lengths).
+        let have = self.bytes.len();
+        let fits = |s: &u32| *s as usize + t.len() <= have;
+        if let Some(start) = self
+            .free
+            .get_mut(&slot_len(t.len()))
+            .and_then(|v| v.iter().rposition(fits).map(|i| v.swap_remove(i)))
+        {
             let at = start as usize;
             self.bytes[at..at + t.len()].copy_from_slice(t);
             let r = TemplateRef {
@@ -411,6 +419,19 @@ impl Templates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A template released at the end of the block leaves a slot whose size class holds longer templates than
+    /// the bytes behind it: a longer one of that class goes after it, not over the end.
+    #[test]
+    fn a_slot_at_the_end_takes_no_longer_template() {
+        let mut b = TemplatesBuilder::default();
+        let short = b.add(&[1u8; 10]);
+        b.release(short);
+        let long = b.add(&[2u8; 40]);
+        assert!(long.start_offset() + long.len() <= b.len());
+        let t = b.materialize(0);
+        assert_eq!(t.get(t.rebase(long)), &[2u8; 40][..]);
+    }
 
     #[test]
     fn templates_sit_in_the_second_half_of_a_page_on_a_cache_line_and_are_shared() {

@@ -6,11 +6,12 @@
 //! then configuration lines up to the end of the request, applied in order as one atomic step. The reply's first
 //! line is `ok` or `error: MESSAGE`; what
 //! follows is the output. Configuration lines are applied to the running configuration itself, in a transaction
-//! ([`Builder::transaction`]: a route line is a lookup in the route index and an entry in the undo log); when the
-//! lines are route lines only, the routes they changed (added, removed, replaced) change the published table in
-//! place through a [`SnapshotWriter`], so a route request costs the same whatever the size of the table. Any
-//! other line builds the configuration into a new snapshot, which is published (a cost in proportion to the
-//! table). The workers take either at their next batch. A line with an error changes nothing (nor does any line
+//! ([`Builder::transaction`]: a route line is a lookup in the route index and an entry in the undo log); the routes
+//! they changed (added, removed, replaced) and the other lines as changes (`neigh`, `addr`, `sysctl`, `ioam`,
+//! `sr`: [`changes_between`]) change the published table in place through a [`SnapshotWriter`], so a request
+//! costs the same whatever the size of the table. A line no change can follow (a link, an address whose
+//! connected route meets another) builds the configuration into a new snapshot, which is published (a cost in
+//! proportion to the table). The workers take either at their next batch. A line with an error changes nothing (nor does any line
 //! of its batch: the transaction is undone) and the reply names the token (and, in a batch, the line).
 
 use crate::engine::{Outbox, WorkerReport};
@@ -515,7 +516,8 @@ impl Control {
             }
             return Err(why);
         }
-        // Other lines the snapshot can follow in place (static neighbours) become changes; the rest rebuild it.
+        // Other lines the snapshot can follow in place (neighbours, addresses, sysctls, IOAM, `sr`: see
+        // `changes_between`) become changes; the rest rebuild it.
         let mut changes = Vec::new();
         if delta.other_lines {
             let before = tx.rest_before();
@@ -936,7 +938,14 @@ pub(crate) mod tests {
         );
         let (ok, _) = c.handle_line("sysctl net.ipv6.ioam6_id=7");
         assert!(ok);
-        assert!(c.writer.is_none(), "a sysctl line rebuilds the snapshot");
+        assert!(
+            c.writer.is_some(),
+            "a sysctl line changes the snapshot in place"
+        );
+        // An address in the prefix of one already there: a rebuild (its connected route meets the other's).
+        let (ok, msg) = c.handle_line("addr add fd00:2::9/64 dev r1");
+        assert!(ok, "{msg}");
+        assert!(c.writer.is_none(), "this address rebuilds the snapshot");
         assert!(
             routes(&c).contains("fd00:56::/64"),
             "the rebuilt snapshot keeps the added routes"
@@ -984,14 +993,23 @@ pub(crate) mod tests {
         let (ok, msg) = c.handle_line("-6 route del fd00:58::/64");
         assert!(ok, "{msg}");
         assert!(c.writer.is_some() && !routes(&c).contains("fd00:58::"));
-        // Routes and something else: rebuilt.
+        // Routes and an address: in place too.
         let (ok, msg) = c.handle_batch(&[
             "-6 route add fd00:5b::/64 via fd00:2::2 dev r1",
             "addr add fd00:3::1/64 dev r1",
         ]);
         assert!(ok, "{msg}");
-        assert!(c.writer.is_none(), "a batch with an address rebuilds");
-        assert!(routes(&c).contains("fd00:5b::/64"));
+        assert!(c.writer.is_some(), "a batch with a new address: in place");
+        assert!(routes(&c).contains("fd00:5b::/64") && routes(&c).contains("fd00:3::/64"));
+        assert_eq!(routes(&c), rebuilt(&c));
+        // Routes and an address whose connected route meets another's: rebuilt.
+        let (ok, msg) = c.handle_batch(&[
+            "-6 route add fd00:5c::/64 via fd00:2::2 dev r1",
+            "addr add fd00:3::2/64 dev r1",
+        ]);
+        assert!(ok, "{msg}");
+        assert!(c.writer.is_none(), "this batch rebuilds");
+        assert!(routes(&c).contains("fd00:5c::/64"));
         assert_eq!(routes(&c), rebuilt(&c));
     }
 

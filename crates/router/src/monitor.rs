@@ -296,8 +296,12 @@ impl Events {
                             "dst": addr.to_string(), "dev": d}),
                     )
                 }
-                // Static entries change only through requests, whose lines are events of their own.
-                Change::StaticNeighSet { .. } | Change::StaticNeighDel { .. } => continue,
+                // Static entries, addresses and settings change only through requests, whose lines are events of
+                // their own.
+                Change::StaticNeighSet { .. }
+                | Change::StaticNeighDel { .. }
+                | Change::AddrAdd { .. }
+                | Change::Settings(_) => continue,
             };
             self.push(e);
         }

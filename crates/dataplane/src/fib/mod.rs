@@ -692,6 +692,15 @@ impl Fib {
         }
     }
 
+    /// The routes whose prefix contains `addr`, every prefix length and metric (at most one look per length).
+    pub fn covering_v6(&self, addr: Ipv6Addr) -> Vec<RouteId> {
+        (0..=128u8)
+            .filter_map(|len| Ipv6Net::new(addr, len).ok())
+            .filter_map(|p| self.v6.get(&p.trunc()))
+            .flat_map(|s| s.ids().iter().copied())
+            .collect()
+    }
+
     /// Number of routes in the table.
     pub fn len(&self) -> usize {
         self.live

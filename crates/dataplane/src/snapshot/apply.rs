@@ -87,6 +87,7 @@ impl Snapshot {
                 };
                 if let Some(r) = self.fib.route(id).cloned() {
                     self.release_tunnel(&r);
+                    self.forget_gateway_route(&r);
                 }
                 self.replan_within(*prefix);
                 Ok(())
@@ -172,6 +173,13 @@ impl Snapshot {
                 };
                 Ok(())
             }
+            Change::AddrAdd {
+                dev,
+                addr,
+                prefix_len,
+                line,
+            } => self.add_addr(*dev, *addr, *prefix_len, *line),
+            Change::Settings(s) => self.apply_settings(s),
             Change::NeighDel { dev, addr } => {
                 match addr {
                     IpAddr::V6(a) => {

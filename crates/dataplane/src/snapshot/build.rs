@@ -3,13 +3,12 @@
 
 use super::{Link, MIN_RX_HEADROOM, NO_ROUTE, Snapshot, cfg_err};
 use crate::fib::{DevId, Fib, Origin, RouteEntry, RouteId, TunnelId};
-use crate::hop::ioam::{IoamNode, Namespace};
+use crate::hop::ioam::IoamNode;
 use crate::plan::{Templates, TemplatesBuilder};
 use crate::spec::{
     Config, ConfigError, Encap, MAIN_TABLE, Route, Seg6Encap, Seg6LocalAction, Seg6Mode,
 };
 use crate::tunnel::Tunnel;
-use crate::tunnel::seg6::HmacSecret;
 use crate::wire::ethernet::{self};
 use ipnet::IpNet;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -46,13 +45,12 @@ impl Snapshot {
         let mut by_name = HashMap::new();
         for (i, l) in cfg.links.iter().enumerate() {
             let mac = l.mac.unwrap_or([0x02, 0, 0, 0, 0, (i + 1) as u8]);
-            let sysctl = cfg.sysctl.dev.get(&l.name).copied().unwrap_or_default();
             by_name.insert(l.name.clone(), i);
             links.push(Link {
                 name: l.name.clone(),
                 mac,
                 mtu: l.mtu,
-                sysctl,
+                sysctl: Default::default(),
                 addrs6: vec![],
                 addrs4: vec![],
             });
@@ -101,44 +99,8 @@ impl Snapshot {
                 IpAddr::V4(a) => neigh4.insert((d, a), n.lladdr),
             };
         }
-        let mut hmac = HashMap::new();
-        for k in &cfg.hmac_keys {
-            hmac.insert(
-                k.key_id,
-                HmacSecret {
-                    algo: k.algo,
-                    secret: k.secret.clone(),
-                },
-            );
-        }
         let connected = fib.clone();
-        let mut ioam = IoamNode {
-            node_id: cfg.sysctl.ioam6_id,
-            node_id_wide: cfg.sysctl.ioam6_id_wide,
-            namespaces: HashMap::default(),
-            domains: crate::hop::ioam_domain::Domains::build(cfg, links.len(), |n| {
-                by_name.get(n).copied()
-            })?,
-        };
-        for ns in &cfg.ioam_namespaces {
-            let schema = ns
-                .schema
-                .and_then(|sid| cfg.ioam_schemas.iter().find(|s| s.id == sid))
-                .map(|s| {
-                    let mut d = s.data.clone();
-                    d.resize(s.data.len().div_ceil(4) * 4, 0);
-                    (s.id, d)
-                });
-            ioam.namespaces.insert(
-                ns.id,
-                Namespace {
-                    data: ns.data,
-                    wide: ns.wide,
-                    schema,
-                },
-            );
-        }
-        let snap = Snapshot {
+        let mut snap = Snapshot {
             links,
             neigh6,
             neigh4,
@@ -161,19 +123,20 @@ impl Snapshot {
             tunnel_born: Vec::new(),
             tunnel_births: 0,
             free_plans: Vec::new(),
-            hmac,
-            tunsrc: cfg.sr_tunsrc.filter(|a| !a.is_unspecified()),
-            ioam,
-            seg6_flowlabel: cfg.sysctl.seg6_flowlabel,
-            seg6_first_word: if cfg.sysctl.seg6_flowlabel < 0 {
-                0xfff0_0000
-            } else {
-                u32::MAX
-            },
-            all: cfg.sysctl.all,
+            deps: Default::default(),
+            hmac: HashMap::new(),
+            tunsrc: None,
+            ioam: IoamNode::default(),
+            seg6_flowlabel: 0,
+            seg6_first_word: u32::MAX,
+            all: Default::default(),
             rx_headroom: MIN_RX_HEADROOM,
             tun_src: Vec::new(),
+            addr_gen: 0,
         };
+        // Sysctls, IOAM, SRv6 source and keys: derived as a `Change::Settings` derives them.
+        let settings = super::settings::Derived::of(cfg, &snap)?;
+        snap.set_settings(settings);
         Ok(snap)
     }
 
@@ -200,6 +163,11 @@ impl Snapshot {
             return Ok(self.fib.insert(entry));
         }
         let d = self.route_dev(r)?;
+        if r.dev.is_none()
+            && let Some(via) = r.via
+        {
+            self.deps.via_only.insert(via);
+        }
         let tunnel = r.encap.as_ref().map(|e| {
             let mut t = Tunnel::new(e);
             if let Tunnel::Local(l) = &mut t {
@@ -246,6 +214,7 @@ impl Snapshot {
         if let Some(t) = tunnel {
             self.tunnel_route[t] = id;
         }
+        self.note_gateway_route(id);
         Ok(id)
     }
 
@@ -256,14 +225,14 @@ impl Snapshot {
             Some(tid) => {
                 self.tunnel_births += 1;
                 self.tunnels[tid] = t;
-                self.tun_src[tid] = src;
+                self.tun_src[tid] = (src.0, src.1, self.addr_gen);
                 self.tunnel_route[tid] = NO_ROUTE;
                 self.tunnel_born[tid] = self.tunnel_births;
                 tid
             }
             None => {
                 self.tunnels.push(t);
-                self.tun_src.push(src);
+                self.tun_src.push((src.0, src.1, self.addr_gen));
                 self.tunnel_route.push(NO_ROUTE);
                 self.tunnel_born.push(self.tunnel_births);
                 self.tunnels.len() - 1
@@ -293,9 +262,11 @@ impl Snapshot {
             self.template_log.release(t);
             self.free_plans.push(p);
         }
+        self.forget_tunnel_deps(tid);
         if let Tunnel::Local(l) = &self.tunnels[tid]
             && let Some(policy) = l.policy
         {
+            self.forget_tunnel_deps(policy);
             self.tunnel_route[policy] = NO_ROUTE;
             self.free_tunnels.push(policy);
         }

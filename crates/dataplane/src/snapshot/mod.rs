@@ -17,15 +17,19 @@ use ipnet::IpNet;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+mod addr;
 mod apply;
 mod build;
+mod deps;
 mod driver;
 mod incremental;
 mod plans;
+mod settings;
 mod writer;
 
 pub use driver::{EncapWay, NoWay};
 pub use incremental::changes_between;
+pub use settings::Settings;
 pub use writer::{JOURNAL_MAX, SnapshotHandle, SnapshotWriter};
 
 /// The route id of tunnels that no route of the main table carries (policies of End.B6 routes, tunnels of routes
@@ -127,6 +131,35 @@ pub enum Change {
         /// The neighbour's address.
         addr: IpAddr,
     },
+    /// `addr add ADDR/LEN dev DEV`: one more address of the router on `dev`, with its connected route (metric
+    /// 256 for IPv6, 0 for IPv4, as the kernel adds it). What follows it in the snapshot: the local-address set,
+    /// the connected route (and the tunnels routed into its prefix), the plans of the routes whose prefix now
+    /// contains one of our addresses, and the outer source every tunnel selects for its destination (RFC 6724,
+    /// `crate::hop::saddr`). [`changes_between`] makes it only where the result equals a rebuild: not when a
+    /// route of the same prefix and metric exists already, nor when a route configured without `dev` has its
+    /// gateway inside the new prefix (its device would be looked up again).
+    ///
+    /// For followers of the table (the XDP tier): a route was added (the connected one, [`Origin::Connected`]
+    /// (crate::fib::Origin::Connected), no gateway, no plan) and `is_local6`/`is_local4` answer yes for `addr`.
+    AddrAdd {
+        /// Device.
+        dev: DevId,
+        /// The address.
+        addr: IpAddr,
+        /// Its prefix length (the connected route's).
+        prefix_len: u8,
+        /// The line the change came from (for errors and the connected route).
+        line: usize,
+    },
+    /// `sysctl ...`, `ioam namespace|schema|domain ...`, `sr tunsrc set ...`, `sr hmac set ...`: the node's
+    /// settings as they are after the lines (all of them: they are small next to a table), replacing the
+    /// snapshot's. Only the plans that depend on a setting are made again: seg6 `encap`/`encap.red` plans (outer
+    /// source, HMAC key, `seg6_flowlabel`) and ioam6 plans (node and interface ids, namespaces baked into their
+    /// templates) whose way out is known (see `deps.rs`); everything else reads the settings per packet.
+    ///
+    /// For followers of the table: no route changes; plans of tunnel routes may (their templates, or whether
+    /// they have one), and the node's IOAM identity and sysctls ([`Snapshot::ioam`], [`Snapshot::seg6_first_word`]).
+    Settings(Box<Settings>),
 }
 
 /// A neighbour learned from the wire, as the snapshot holds it (see [`Change::NeighSet`]).
@@ -151,9 +184,13 @@ pub struct Snapshot {
     pub(crate) dyn6: HashMap<(DevId, Ipv6Addr), DynNeigh, FastBuild>,
     pub(crate) dyn4: HashMap<(DevId, Ipv4Addr), DynNeigh, FastBuild>,
     /// Per tunnel: the device of the route carrying it and the outer source address selected on it for the
-    /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once at build time as Linux caches it per
-    /// tunnel; used when the packet's route device is that one.
-    tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>)>,
+    /// tunnel's destination (seg6 first SID, ioam6 tundst), resolved once when the tunnel is installed, with the
+    /// value of `addr_gen` then; used when the packet's route device is that one and no address came since.
+    tun_src: Vec<(Option<DevId>, Option<Ipv6Addr>, u32)>,
+    /// Addresses added in place so far (`Change::AddrAdd`): a new address may win the source selection for any
+    /// destination, so it makes every cached `tun_src` stale at once (selected per packet again, as a rebuild
+    /// would select it) instead of a pass over the tunnels.
+    addr_gen: u32,
     fib: Fib,
     /// The routing tables other than main (`table N`), by id: looked up only by the behaviours that name them
     /// (End.T, End.DT4/6/46); a route in one of them is invisible to received packets. No plans.
@@ -187,6 +224,9 @@ pub struct Snapshot {
     pub(crate) tunnel_births: u64,
     /// Plan slots of removed tunnel routes (a tunnel's plan is its route's alone), reused by the next plans.
     free_plans: Vec<u32>,
+    /// What depends on what, beyond the routes themselves: the tunnels whose plan depends on the node's settings,
+    /// the gateways of routes configured without a device (see `deps.rs`).
+    deps: deps::Deps,
     pub(crate) hmac: HashMap<u32, HmacSecret>,
     pub(crate) tunsrc: Option<Ipv6Addr>,
     pub(crate) ioam: IoamNode,
@@ -360,7 +400,7 @@ impl Snapshot {
         dst: &Ipv6Addr,
     ) -> Option<Ipv6Addr> {
         match self.tun_src.get(tunnel) {
-            Some(&(dev, src)) if dev == route_dev => src,
+            Some(&(dev, src, generation)) if dev == route_dev && generation == self.addr_gen => src,
             _ => self.source_for(route_dev, dst),
         }
     }

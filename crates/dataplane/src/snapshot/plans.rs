@@ -40,6 +40,8 @@ impl Snapshot {
         self.plan_keys = keys;
         self.plans = plans;
         self.template_log = log;
+        self.index_all_tunnel_deps();
+        self.index_gateway_keys();
     }
 
     /// The plan of route `r`, shared with the routes that agree on what it depends on ([`PlanKey`]); new plans
@@ -123,6 +125,12 @@ impl Snapshot {
         self.plans = plans;
         self.template_log = log;
         self.fib.set_plan(id, now);
+        if let Some(t) = r.tunnel {
+            self.note_tunnel_deps(t);
+        } else if r.prefix.addr().is_ipv6() {
+            let key = self.plan_key(&r);
+            self.note_gateway_key(&r, key);
+        }
     }
 
     /// Copies the templates `log` placed after its first `placed` bytes into the block, or, when the block has no
@@ -150,7 +158,7 @@ impl Snapshot {
     /// The link-layer address a plan may use for neighbour `nh` on `dev`: the static entry, else a learned one
     /// the neighbour table vouches for (REACHABLE: not stale). A STALE entry is left to the general path, which
     /// reports its use so that the control thread probes it.
-    fn plan_neighbour(&self, dev: DevId, nh: Ipv6Addr) -> Option<Mac> {
+    pub(super) fn plan_neighbour(&self, dev: DevId, nh: Ipv6Addr) -> Option<Mac> {
         if let Some(m) = self.neigh6.get(&(dev, nh)) {
             return Some(*m);
         }
@@ -175,23 +183,17 @@ impl Snapshot {
     /// Plans again what depends on neighbour `nh` on `dev`, whichever entry (static or learned) now gives its
     /// address: [`Snapshot::replan_neighbour`] without the check that a static entry wins.
     pub(super) fn replan_gateway(&mut self, dev: DevId, nh: Ipv6Addr) {
-        let via = Some(IpAddr::V6(nh));
+        // The routes through it (the gateway index, not a pass over the table), tunnel routes too: an ioam6 inline
+        // plan (and a sampled one's plain way) leaves by the route's own gateway.
         let gateway: Vec<(RouteId, IpNet, Option<u32>)> = self
-            .fib
-            .routes()
-            .iter()
-            .enumerate()
-            .filter(|(id, r)| {
-                r.dev == Some(dev)
-                    && r.via == via
-                    && r.tunnel.is_none()
-                    && self.fib.is_live(*id as RouteId)
-            })
-            .map(|(id, r)| (id as RouteId, r.prefix, r.plan))
+            .routes_via(dev, nh)
+            .into_iter()
+            .filter_map(|id| self.fib.route(id).map(|r| (id, r.prefix, r.plan)))
             .collect();
         // Their shared plans' keys name the neighbour: forget them, so the first route plans anew (in its old slot).
-        self.plan_keys
-            .retain(|k, _| !(k.0.is_none() && k.1 == Some(dev) && k.2 == via));
+        for k in self.take_gateway_keys(dev, nh) {
+            self.plan_keys.remove(&k);
+        }
         let old: std::collections::BTreeSet<u32> = gateway.iter().filter_map(|g| g.2).collect();
         for (id, _, _) in &gateway {
             self.plan_route(*id);

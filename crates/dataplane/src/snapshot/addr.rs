@@ -1,0 +1,125 @@
+//! [`Change::AddrAdd`](super::Change::AddrAdd) applied in place: one more address of the router and what depends
+//! on it, as a rebuild would derive it.
+
+use super::{NO_ROUTE, Snapshot, cfg_err};
+use crate::fib::{DevId, Origin, RouteEntry, RouteId};
+use crate::spec::ConfigError;
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+impl Snapshot {
+    /// The connected route of address `addr/prefix_len` (the kernel's: metric 256 for IPv6, 0 for IPv4).
+    pub(super) fn connected_route(
+        addr: IpAddr,
+        prefix_len: u8,
+        dev: DevId,
+        line: usize,
+    ) -> Result<RouteEntry, ConfigError> {
+        let net = IpNet::new(addr, prefix_len)
+            .map_err(|_| cfg_err(line, &prefix_len.to_string(), "bad prefix length"))?;
+        Ok(RouteEntry {
+            prefix: net.trunc(),
+            via: None,
+            dev: Some(dev),
+            metric: if addr.is_ipv6() { 256 } else { 0 },
+            mtu: None,
+            tunnel: None,
+            origin: Origin::Connected,
+            line,
+            plan: None,
+        })
+    }
+
+    /// Whether an `addr add` of `addr/prefix_len` can be applied in place with the result of a rebuild: its
+    /// connected route is the only one of its prefix and metric (a rebuild puts connected routes before the
+    /// configured ones, which decides between equal routes), and no route configured without `dev` has its
+    /// gateway inside the prefix (a rebuild would look its device up again).
+    pub(super) fn addr_in_place(&self, addr: IpAddr, prefix_len: u8) -> bool {
+        let Ok(net) = IpNet::new(addr, prefix_len) else {
+            return false;
+        };
+        let metric = if addr.is_ipv6() { 256 } else { 0 };
+        !self.fib.contains(net.trunc(), metric)
+            && !self.deps.via_only.iter().any(|gw| net.contains(gw))
+    }
+
+    /// Adds address `addr/prefix_len` on `dev`: the link's address list, the local set, the connected route (with
+    /// the tunnels routed into it), the plans whose key says whether a local address is inside the route's
+    /// prefix, and the outer sources tunnels select (RFC 6724 over the addresses: a new address may win for any
+    /// destination). Cost: the routes covering the address (at most one per prefix length and metric), the
+    /// tunnels routed into its prefix, and the plans holding a selected source (see
+    /// [`Snapshot::reselect_sources`]); not the table, not the tunnels without a plan.
+    pub(super) fn add_addr(
+        &mut self,
+        dev: DevId,
+        addr: IpAddr,
+        prefix_len: u8,
+        line: usize,
+    ) -> Result<(), ConfigError> {
+        if dev >= self.links.len() {
+            return Err(cfg_err(line, &dev.to_string(), "no such device index"));
+        }
+        let entry = Self::connected_route(addr, prefix_len, dev, line)?;
+        let prefix = entry.prefix;
+        let new_local = match addr {
+            IpAddr::V6(a) => {
+                self.links[dev].addrs6.push((a, prefix_len));
+                !self.local6.contains(&a)
+            }
+            IpAddr::V4(a) => {
+                self.links[dev].addrs4.push((a, prefix_len));
+                self.local4.insert(a);
+                false
+            }
+        };
+        // The routes whose plan key says whether one of our addresses is in their prefix: planned anew.
+        let mut covering: Vec<RouteId> = Vec::new();
+        if let (true, IpAddr::V6(a)) = (new_local, addr) {
+            covering = self.fib.covering_v6(a);
+            for id in &covering {
+                let Some(r) = self.fib.route(*id).cloned() else {
+                    continue;
+                };
+                if r.tunnel.is_some() {
+                    // Its key (its own) changes: forget the old one.
+                    self.plan_keys.remove(&self.plan_key(&r));
+                } else if r.plan.is_some() {
+                    // A plain route's plan is shared by its key: the route takes a new one, the old stays with
+                    // the routes that keep the old key.
+                    self.fib.set_plan(*id, None);
+                }
+            }
+            self.local6.insert(a);
+        }
+        self.connected.insert(entry.clone());
+        let id = self.fib.insert(entry);
+        self.plan_route(id);
+        for c in covering {
+            self.plan_route(c);
+        }
+        self.replan_within(prefix);
+        if addr.is_ipv6() {
+            self.reselect_sources();
+        }
+        Ok(())
+    }
+
+    /// After an address came: the outer sources tunnels cached are stale (one counter, not a pass over the
+    /// tunnels: the general path selects them per packet again until the next rebuild), and the plans that hold
+    /// a selected source (the tunnels of the settings index with a fixed destination) are made again. Every such
+    /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins by
+    /// coming last).
+    fn reselect_sources(&mut self) {
+        self.addr_gen = self.addr_gen.wrapping_add(1);
+        let mut replan: Vec<RouteId> = self
+            .settings_deps()
+            .filter(|t| self.tunnels[*t].fixed_destination().is_some())
+            .map(|t| self.tunnel_route[t])
+            .filter(|r| *r != NO_ROUTE)
+            .collect();
+        replan.sort_unstable();
+        for id in replan {
+            self.plan_route(id);
+        }
+    }
+}

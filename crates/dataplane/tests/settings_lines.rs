@@ -1,0 +1,310 @@
+//! Every kind of control line applied in place (`changes_between`, then `Snapshot::apply`, as the control socket
+//! does) must leave the router that building the resulting configuration from scratch gives: same frames out,
+//! same counters, with the fast path's plans and without. Random sequences of `addr add`, `neigh add`, `sysctl`,
+//! `ioam namespace|schema`, `sr tunsrc|hmac` lines mixed with route lines (gateway routes, seg6 encap with and
+//! without HMAC, ioam6 inline and encap), in batches; the frames go to every route kind, to the router's
+//! addresses and next to them.
+
+use lwt6_config::Builder;
+use lwt6_dataplane::snapshot::{Change, Snapshot, changes_between};
+use lwt6_dataplane::worker::Worker;
+use proptest::prelude::*;
+use std::net::Ipv6Addr;
+
+const HEAD: &str = "
+link add r0 address 02:00:00:00:01:02
+link add r1 address 02:00:00:00:02:01
+addr add fd00:1::2/64 dev r0
+addr add fd00:2::1/64 dev r1
+neigh add fd00:1::1 lladdr 02:00:00:00:01:01 dev r0
+sysctl net.ipv6.conf.r0.ioam6_enabled=1
+ioam namespace add 123 data 0xdeadbeef
+sr hmac set 42 sha256 secret first
+";
+
+/// One line of kind `kind` with parameter `n`.
+fn line(kind: u8, n: u8) -> String {
+    let gw = n % 3 + 2;
+    let k = n % 4;
+    match kind % 16 {
+        0 => format!("neigh add fd00:2::{gw} lladdr 02:00:00:00:02:{n:02x} dev r1"),
+        1 => format!("-6 route add fd00:{k:x}::/64 via fd00:2::{gw} dev r1"),
+        2 => format!("-6 route add fc00:{gw:x}::/32 via fd00:2::{gw} dev r1"),
+        3 => format!(
+            "-6 route add fd01:{k:x}::/64 encap seg6 mode encap segs fc00:{gw:x}::1,fc00::b dev r1"
+        ),
+        4 => format!(
+            "-6 route add fd02:{k:x}::/64 encap seg6 mode encap.red segs fc00:{gw:x}::1,fc00::c hmac {} dev r1",
+            40 + n % 3
+        ),
+        5 => format!(
+            "-6 route add fd03:{k:x}::/64 encap ioam6 mode inline trace prealloc type 0xf1f000 ns {} size 96 via fd00:2::{gw} dev r1",
+            [123, 124, 125][n as usize % 3]
+        ),
+        6 => format!(
+            "-6 route add fd04:{k:x}::/64 encap ioam6 mode encap tundst fc00:{gw:x}::1 trace prealloc type 0xc00000 ns 123 size 28 dev r1"
+        ),
+        // Addresses: on r1 in new prefixes, inside a tunnel destination's prefix (the source it selects), inside
+        // a route's prefix (its plan's local check), and in a prefix that has one already (left to a rebuild).
+        7 => match n % 4 {
+            0 => format!("addr add fd00:{:x}::1/64 dev r1", 0x10 + n),
+            1 => format!("addr add fc00:{gw:x}::9/64 dev r1"),
+            2 => format!("addr add fd01:{k:x}::7/80 dev r0"),
+            _ => format!("addr add fd00:2::{:x}/64 dev r1", 0x20 + n),
+        },
+        8 => format!("sysctl net.ipv6.ioam6_id={}", 100 + n),
+        9 => format!(
+            "sysctl -w net.ipv6.conf.r1.ioam6_id={n} net.ipv6.conf.r1.ioam6_id_wide={}",
+            1000 + n as u32
+        ),
+        10 => format!("sysctl net.ipv6.seg6_flowlabel={}", n as i32 % 3 - 1),
+        11 => match n % 3 {
+            0 => format!("ioam namespace add {} data {}", 123 + n % 3, n),
+            1 => format!("ioam schema add {} s{n}", n % 5),
+            _ => format!("ioam namespace set {} schema {}", 123 + n % 3, n % 5),
+        },
+        12 => match n % 3 {
+            0 => "sr tunsrc set fd00:2::1".to_string(),
+            1 => format!("sr tunsrc set fd00:99::{n:x}"),
+            _ => "sr tunsrc set ::".to_string(),
+        },
+        13 => format!("sr hmac set {} sha256 secret s{n}", 40 + n % 3),
+        14 => format!("sysctl net.ipv6.conf.all.forwarding={}", n % 2),
+        _ => format!("sysctl net.ipv6.ioam6_id_wide={}", 7 + n as u64),
+    }
+}
+
+/// A UDP frame from fd00:1::1 to `dst`, received on r0.
+fn frame(dst: Ipv6Addr) -> Vec<u8> {
+    let mut f = vec![
+        2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1, 0x86, 0xdd, 0x60, 0, 0, 0, 0, 16, 17, 64,
+    ];
+    f.extend("fd00:1::1".parse::<Ipv6Addr>().unwrap().octets());
+    f.extend(dst.octets());
+    f.extend([0x9c, 0x40, 0x0d, 0x05, 0, 16, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    f
+}
+
+fn frames() -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    for k in 0..4u16 {
+        for top in ["fd00", "fd01", "fd02", "fd03", "fd04"] {
+            v.push(frame(format!("{top}:{k:x}::1").parse().unwrap()));
+        }
+        // The addresses `addr add` may give, and next to them.
+        v.push(frame(format!("fd01:{k:x}::7").parse().unwrap()));
+    }
+    for gw in 2..5 {
+        v.push(frame(format!("fc00:{gw:x}::5").parse().unwrap()));
+        v.push(frame(format!("fc00:{gw:x}::9").parse().unwrap()));
+        v.push(frame(format!("fd00:2::{gw}").parse().unwrap()));
+    }
+    v.push(frame("fd00:10::1".parse().unwrap()));
+    v.push(frame("fd00:2::21".parse().unwrap()));
+    v
+}
+
+fn run(snap: &Snapshot, frames: &[Vec<u8>], fast: bool) -> (Vec<(usize, Vec<u8>)>, String) {
+    let mut w = Worker::new(snap);
+    w.fast_path = fast;
+    let mut out = Vec::new();
+    w.process_batch(
+        snap,
+        frames.iter().map(|f| (0usize, 5u64, f.as_slice())),
+        &mut |d, _, b| out.push((d, b.to_vec())),
+    );
+    let s = &w.stats;
+    assert!(s.balanced());
+    (out, format!("{:?}", s))
+}
+
+/// Applies `lines` as one transaction, as the control socket does: in place when `changes_between` says the
+/// snapshot can follow, else by a rebuild. `None` when a line is refused (nothing changes then); else whether
+/// it was in place.
+fn apply(b: &mut Builder<'_>, snap: &mut Snapshot, lines: &[String]) -> Option<bool> {
+    let mut tx = b.transaction();
+    for (i, l) in lines.iter().enumerate() {
+        tx.line(i + 1, l).ok()?;
+    }
+    let delta = tx.check().ok()?;
+    let mut changes = Vec::new();
+    if delta.other_lines {
+        let before = tx.rest_before().expect("other lines save the rest");
+        match changes_between(before, tx.config(), snap) {
+            Some(c) => changes = c,
+            None => {
+                let fresh = Snapshot::build(tx.config()).ok()?;
+                *snap = fresh;
+                tx.commit();
+                return Some(false);
+            }
+        }
+    }
+    changes.extend(delta.removed.iter().map(|r| Change::DelRoute {
+        prefix: r.prefix,
+        metric: r.metric,
+        table: r.table,
+        line: r.line,
+    }));
+    changes.extend(delta.added.into_iter().map(Change::AddRoute));
+    let mut next = snap.clone();
+    for c in &changes {
+        next.apply(c).ok()?;
+    }
+    *snap = next;
+    tx.commit();
+    Some(true)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn control_lines_in_place_equal_a_rebuild(
+        batches in proptest::collection::vec(
+            proptest::collection::vec((0u8..16, 0u8..24, any::<bool>()), 1..4),
+            1..16,
+        )
+    ) {
+        let cfg = lwt6_config::parse(HEAD).unwrap();
+        let mut snap = Snapshot::build(&cfg).unwrap();
+        let mut b = Builder::from_config(cfg);
+        let f = frames();
+        for batch in batches {
+            let lines: Vec<String> = batch
+                .iter()
+                .map(|(k, n, del)| {
+                    let l = line(*k, *n);
+                    if *del && (1..=6).contains(k) {
+                        // `route del PREFIX`: the route's prefix, as `ip route del` takes it.
+                        let p = l.split_whitespace().nth(3).unwrap().to_string();
+                        format!("-6 route del {p}")
+                    } else {
+                        l
+                    }
+                })
+                .collect();
+            apply(&mut b, &mut snap, &lines);
+            let fresh = Snapshot::build(b.config()).unwrap();
+            for fast in [true, false] {
+                let (a, b) = (run(&snap, &f, fast), run(&fresh, &f, fast));
+                let first = (0..a.0.len().max(b.0.len())).find(|i| a.0.get(*i) != b.0.get(*i));
+                prop_assert!(
+                    a == b,
+                    "after {:?} (fast path {}): first different frame {:?}: in place {:?}, rebuilt {:?}; counters {} / {}",
+                    lines, fast, first, first.and_then(|i| a.0.get(i)), first.and_then(|i| b.0.get(i)), a.1, b.1
+                );
+            }
+        }
+    }
+}
+
+/// The lines each give the changes a rebuild would follow: one `Change` of their kind, no rebuild.
+#[test]
+fn each_kind_of_line_is_a_change() {
+    let cfg = lwt6_config::parse(HEAD).unwrap();
+    let snap = Snapshot::build(&cfg).unwrap();
+    for l in [
+        "addr add fd00:3::1/64 dev r1",
+        "sysctl net.ipv6.ioam6_id=7",
+        "ioam namespace add 5",
+        "ioam schema add 5 x",
+        "sr tunsrc set fd00:2::1",
+        "sr hmac set 9 sha256 secret s",
+        "neigh add fd00:2::7 lladdr 02:00:00:00:02:07 dev r1",
+    ] {
+        let mut b = Builder::from_config(cfg.clone());
+        let mut tx = b.transaction();
+        tx.line(1, l).unwrap();
+        let c = changes_between(tx.rest_before().unwrap(), tx.config(), &snap)
+            .unwrap_or_else(|| panic!("{l}: asks for a rebuild"));
+        assert_eq!(c.len(), 1, "{l}: {c:?}");
+        let word = l.split_whitespace().next().unwrap();
+        let kind = match &c[0] {
+            Change::AddrAdd { .. } => "addr",
+            Change::StaticNeighSet { .. } => "neigh",
+            Change::Settings(_) => "settings",
+            other => panic!("{l}: {other:?}"),
+        };
+        let want = match word {
+            "addr" | "neigh" => word,
+            _ => "settings",
+        };
+        assert_eq!(kind, want, "{l}");
+    }
+}
+
+/// An address whose connected route meets a route of the same prefix and metric, or whose prefix holds the
+/// gateway of a route configured without a device, is left to a rebuild (a rebuild orders those routes
+/// differently, or looks the device up again).
+#[test]
+fn addresses_a_change_cannot_follow_ask_for_a_rebuild() {
+    let cfg = lwt6_config::parse(&format!(
+        "{HEAD}-6 route add fd00:5::/64 via fd00:2::2\n-6 route add fd00:6::/64 dev r1 metric 256\n"
+    ))
+    .unwrap();
+    let snap = Snapshot::build(&cfg).unwrap();
+    for (l, in_place) in [
+        ("addr add fd00:2::9/64 dev r1", false),
+        ("addr add fd00:6::1/64 dev r1", false),
+        ("addr add fd00:2::/120 dev r0", false),
+        ("addr add fd00:7::1/64 dev r0", true),
+    ] {
+        let mut b = Builder::from_config(cfg.clone());
+        let mut tx = b.transaction();
+        tx.line(1, l).unwrap();
+        let c = changes_between(tx.rest_before().unwrap(), tx.config(), &snap);
+        assert_eq!(c.is_some(), in_place, "{l}");
+    }
+}
+
+/// Each dependency in turn, on a router whose tunnels have plans: every line is applied in place, changes what
+/// the frames become (so that the step tests something), and leaves what a rebuild gives.
+#[test]
+fn each_dependency_follows_its_line() {
+    let setup = [
+        "neigh add fd00:2::2 lladdr 02:00:00:00:02:02 dev r1",
+        "-6 route add fc00:2::/32 via fd00:2::2 dev r1",
+        "-6 route add fd00:0::/64 via fd00:2::2 dev r1",
+        "sr hmac set 40 sha256 secret one",
+        "-6 route add fd01:0::/64 encap seg6 mode encap segs fc00:2::1,fc00::b dev r1",
+        "-6 route add fd02:0::/64 encap seg6 mode encap.red segs fc00:2::1,fc00::c hmac 40 dev r1",
+        "-6 route add fd03:0::/64 encap ioam6 mode inline trace prealloc type 0xf1f002 ns 123 size 160 via fd00:2::2 dev r1",
+        "-6 route add fd04:0::/64 encap ioam6 mode encap tundst fc00:2::1 trace prealloc type 0xc00000 ns 123 size 28 dev r1",
+    ];
+    let cfg = lwt6_config::parse(HEAD).unwrap();
+    let mut snap = Snapshot::build(&cfg).unwrap();
+    let mut b = Builder::from_config(cfg);
+    let setup: Vec<String> = setup.iter().map(|l| l.to_string()).collect();
+    assert_eq!(apply(&mut b, &mut snap, &setup), Some(true));
+    let f = frames();
+    for l in [
+        // The source seg6 encap and ioam6 encap select for fc00:2::1: the longest match wins (RFC 6724 rule 8;
+        // 63 bits against fd00:2::1's 7), its connected route leaves fc00:2::1 to the /32.
+        "addr add fc00:2:0:1::9/64 dev r1",
+        // Inside fd00:0::/64: that route's plan must now see a local address in its prefix.
+        "addr add fd00:0::7/64 dev r0",
+        "sr tunsrc set fd00:2::1",
+        "sr hmac set 40 sha256 secret two",
+        "sysctl net.ipv6.ioam6_id=77",
+        "sysctl net.ipv6.conf.r1.ioam6_id=5",
+        "sysctl net.ipv6.ioam6_id_wide=99",
+        "ioam namespace set 123 schema 3",
+        "sysctl net.ipv6.seg6_flowlabel=1",
+        "sr tunsrc set ::",
+    ] {
+        let mut line = vec![l.to_string()];
+        if l.starts_with("ioam namespace set") {
+            line.insert(0, "ioam schema add 3 abc".into());
+        }
+        let before = run(&snap, &f, true);
+        assert_eq!(apply(&mut b, &mut snap, &line), Some(true), "{l}");
+        let fresh = Snapshot::build(b.config()).unwrap();
+        for fast in [true, false] {
+            assert!(
+                run(&snap, &f, fast) == run(&fresh, &f, fast),
+                "{l} (fast path {fast})"
+            );
+        }
+        assert!(run(&snap, &f, true).0 != before.0, "{l}: changed no frame");
+    }
+}
