@@ -126,7 +126,7 @@ impl Runner {
     /// Runs the program once on `frame` and returns the action and how long the run took in nanoseconds, as the
     /// kernel times it (`BPF_PROG_TEST_RUN`'s `duration` with one repetition: the program and the clock reads
     /// around it, not the copies in and out). A measurement for `tests/prog_cost.rs`: the runs of a program that
-    /// changes its frame cannot be repeated in one call (see [`crate::sys::test_run`]), so it is called once per
+    /// changes its frame cannot be repeated in one call (see `sys::test_run`), so it is called once per
     /// run and the caller takes a median.
     pub fn timed(&self, frame: &[u8]) -> Result<(u32, u32), Error> {
         let mut out = Vec::new();
