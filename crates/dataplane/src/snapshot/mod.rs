@@ -139,8 +139,9 @@ pub enum Change {
     /// route of the same prefix and metric exists already, nor when a route configured without `dev` has its
     /// gateway inside the new prefix (its device would be looked up again).
     ///
-    /// For followers of the table (the XDP tier): a route was added (the connected one, [`Origin::Connected`](crate::fib::Origin::Connected)
-    ///, no gateway, no plan) and `is_local6`/`is_local4` answer yes for `addr`.
+    /// For followers of the table (the XDP tier): a route was added (the connected one,
+    /// [`Origin::Connected`](crate::fib::Origin::Connected), no gateway, no plan) and `is_local6`/`is_local4`
+    /// answer yes for `addr`.
     AddrAdd {
         /// Device.
         dev: DevId,
