@@ -112,6 +112,7 @@ impl<'s> Builder<'s> {
                 hmac_refs: Vec::new(),
                 table_refs: Vec::new(),
                 trace_refs: Vec::new(),
+                names: Default::default(),
             },
         }
     }
@@ -126,7 +127,7 @@ impl<'s> Builder<'s> {
     /// Starts from a configuration already built (a running router's), so that lines are checked against it:
     /// a `dev` must name one of its links, a route must not exist already, and so on. Indexes its routes once (a
     /// pass over them); a router keeps the builder and applies its requests in [`Builder::transaction`]s.
-    pub fn from_config(cfg: Config) -> Self {
+    pub fn from_config(mut cfg: Config) -> Self {
         let mut b = Builder::new();
         let p = &mut b.p;
         for (i, l) in cfg.links.iter().enumerate() {
@@ -138,8 +139,12 @@ impl<'s> Builder<'s> {
         for n in &cfg.neighs {
             p.neighs.insert((n.addr, n.dev.clone()), n.line);
         }
-        for (i, r) in cfg.routes.iter().enumerate() {
+        for (i, r) in cfg.routes.iter_mut().enumerate() {
             p.routes.insert(route_key(r), i);
+            // One shared copy of each device name (a configuration built elsewhere may hold one per route).
+            if let Some(d) = &mut r.dev {
+                *d = p.names.get(d);
+            }
         }
         p.cfg = cfg;
         b
@@ -579,6 +584,8 @@ struct Parser<'s> {
     /// domains' `maxsize` (a domain may be declared after the route).
     /// The key is the route's, set once the line has added it (a `route del` line's trace has none).
     trace_refs: Vec<(usize, String, u16, u16, Option<RouteKey>)>,
+    /// The device names routes hold, one shared copy per name (a route's `dev` costs a pointer, not a string).
+    names: lwt6_dataplane::spec::DevNames,
 }
 
 /// A route's identity: (table, prefix, metric).
@@ -1179,10 +1186,10 @@ impl Parser<'_> {
             reject,
             prefix,
             via: via.map(|v| v.0),
-            dev: dev.map(str::to_string),
+            dev: dev.map(|d| self.names.get(d)),
             metric,
             mtu,
-            encap,
+            encap: encap.map(Box::new),
             table,
             line: c.line,
         };

@@ -194,14 +194,15 @@ impl Parser<'_> {
         }
     }
 
-    /// Gives back the room of removed routes once the list fills less than half its room (a large batch
-    /// deleted), keeping a quarter more than the routes: growing doubles the room, so each copy is paid for by a
-    /// quarter of the routes coming or going (amortised; a shrink to the routes alone made the add after every
-    /// delete copy the whole list). Not while a transaction may still put them back.
+    /// Gives back the room of removed routes once the list has more than an eighth of room left (a batch
+    /// deleted), keeping a sixteenth more than the routes: the room a large list grew into was written and stays
+    /// resident until given back, and growing doubles the room, so each copy is paid for by a sixteenth of the
+    /// routes coming or going (amortised; a shrink to the routes alone made the add after every delete copy the
+    /// whole list). Not while a transaction may still put them back.
     pub(super) fn shrink_routes(&mut self) {
         let (len, cap) = (self.cfg.routes.len(), self.cfg.routes.capacity());
-        if cap > 1024 && len < cap / 2 {
-            self.cfg.routes.shrink_to(len + len / 4);
+        if cap > 1024 && len + len / 8 < cap {
+            self.cfg.routes.shrink_to(len + len / 16);
         }
     }
 
