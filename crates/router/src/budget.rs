@@ -10,8 +10,8 @@
 /// Bytes of memory one line of a batch may take at most while the batch is applied, its text aside: for a route
 /// line, the parsed route in the configuration and the transaction's log, the route as the change published and
 /// its entries in the writer's two snapshots, each held at once at some point of the request. Measured as the
-/// growth of the router's peak resident memory (`VmHWM`) over a batch of 100,000 random /64 routes, 1.1 KiB a
-/// line (docs/BENCHMARKS.md, *Memory per route and in-place control lines*), and rounded up.
+/// growth of the router's peak resident memory (`VmHWM`) over a batch of 100,000 random /64 routes on a table of
+/// 300,000, 0.99 KiB a line (docs/BENCHMARKS.md, *Memory per route and in-place control lines*), and rounded up.
 pub const PEAK_PER_LINE: u64 = 2048;
 
 /// The system's available memory (`MemAvailable` of `/proc/meminfo`), in bytes; `None` when it cannot be read.
