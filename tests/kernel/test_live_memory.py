@@ -48,7 +48,7 @@ def topo(request):
 # Not met yet (docs/BENCHMARKS.md *Memory per route*): on this small table, 901 bytes per route added over the
 # socket and 31 -> 51 MiB after deleting them (before the shared route slots and the prefix map's rebuild: 908
 # bytes, 30 -> 101 MiB). The batch is five times the table here, so what its requests leave in the heap weighs
-# more than on the 300k table of scripts/bench-route-memory.py (472 bytes per route, +17.6 %). Run with
+# more than on the 300k table of scripts/bench-route-memory.py (467 bytes per route, +17.8 %). Run with
 # --runxfail to see the figures.
 @pytest.mark.xfail(strict=True, reason="issue 24 item 3's targets not met: ~900 B/route; 31 -> 51 MiB after deletes")
 def test_a_large_batch_of_routes_costs_little_and_is_given_back(topo, tmp_path):
