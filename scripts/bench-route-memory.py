@@ -80,6 +80,21 @@ def random_prefixes(rng, count, length):
     return out
 
 
+def smaps_top(pid, count=6):
+    """The mappings holding the most resident memory (LWT6_SMAPS=1: where the memory left after deletes is)."""
+    maps, cur = [], None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                cur = [line.strip()[:100], 0]
+                maps.append(cur)
+            elif head[0] == "Rss:":
+                cur[1] = int(head[1])
+    for name, kb in sorted(maps, key=lambda m: -m[1])[:count]:
+        print(f"  {kb / 1024:8.1f} MiB  {name}")
+
+
 def memory_run(binary, n, work):
     ns = bc.Namespace(f"lwt6mem-{os.getpid()}")
     proc = None
@@ -109,6 +124,8 @@ def memory_run(binary, n, work):
             bc.request(sock, "-6 route add fd3f::/48 via fd00:2::2 dev r1")
             bc.request(sock, "-6 route del fd3f::/48")
             after = rss()
+            if os.environ.get("LWT6_SMAPS"):
+                smaps_top(proc.pid)
             print(f"{count} /{length} over the socket: VmRSS {before:.1f} -> {added:.1f} MiB "
                   f"({(added - before) * 2**20 / count:.0f} B per added route), after deleting them {after:.1f} MiB "
                   f"({100 * (after - before) / before:+.1f} %)")

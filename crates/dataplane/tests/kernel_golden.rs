@@ -65,7 +65,8 @@ fn topology(encap: Encap) -> Config {
     };
     c.routes
         .push(route("fc00::/16", Some("fd00:2::2"), None, 7));
-    c.routes.push(route("fd00:99::/64", None, Some(encap), 8));
+    c.routes
+        .push(route("fd00:99::/64", None, Some(Box::new(encap)), 8));
     c.hmac_keys.push(HmacKey {
         key_id: 42,
         algo: HmacAlgo::Sha256,

@@ -205,7 +205,7 @@ fn a_change_that_cannot_apply_changes_nothing() {
     assert_eq!(e.token, "nope");
     let mut nokey = route(ROUTES[3]);
     nokey.prefix = "fd00:9a::/64".parse().unwrap();
-    if let Some(lwt6_dataplane::spec::Encap::Seg6(s)) = &mut nokey.encap {
+    if let Some(lwt6_dataplane::spec::Encap::Seg6(s)) = nokey.encap.as_deref_mut() {
         s.hmac = Some(7);
     }
     let e = snap.apply(&Change::AddRoute(nokey)).unwrap_err();

@@ -354,7 +354,7 @@ impl KernelRoute {
             reject: None,
             prefix: self.prefix,
             via: self.via,
-            dev: self.dev.clone(),
+            dev: self.dev.as_deref().map(Into::into),
             metric: self.metric,
             table: self.table,
             mtu: self.mtu.map(|value| lwt6_dataplane::spec::RouteMtu {
@@ -362,7 +362,7 @@ impl KernelRoute {
                 locked: self.mtu_locked,
             }),
             encap: match &self.encap {
-                Some(KernelEncap::Tunnel(e)) => Some(e.clone()),
+                Some(KernelEncap::Tunnel(e)) => Some(Box::new(e.clone())),
                 _ => None,
             },
             line: 0,

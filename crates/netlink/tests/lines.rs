@@ -93,7 +93,7 @@ fn ioam6_route() {
         r.to_line(),
         "-6 route add fc00:8::/64 encap ioam6 mode encap tundst fc00::1 freq 2/5 trace prealloc type 0x800000 ns 7 size 12 dev lo metric 1024"
     );
-    assert_eq!(reparsed(&r).encap, Some(want));
+    assert_eq!(reparsed(&r).encap, Some(Box::new(want)));
     assert_eq!(reparsed(&r), {
         let mut s = r.to_spec().unwrap();
         s.line = 2;
@@ -122,7 +122,7 @@ fn rpl_and_seg6_hmac_routes() {
         r.to_line(),
         "-6 route add fc00:9::/64 encap rpl segs fc00::2,fc00::3 dev lo metric 1024"
     );
-    assert_eq!(reparsed(&r).encap, Some(want));
+    assert_eq!(reparsed(&r).encap, Some(Box::new(want)));
 
     // ip -6 route add fc00:a::/64 encap seg6 mode encap segs fc00::4 hmac 9 (with `sr hmac set 9 ...`)
     let mut h = Seg6Header::default();
@@ -148,7 +148,7 @@ fn rpl_and_seg6_hmac_routes() {
         r.to_line()
     ))
     .unwrap();
-    assert_eq!(cfg.routes[0].encap, Some(want));
+    assert_eq!(cfg.routes[0].encap, Some(Box::new(want)));
 
     // An encap without its required attribute is named, not guessed.
     let m = message("fc00:b::", 64, RouteLwEnCapType::Rpl, vec![]);

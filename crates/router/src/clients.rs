@@ -173,6 +173,8 @@ enum Phase {
         buf: Vec<u8>,
         first_end: Option<usize>,
         batch: bool,
+        /// A batch's cost so far against the memory the system has (crate::budget).
+        meter: crate::budget::Meter,
     },
     /// Giving the reply: the bytes, how many the client took.
     Writing { out: Vec<u8>, at: usize },
@@ -213,6 +215,7 @@ impl Conn {
                 buf: Vec::new(),
                 first_end: None,
                 batch: false,
+                meter: Default::default(),
             },
             ready: true,
             served: false,
@@ -732,6 +735,7 @@ fn read_some(c: &mut Conn) -> Read_ {
         buf,
         first_end,
         batch,
+        meter,
     } = &mut c.phase
     else {
         return Read_::More;
@@ -775,6 +779,9 @@ fn read_some(c: &mut Conn) -> Read_ {
                     Some(|k| &k.too_large),
                 );
             }
+        }
+        if *batch && let Some(why) = meter.check(buf) {
+            return Read_::Refused(why, Some(|k| &k.too_large));
         }
         if buf.len() >= MAX_BATCH {
             return Read_::Refused(

@@ -569,7 +569,12 @@ impl Control {
                         .into(),
                 );
             }
-            if let Err((i, e)) = writer.apply(chunk) {
+            let applied = writer.apply(chunk);
+            if k == 0 {
+                // The catch-up of the request before (this request's own chunks are trimmed after it).
+                crate::trim::after_catch_up(writer);
+            }
+            if let Err((i, e)) = applied {
                 result = Err((k * PUBLISH_CHUNK + i, e));
                 break;
             }
@@ -631,6 +636,7 @@ impl Control {
             .writer
             .get_or_insert_with(|| SnapshotWriter::new(Arc::clone(&self.handle)));
         let r = writer.apply(changes);
+        crate::trim::after_catch_up(writer);
         if self.monitor.active() {
             let done = r.as_ref().map_or_else(|(i, _)| *i, |_| changes.len());
             let links = self.link_names();

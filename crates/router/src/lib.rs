@@ -26,6 +26,7 @@
 //! applied) are logged to standard error, one line each, with `lwt6: ` before the message.
 #![deny(unsafe_code)]
 
+pub mod budget;
 pub mod capture;
 pub mod clients;
 pub mod control;

@@ -316,7 +316,7 @@ fn route_event(action: &str, source: &str, r: &Route) -> Event {
     t += &r.prefix.to_string();
     let mut j = json!({"event": "route", "action": action, "source": source,
         "dst": r.prefix.to_string(), "metric": r.metric, "table": r.table});
-    if let Some(e) = &r.encap {
+    if let Some(e) = r.encap.as_deref() {
         let kind = match e {
             Encap::Seg6(_) => "seg6",
             Encap::Ioam6(_) => "ioam6",
@@ -332,7 +332,7 @@ fn route_event(action: &str, source: &str, r: &Route) -> Event {
     }
     if let Some(d) = &r.dev {
         t += &format!(" dev {d}");
-        j["dev"] = json!(d);
+        j["dev"] = json!(&**d);
     }
     if r.table != MAIN_TABLE {
         t += &format!(" table {}", r.table);

@@ -9,3 +9,11 @@ pub const LARGE_REQUEST: usize = 10_000;
 pub fn release_free_memory() {
     lwt6_io::heap::release_free_memory();
 }
+
+/// After a change published through the writer: when the spare snapshot has just caught up with a large batch
+/// (a large deletion is freed there, by the request after it, however small), the heap is trimmed too.
+pub fn after_catch_up(writer: &lwt6_dataplane::snapshot::SnapshotWriter) {
+    if writer.caught_up() >= LARGE_REQUEST {
+        release_free_memory();
+    }
+}

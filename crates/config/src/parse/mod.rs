@@ -112,6 +112,7 @@ impl<'s> Builder<'s> {
                 hmac_refs: Vec::new(),
                 table_refs: Vec::new(),
                 trace_refs: Vec::new(),
+                names: Default::default(),
             },
         }
     }
@@ -126,7 +127,7 @@ impl<'s> Builder<'s> {
     /// Starts from a configuration already built (a running router's), so that lines are checked against it:
     /// a `dev` must name one of its links, a route must not exist already, and so on. Indexes its routes once (a
     /// pass over them); a router keeps the builder and applies its requests in [`Builder::transaction`]s.
-    pub fn from_config(cfg: Config) -> Self {
+    pub fn from_config(mut cfg: Config) -> Self {
         let mut b = Builder::new();
         let p = &mut b.p;
         for (i, l) in cfg.links.iter().enumerate() {
@@ -138,8 +139,12 @@ impl<'s> Builder<'s> {
         for n in &cfg.neighs {
             p.neighs.insert((n.addr, n.dev.clone()), n.line);
         }
-        for (i, r) in cfg.routes.iter().enumerate() {
-            p.routes.insert(route_key(r), i);
+        for (i, r) in cfg.routes.iter_mut().enumerate() {
+            p.routes.insert(route_key(r), route_at(i));
+            // One shared copy of each device name (a configuration built elsewhere may hold one per route).
+            if let Some(d) = &mut r.dev {
+                *d = p.names.get(d);
+            }
         }
         p.cfg = cfg;
         b
@@ -564,8 +569,8 @@ struct Parser<'s> {
     /// (address, dev) -> line.
     neighs: HashMap<(IpAddr, String), usize>,
     /// (table, prefix, metric) -> index in `cfg.routes` (ordered: a prefix's metrics and a table's routes are
-    /// ranges).
-    routes: BTreeMap<RouteKey, usize>,
+    /// ranges). The index is a `u32`: one entry per route of the table, so its size counts (issue 22 item 7).
+    routes: BTreeMap<RouteKey, u32>,
     /// What the open transaction changed, to undo it ([`Builder::transaction`]); `None` outside one.
     undo: Option<txn::Undo>,
     stdin_secret: Option<&'s str>,
@@ -579,10 +584,18 @@ struct Parser<'s> {
     /// domains' `maxsize` (a domain may be declared after the route).
     /// The key is the route's, set once the line has added it (a `route del` line's trace has none).
     trace_refs: Vec<(usize, String, u16, u16, Option<RouteKey>)>,
+    /// The device names routes hold, one shared copy per name (a route's `dev` costs a pointer, not a string).
+    names: lwt6_dataplane::spec::DevNames,
 }
 
 /// A route's identity: (table, prefix, metric).
 type RouteKey = (u32, IpNet, u32);
+
+/// A route's index in `cfg.routes` as the route index stores it (a table has fewer than 2^32 routes: a batch is
+/// at most a million lines, a file of more would not fit in memory at ~400 bytes a route).
+fn route_at(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 routes")
+}
 
 /// The identity of route `r`.
 fn route_key(r: &Route) -> RouteKey {
@@ -676,7 +689,7 @@ impl Parser<'_> {
             // Only routes still there (a later `route replace` or `route del` may have taken it).
             let there = key
                 .and_then(|k| self.routes.get(&k))
-                .is_some_and(|i| self.cfg.routes[*i].line == *line);
+                .is_some_and(|i| self.cfg.routes[*i as usize].line == *line);
             if !there {
                 continue;
             }
@@ -1179,15 +1192,15 @@ impl Parser<'_> {
             reject,
             prefix,
             via: via.map(|v| v.0),
-            dev: dev.map(str::to_string),
+            dev: dev.map(|d| self.names.get(d)),
             metric,
             mtu,
-            encap,
+            encap: encap.map(Box::new),
             table,
             line: c.line,
         };
         let key = (table, prefix, metric);
-        let existing = self.routes.get(&key).copied();
+        let existing = self.routes.get(&key).map(|&i| i as usize);
         // The traces this line's ioam6 encap inserts belong to this route (if the line succeeds).
         for t in self.trace_refs.iter_mut().rev() {
             if t.0 != c.line || t.4.is_some() {
@@ -1247,7 +1260,7 @@ impl Parser<'_> {
         let found = self
             .routes
             .range((table, prefix, lo)..=(table, prefix, hi))
-            .map(|(_, i)| *i)
+            .map(|(_, i)| *i as usize)
             .find(|i| {
                 let r = &self.cfg.routes[*i];
                 via.is_none_or(|v| r.via == Some(v))

@@ -45,14 +45,14 @@ fn route3(line: &str) -> Route {
 }
 
 fn seg6(line: &str) -> Seg6Encap {
-    match route3(line).encap {
+    match route3(line).encap.map(|e| *e) {
         Some(Encap::Seg6(s)) => s,
         other => panic!("not seg6: {other:?}"),
     }
 }
 
 fn ioam6(line: &str) -> Ioam6Encap {
-    match route3(line).encap {
+    match route3(line).encap.map(|e| *e) {
         Some(Encap::Ioam6(s)) => s,
         other => panic!("not ioam6: {other:?}"),
     }
@@ -583,8 +583,8 @@ fn seg6_modes_and_fields() {
     let r = &c.routes[0];
     assert_eq!(r.metric, 3);
     assert_eq!(
-        r.encap,
-        Some(Encap::Seg6(Seg6Encap {
+        r.encap.as_deref(),
+        Some(&Encap::Seg6(Seg6Encap {
             mode: Seg6Mode::Encap,
             segs: vec![v6("fc00::1")],
             hmac: Some(7),
@@ -725,7 +725,7 @@ fn seg6_hmac_rules() {
          sr hmac set 42 sha1 secret abc\n"
     ));
     assert_eq!(
-        c.routes[0].encap.as_ref().and_then(|e| match e {
+        c.routes[0].encap.as_deref().and_then(|e| match e {
             Encap::Seg6(s) => s.hmac,
             _ => None,
         }),
@@ -1071,8 +1071,8 @@ fn rpl_encap() {
     );
     // Duplicates are allowed.
     assert_eq!(
-        r.encap,
-        Some(Encap::Rpl(RplEncap {
+        r.encap.as_deref(),
+        Some(&Encap::Rpl(RplEncap {
             segs: vec![v6("2001:db8::1"), v6("2001:db8::1"), v6("2001:db8::2")]
         }))
     );
@@ -1609,7 +1609,7 @@ proptest! {
         let r = route3(&line);
         prop_assert_eq!(r.prefix, IpNet::V6(prefix));
         prop_assert_eq!(r.metric, if metric == 0 { 1024 } else { metric });
-        match r.encap {
+        match r.encap.as_deref() {
             Some(Encap::Seg6(s)) => {
                 prop_assert_eq!(s.mode.name(), modes[mode]);
                 prop_assert_eq!(s.segs.len(), n);
@@ -1746,7 +1746,7 @@ fn control_characters_in_names_and_a_byte_order_mark() {
 // ---- seg6local, tables, route del / replace / change -------------------------------------------
 
 fn local3(line: &str) -> Seg6LocalSpec {
-    match route3(line).encap {
+    match route3(line).encap.map(|e| *e) {
         Some(Encap::Seg6Local(s)) => s,
         other => panic!("not seg6local: {other:?}"),
     }
@@ -1776,7 +1776,7 @@ fn seg6local_every_action_with_its_attributes() {
         "{PRE}sr hmac set 7 sha256 secret s\n-6 route add fc00::b6/128 encap seg6local action End.B6 srh segs fc00::b,fc00::c hmac 7 dev eth0\n-6 route add fc00::b7/128 encap seg6local action End.B6.Encaps srh hmac 7 segs fc00::b dev eth0\n"
     );
     let c = ok(&text);
-    let srh = |i: usize| match &c.routes[i].encap {
+    let srh = |i: usize| match c.routes[i].encap.as_deref() {
         Some(Encap::Seg6Local(l)) => l.srh.clone().unwrap(),
         _ => panic!(),
     };
@@ -1900,7 +1900,10 @@ fn route_tables_del_replace_change() {
     let c = ok(&format!(
         "{PRE}-6 route add 2001:db8::/32 dev eth0\n-6 route change 2001:db8::/32 encap seg6local action End dev eth0\n"
     ));
-    assert!(matches!(c.routes[0].encap, Some(Encap::Seg6Local(_))));
+    assert!(matches!(
+        c.routes[0].encap.as_deref(),
+        Some(Encap::Seg6Local(_))
+    ));
     fail3("-6 route change 2001:db8::/32 dev eth0", "2001:db8::/32");
     // A failing line leaves the configuration as it was.
     let mut b = Builder::new();

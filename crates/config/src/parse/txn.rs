@@ -7,7 +7,7 @@
 //! log also tells which routes the transaction changed ([`RouteDelta`]), so that the caller changes its
 //! forwarding table by those routes alone.
 
-use super::{Builder, Parser, Result, RouteKey, route_key};
+use super::{Builder, Parser, Result, RouteKey, route_at, route_key};
 use crate::{Config, Route};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -125,7 +125,7 @@ impl Transaction<'_, '_> {
         };
         for key in order {
             let was = before[&key];
-            let now = p.routes.get(&key).map(|i| &p.cfg.routes[*i]);
+            let now = p.routes.get(&key).map(|i| &p.cfg.routes[*i as usize]);
             if was == now {
                 continue;
             }
@@ -164,7 +164,7 @@ impl Parser<'_> {
     /// Adds route `r` at the end of the list (its key is not in the index).
     pub(super) fn route_push(&mut self, r: Route) {
         let key = route_key(&r);
-        self.routes.insert(key, self.cfg.routes.len());
+        self.routes.insert(key, route_at(self.cfg.routes.len()));
         self.cfg.routes.push(r);
         if let Some(u) = &mut self.undo {
             u.routes.push(RouteOp::Pushed(key));
@@ -185,7 +185,7 @@ impl Parser<'_> {
         let route = self.cfg.routes.swap_remove(at);
         self.routes.remove(&route_key(&route));
         if let Some(moved) = self.cfg.routes.get(at) {
-            self.routes.insert(route_key(moved), at);
+            self.routes.insert(route_key(moved), route_at(at));
         }
         if let Some(u) = &mut self.undo {
             u.routes.push(RouteOp::Removed { at, route });
@@ -194,14 +194,15 @@ impl Parser<'_> {
         }
     }
 
-    /// Gives back the room of removed routes once the list fills less than half its room (a large batch
-    /// deleted), keeping a quarter more than the routes: growing doubles the room, so each copy is paid for by a
-    /// quarter of the routes coming or going (amortised; a shrink to the routes alone made the add after every
-    /// delete copy the whole list). Not while a transaction may still put them back.
+    /// Gives back the room of removed routes once the list has more than an eighth of room left (a batch
+    /// deleted), keeping a sixteenth more than the routes: the room a large list grew into was written and stays
+    /// resident until given back, and growing doubles the room, so each copy is paid for by a sixteenth of the
+    /// routes coming or going (amortised; a shrink to the routes alone made the add after every delete copy the
+    /// whole list). Not while a transaction may still put them back.
     pub(super) fn shrink_routes(&mut self) {
         let (len, cap) = (self.cfg.routes.len(), self.cfg.routes.capacity());
-        if cap > 1024 && len < cap / 2 {
-            self.cfg.routes.shrink_to(len + len / 4);
+        if cap > 1024 && len + len / 8 < cap {
+            self.cfg.routes.shrink_to(len + len / 16);
         }
     }
 
@@ -236,12 +237,13 @@ impl Parser<'_> {
                 }
                 RouteOp::Replaced { at, old } => self.cfg.routes[at] = old,
                 RouteOp::Removed { at, route } => {
-                    self.routes.insert(route_key(&route), at);
+                    self.routes.insert(route_key(&route), route_at(at));
                     self.cfg.routes.push(route);
                     let last = self.cfg.routes.len() - 1;
                     if at != last {
                         self.cfg.routes.swap(at, last);
-                        self.routes.insert(route_key(&self.cfg.routes[last]), last);
+                        self.routes
+                            .insert(route_key(&self.cfg.routes[last]), route_at(last));
                     }
                 }
             }

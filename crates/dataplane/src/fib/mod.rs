@@ -5,10 +5,12 @@
 //! touched per packet (the "noref" idea of the 2026 kernel patch set, done by construction).
 
 pub mod lpm;
+mod slots;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use lpm::StrideTrie;
 use prefix_trie::PrefixMap;
+pub use slots::RouteSlots;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -88,12 +90,14 @@ impl Best {
     }
 }
 
-/// The routes of one prefix, lowest metric first: one inline, more in a vector (rare: the same prefix with
-/// several metrics).
+/// The routes of one prefix, lowest metric first: one inline, more in a boxed vector (rare: the same prefix with
+/// several metrics). Boxed, the set is 16 bytes rather than 24: every prefix of the table has one, in each of
+/// the writer's two snapshots.
 #[derive(Debug, Clone)]
 enum RouteSet {
     One(RouteId),
-    Many(Vec<RouteId>),
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<RouteId>>),
 }
 
 impl RouteSet {
@@ -109,7 +113,9 @@ impl RouteSet {
 /// order) and by a longest-prefix-match index of each prefix's best route.
 #[derive(Debug, Clone, Default)]
 pub struct Fib {
-    routes: Vec<RouteEntry>,
+    /// Route slots, indexed by [`RouteId`], in chunks shared with the other snapshot of the writer
+    /// ([`Fib::share_routes_from`]).
+    routes: RouteSlots,
     v6: PrefixMap<Ipv6Net, RouteSet>,
     v4: PrefixMap<Ipv4Net, RouteSet>,
     /// Lookup index of `v6`: the best route of every prefix, by prefix length.
@@ -121,6 +127,10 @@ pub struct Fib {
     /// Slots of removed routes, reused by the next insertions (lowest first) so that route churn does not grow
     /// `routes`; the ones at the end of `routes` are dropped ([`Fib::trim_free`]).
     free: std::collections::BTreeSet<RouteId>,
+    /// The most prefixes `v6` and `v4` held since they were last rebuilt: the prefix map keeps the nodes of
+    /// removed prefixes for reuse, so once it has lost an eighth of them it is rebuilt ([`Fib::compact_maps`]) and
+    /// the memory of a deleted batch goes back.
+    peak: (usize, usize),
 }
 
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
@@ -381,7 +391,7 @@ impl LpmIndex {
     }
 
     /// Updates every entry's plan from its route.
-    fn refresh_plans(&mut self, routes: &[RouteEntry]) {
+    fn refresh_plans(&mut self, routes: &RouteSlots) {
         let fix = |b: Best| Best::of(b.route, routes[b.route as usize].plan);
         if let Some(t) = &mut self.trie {
             t.map_leaves(fix);
@@ -407,6 +417,9 @@ impl LpmIndex {
 }
 
 impl Fib {
+    /// Fewest prefixes a map must have held before it is rebuilt to give back the nodes of removed ones.
+    const COMPACT_MIN: usize = 4096;
+
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
@@ -425,8 +438,15 @@ impl Fib {
 
     /// Every route slot, indexed by [`RouteId`]: the routes in the table and the slots of removed ones (with no
     /// prefix set pointing at them, until an insertion reuses them: see [`Fib::remove`]).
-    pub fn routes(&self) -> &[RouteEntry] {
+    pub fn routes(&self) -> &RouteSlots {
         &self.routes
+    }
+
+    /// Shares with `other` the route slots both hold equal (see [`RouteSlots::share_from`]): the snapshot
+    /// writer calls it once its spare has caught up with the published snapshot, so that the two hold one copy
+    /// of the routes.
+    pub(crate) fn share_routes_from(&mut self, other: &Fib) {
+        self.routes.share_from(&other.routes);
     }
 
     /// Whether slot `id` holds a route of the table (not a removed route's slot waiting for reuse).
@@ -471,7 +491,7 @@ impl Fib {
         /// Takes `id`'s route out of its prefix's set: the prefix's new best route, if any remains.
         fn take<P: prefix_trie::Prefix>(
             map: &mut PrefixMap<P, RouteSet>,
-            routes: &[RouteEntry],
+            routes: &RouteSlots,
             p: &P,
             metric: u32,
         ) -> Option<(RouteId, Option<RouteId>)> {
@@ -494,12 +514,12 @@ impl Fib {
                 }
                 _ => {
                     let best = rest[0];
-                    *set = RouteSet::Many(rest);
+                    *set = RouteSet::Many(Box::new(rest));
                     Some((id, Some(best)))
                 }
             }
         }
-        let best_of = |routes: &[RouteEntry], id: RouteId| Best::of(id, routes[id as usize].plan);
+        let best_of = |routes: &RouteSlots, id: RouteId| Best::of(id, routes[id as usize].plan);
         match prefix.trunc() {
             IpNet::V6(p) => {
                 let (id, next) = take(&mut self.v6, &self.routes, &p, metric)?;
@@ -520,6 +540,7 @@ impl Fib {
                 }
                 self.live -= 1;
                 self.free.insert(id);
+                self.compact_maps();
                 Some(id)
             }
             IpNet::V4(p) => {
@@ -541,45 +562,50 @@ impl Fib {
                 }
                 self.live -= 1;
                 self.free.insert(id);
+                self.compact_maps();
                 Some(id)
             }
         }
     }
 
+    /// Rebuilds a prefix map that has lost an eighth of the most prefixes it held (and at least
+    /// [`Fib::COMPACT_MIN`]): `prefix_trie` keeps the nodes of removed prefixes for reuse and never gives them
+    /// back, so deleting a large batch would leave its nodes allocated. A rebuild costs a pass over the prefixes
+    /// left, paid for by the eighth removed since the last one (amortised: at most 8 prefixes moved per removal).
+    fn compact_maps(&mut self) {
+        fn shrunk(len: usize, peak: usize) -> bool {
+            peak >= Fib::COMPACT_MIN && len < peak - peak / 8
+        }
+        if shrunk(self.v6.len(), self.peak.0) {
+            self.v6 = std::mem::take(&mut self.v6).into_iter().collect();
+            self.peak.0 = self.v6.len();
+        }
+        if shrunk(self.v4.len(), self.peak.1) {
+            self.v4 = std::mem::take(&mut self.v4).into_iter().collect();
+            self.peak.1 = self.v4.len();
+        }
+    }
+
     /// Gives back the memory of removed routes (at the next insertion or removal: a removed route stays readable
-    /// by its id until then): the free slots at the end of the route vector are dropped (the
-    /// ids of the routes in the table do not change), and the vector shrinks once it has a fifth more room than
-    /// routes (so that deleting a large batch returns its memory; amortised, as growing is).
+    /// by its id until then): the free slots at the end of the route slots are dropped (the ids of the routes in
+    /// the table do not change), and with them the chunks they leave empty.
     fn trim_free(&mut self) {
-        let mut trimmed = false;
+        // Chunks of slots left empty are freed as they empty (fib/slots.rs).
         while let Some(&last) = self.free.last() {
             if last as usize + 1 != self.routes.len() {
                 break;
             }
             self.free.pop_last();
             self.routes.pop();
-            trimmed = true;
-        }
-        if !trimmed {
-            // Never while the vector grows (a shrink there would make every push a copy).
-            return;
-        }
-        // Below half the room, keep a quarter more than the routes: growing doubles the room, so each copy is
-        // paid for by a quarter of the routes coming or going (a shrink to the routes alone made the add after
-        // each delete copy the table).
-        let len = self.routes.len();
-        if self.routes.capacity() > 1024 && len < self.routes.capacity() / 2 {
-            self.routes.shrink_to(len + len / 4);
         }
     }
-
     /// Adds a route; routes for the same prefix are kept sorted by metric. Returns its id: the slot of a removed
     /// route when there is one, else a new one.
     pub fn insert(&mut self, r: RouteEntry) -> RouteId {
         /// Adds `id` to its prefix's set; returns the prefix's best route and whether the prefix is new.
         fn add<P: prefix_trie::Prefix>(
             map: &mut PrefixMap<P, RouteSet>,
-            routes: &[RouteEntry],
+            routes: &RouteSlots,
             p: P,
             id: RouteId,
         ) -> (RouteId, bool) {
@@ -594,7 +620,7 @@ impl Fib {
                     let pos = v.partition_point(|x| routes[*x as usize].metric <= metric);
                     v.insert(pos, id);
                     let best = v[0];
-                    *set = RouteSet::Many(v);
+                    *set = RouteSet::Many(Box::new(v));
                     (best, false)
                 }
             }
@@ -604,7 +630,10 @@ impl Fib {
         let entry = RouteEntry { prefix, ..r };
         let id = match self.free.pop_first() {
             Some(id) => {
-                self.routes[id as usize] = entry;
+                *self
+                    .routes
+                    .get_mut(id as usize)
+                    .expect("a free slot is a slot") = entry;
                 id
             }
             None => {
@@ -616,12 +645,14 @@ impl Fib {
         match prefix {
             IpNet::V6(p) => {
                 let (best, new) = add(&mut self.v6, &self.routes, p, id);
+                self.peak.0 = self.peak.0.max(self.v6.len());
                 let best = Best::of(best, self.routes[best as usize].plan);
                 self.fast6
                     .set(u128::from(p.addr()), p.prefix_len(), 128, best, new);
             }
             IpNet::V4(p) => {
                 let (best, new) = add(&mut self.v4, &self.routes, p, id);
+                self.peak.1 = self.peak.1.max(self.v4.len());
                 let best = Best::of(best, self.routes[best as usize].plan);
                 self.fast4.set(
                     u128::from(u32::from(p.addr())),
@@ -879,6 +910,46 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// A large batch removed: the prefix map is rebuilt on the way ([`Fib::compact_maps`]) and every lookup
+    /// still answers as a scan of the routes left does; the routes listed are those left.
+    #[test]
+    fn a_large_removal_rebuilds_the_prefix_map_and_keeps_the_routes() {
+        let mut f = Fib::new();
+        let net = |i: u32, len: u8| {
+            let bits = (0x2001_0db8u128 << 96) | (u128::from(i.wrapping_mul(0x9e37_79b9)) << 64);
+            Ipv6Net::new(Ipv6Addr::from(bits), len).unwrap().trunc()
+        };
+        let mut live = Vec::new();
+        for i in 0..6000u32 {
+            // Mostly /64s, a /40 every 100th (covering some of them).
+            let p = net(i, if i % 100 == 0 { 40 } else { 64 });
+            if !live.contains(&p) {
+                f.insert(RouteEntry {
+                    prefix: IpNet::V6(p),
+                    ..r("::/0", 1024, i as usize)
+                });
+                live.push(p);
+            }
+        }
+        let peak = f.v6.len();
+        let (gone, kept) = live.split_at(live.len() * 5 / 6);
+        for p in gone {
+            assert!(f.remove(IpNet::V6(*p), 1024).is_some());
+        }
+        assert!(f.peak.0 < peak, "the map was rebuilt on the way");
+        assert_eq!(f.len(), kept.len());
+        assert_eq!(f.routes_v6().count(), kept.len());
+        for i in 0..6000u32 {
+            let a = Ipv6Net::new(net(i, 64).addr(), 128).unwrap().addr();
+            let want = kept
+                .iter()
+                .filter(|p| p.contains(&a))
+                .max_by_key(|p| p.prefix_len())
+                .copied();
+            assert_eq!(f.lookup_v6(a).map(|r| r.prefix), want.map(IpNet::V6), "{a}");
+        }
     }
 
     /// The same with prefixes on both sides of the trie's limit (/48) and the hash tables' (/49 to /128), nested

@@ -198,7 +198,7 @@ impl Snapshot {
 
     /// The HMAC keys a route names must be configured.
     fn check_keys(&self, r: &Route) -> Result<(), ConfigError> {
-        if let Some(Encap::Seg6(s)) = &r.encap
+        if let Some(Encap::Seg6(s)) = r.encap.as_deref()
             && let Some(k) = s.hmac
             && !self.hmac.contains_key(&k)
         {
@@ -208,7 +208,7 @@ impl Snapshot {
                 format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
             ));
         }
-        if let Some(Encap::Seg6Local(l)) = &r.encap
+        if let Some(Encap::Seg6Local(l)) = r.encap.as_deref()
             && let Some(k) = l.srh.as_ref().and_then(|s| s.hmac)
             && !self.hmac.contains_key(&k)
         {

@@ -273,7 +273,7 @@ impl Snapshot {
         if let Some(n) = &r.dev {
             return self
                 .by_name
-                .get(n)
+                .get(&**n)
                 .copied()
                 .ok_or_else(|| cfg_err(r.line, n, "no such device (declare it with 'link add')"));
         }
@@ -332,6 +332,17 @@ impl Snapshot {
     /// The interface called `name`.
     pub fn dev_id(&self, name: &str) -> Option<DevId> {
         self.links.iter().position(|l| l.name == name)
+    }
+
+    /// Shares with `other` the route slots of each routing table that both hold equal (the snapshot writer's
+    /// two snapshots, once they have applied the same changes: see [`crate::fib::RouteSlots`]).
+    pub(crate) fn share_routes_from(&mut self, other: &Snapshot) {
+        self.fib.share_routes_from(&other.fib);
+        for (id, f) in &mut self.tables {
+            if let Some(o) = other.tables.get(id) {
+                f.share_routes_from(o);
+            }
+        }
     }
 
     /// The routing table.

@@ -120,6 +120,8 @@ pub struct SnapshotWriter {
     spare: Arc<Snapshot>,
     /// Changes the published snapshot has and the spare has not yet.
     pending: Vec<Change>,
+    /// How many of them the last [`SnapshotWriter::apply`] brought the spare up to date with.
+    caught_up: usize,
 }
 
 impl SnapshotWriter {
@@ -130,6 +132,7 @@ impl SnapshotWriter {
             handle,
             spare,
             pending: Vec::new(),
+            caught_up: 0,
         }
     }
 
@@ -144,12 +147,16 @@ impl SnapshotWriter {
             std::thread::yield_now();
         };
         // Taken, not drained: a large batch's log is freed here rather than kept as the vector's capacity.
+        self.caught_up = self.pending.len();
         for c in std::mem::take(&mut self.pending) {
             // Applied to the published copy already, from the same state: it applies here too.
             spare
                 .apply(&c)
                 .expect("a change that applied to the published snapshot applies to the spare");
         }
+        // The spare now holds what the published snapshot holds: their route slots are shared again, so the two
+        // keep one copy of the routes but for the chunks the next batch writes (fib/slots.rs).
+        spare.share_routes_from(&self.handle.load());
         let mut done = 0;
         let mut failed = None;
         for (i, c) in changes.iter().enumerate() {
@@ -170,6 +177,13 @@ impl SnapshotWriter {
             self.pending = changes[..done].to_vec();
         }
         failed.map_or(Ok(()), Err)
+    }
+
+    /// How many changes of the batch before the last [`apply`](Self::apply) were applied to the spare by it (the
+    /// spare catches up before it takes the new batch): a large number means the spare freed or grew as much as
+    /// that batch did, during this call (the caller may give freed memory back to the system then).
+    pub fn caught_up(&self) -> usize {
+        self.caught_up
     }
 
     /// The handle this writer publishes to.

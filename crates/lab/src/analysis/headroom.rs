@@ -1025,14 +1025,14 @@ mod tests {
                 dev: "r1".into(),
                 line: 5,
             });
-            let route = |prefix: &str, via: Option<&str>, encap, line| Route {
+            let route = |prefix: &str, via: Option<&str>, encap: Option<Encap>, line| Route {
                 reject: None,
                 prefix: prefix.parse().unwrap(),
                 via: via.map(|v| v.parse().unwrap()),
                 dev: Some("r1".into()),
                 metric: 1024,
                 mtu: None,
-                encap,
+                encap: encap.map(Box::new),
                 table: 254,
                 line,
             };

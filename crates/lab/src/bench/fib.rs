@@ -195,12 +195,14 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
         dev: dev.clone(),
         line: 3,
     });
+    // One shared name for every route's device, as the parser gives.
+    let shared: lwt6_dataplane::spec::DevName = dev.as_str().into();
     // The SIDs' own route.
     c.routes.push(Route {
         reject: None,
         prefix: "fc00::/16".parse().expect("prefix"),
         via: Some(IpAddr::V6(gw)),
-        dev: Some(dev.clone()),
+        dev: Some(shared.clone()),
         metric: 1024,
         mtu: None,
         encap: None,
@@ -214,16 +216,16 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
             reject: None,
             prefix: ipnet::Ipv6Net::new(prefix(n), 48).expect("prefix").into(),
             via: (!seg6).then_some(IpAddr::V6(gw)),
-            dev: Some(dev.clone()),
+            dev: Some(shared.clone()),
             metric: 1024,
             mtu: None,
             encap: seg6.then(|| {
-                Encap::Seg6(Seg6Encap {
+                Box::new(Encap::Seg6(Seg6Encap {
                     mode: Seg6Mode::Encap,
                     segs: vec![sid, "fc00::b".parse().expect("address")],
                     hmac: None,
                     tunsrc: None,
-                })
+                }))
             }),
             table: 254,
             line: 4 + n,

@@ -351,17 +351,19 @@ impl Changes {
             metric: 1024,
             table: MAIN_TABLE,
             mtu: None,
-            encap: seg6.then(|| {
-                Encap::Seg6(Seg6Encap {
-                    mode: Seg6Mode::Encap,
-                    segs: vec![
-                        a6("fc00::a"),
-                        Ipv6Addr::from(0xfc00_u128 << 112 | u128::from(k)),
-                    ],
-                    hmac: None,
-                    tunsrc: None,
+            encap: seg6
+                .then(|| {
+                    Encap::Seg6(Seg6Encap {
+                        mode: Seg6Mode::Encap,
+                        segs: vec![
+                            a6("fc00::a"),
+                            Ipv6Addr::from(0xfc00_u128 << 112 | u128::from(k)),
+                        ],
+                        hmac: None,
+                        tunsrc: None,
+                    })
                 })
-            }),
+                .map(Box::new),
             line: 0,
         }
     }

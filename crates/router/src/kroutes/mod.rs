@@ -321,7 +321,7 @@ fn route_forwarding(r: &KernelRoute, links: &[String]) -> Result<Route, String> 
     }
     let encap = match &r.encap {
         None => None,
-        Some(KernelEncap::Tunnel(t)) => Some(t.clone()),
+        Some(KernelEncap::Tunnel(t)) => Some(Box::new(t.clone())),
         Some(KernelEncap::Seg6Local(_)) => return seg6local_route(r, links),
         Some(KernelEncap::Other(name)) => {
             return Err(format!("encap {name} (a tunnel lwt6 does not build)"));
@@ -331,7 +331,7 @@ fn route_forwarding(r: &KernelRoute, links: &[String]) -> Result<Route, String> 
         reject: None,
         prefix: r.prefix,
         via: r.via,
-        dev: r.dev.clone(),
+        dev: r.dev.as_deref().map(Into::into),
         metric: r.metric,
         table: MAIN_TABLE,
         mtu: r.mtu.map(|value| RouteMtu {
@@ -354,7 +354,7 @@ fn seg6local_route(r: &KernelRoute, links: &[String]) -> Result<Route, String> {
         .routes
         .pop()
         .ok_or_else(|| "the seg6local route did not read back".to_string())?;
-    if !matches!(route.encap, Some(Encap::Seg6Local(_))) {
+    if !matches!(route.encap.as_deref(), Some(Encap::Seg6Local(_))) {
         return Err("the seg6local route did not read back".into());
     }
     route.line = 0;

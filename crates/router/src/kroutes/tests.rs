@@ -117,7 +117,7 @@ fn a_seg6local_route_reads_back_through_the_parser() {
     let Installed::Route(got) = route_of(&r, &links).unwrap() else {
         panic!("not a forwarding route")
     };
-    let Some(Encap::Seg6Local(l)) = &got.encap else {
+    let Some(Encap::Seg6Local(l)) = got.encap.as_deref() else {
         panic!("{got:?}")
     };
     assert_eq!(l.nh6, Some("fd00:2::2".parse().unwrap()));
