@@ -20,7 +20,7 @@ const SHIFT: u32 = 8;
 /// Slots per chunk: 256 entries of about 100 bytes (a chunk written by a change is copied whole).
 pub const CHUNK: usize = 1 << SHIFT;
 
-/// Route slots indexed by [`RouteId`](super::RouteId), in shared chunks of [`CHUNK`] (every chunk full but the
+/// Route slots indexed by [`RouteId`](super::RouteId), in shared chunks of `CHUNK` (256) (every chunk full but the
 /// last).
 #[derive(Debug, Clone, Default)]
 pub struct RouteSlots {
