@@ -499,8 +499,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stuck_sink_never_holds_a_submitter_and_what_does_not_fit_is_counted() {
+    /// An exporter with a channel `capacity` batches deep to a [`Stuck`] sink; the receiver hears each batch it
+    /// starts writing, the barrier lets it finish.
+    fn stuck(
+        capacity: usize,
+    ) -> (
+        Exporter,
+        std::sync::mpsc::Receiver<()>,
+        Arc<std::sync::Barrier>,
+    ) {
         let (started, seen) = std::sync::mpsc::channel();
         let go = Arc::new(std::sync::Barrier::new(2));
         let e = Exporter::spawn(
@@ -508,8 +515,14 @@ mod tests {
                 started,
                 go: Arc::clone(&go),
             }),
-            1,
+            capacity,
         );
+        (e, seen, go)
+    }
+
+    #[test]
+    fn a_stuck_sink_never_holds_a_submitter_and_what_does_not_fit_is_counted() {
+        let (e, seen, go) = stuck(1);
         let s = e.submitter().unwrap();
         s.submit(vec![record(0), record(1)]);
         seen.recv().unwrap();
@@ -531,15 +544,7 @@ mod tests {
 
     #[test]
     fn finish_by_stops_waiting_for_a_stuck_sink_and_counts_what_it_held() {
-        let (started, seen) = std::sync::mpsc::channel();
-        let go = Arc::new(std::sync::Barrier::new(2));
-        let e = Exporter::spawn(
-            Box::new(Stuck {
-                started,
-                go: Arc::clone(&go),
-            }),
-            4,
-        );
+        let (e, seen, go) = stuck(4);
         e.submit(vec![record(0), record(1)]);
         seen.recv().unwrap();
         e.submit(vec![record(2); 3]);

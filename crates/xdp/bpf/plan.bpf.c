@@ -729,6 +729,24 @@ static __always_inline int table_forward(struct xdp_md *ctx, struct plan *pl, st
     return bpf_redirect_map(&egress, out, 0);
 }
 
+// The plan of route `r` (what an LPM lookup found), or none (0) with `*why` saying why the frame goes to the worker:
+// no route, a route the driver has no plan for (its own reason), or a plan missing from the map.
+static __always_inline struct plan *plan_of(struct route *r, __u32 *why) {
+    if (!r) {
+        *why = W_NO_ROUTE;
+        return 0;
+    }
+    __u32 id = r->plan;
+    if (id == NO_PLAN) {
+        *why = r->why;
+        return 0;
+    }
+    struct plan *pl = bpf_map_lookup_elem(&plans, &id);
+    if (!pl)
+        *why = W_NO_PLAN;
+    return pl;
+}
+
 // Copies the first `tlen` bytes (8 to TPL_MAX) of template `tpl` to the frame at `p`, in 8-byte words, the last
 // one ending exactly at tlen (overlapping the one before it). -1 when the frame is shorter (not after the checks).
 static __always_inline int copy_template(__u8 *p, __u8 *end, __u8 *tpl, __u32 tlen) {
@@ -785,15 +803,10 @@ static __always_inline int ipv4_forward(struct xdp_md *ctx, struct port *port, _
     struct lpm_key4 key = {.prefixlen = 32};
     for (int i = 0; i < 4; i++)
         key.addr[i] = ip[16 + i];
-    struct route *r = bpf_map_lookup_elem(&routes4, &key);
-    if (!r)
-        return slow(ctx, W_NO_ROUTE);
-    __u32 id = r->plan;
-    if (id == NO_PLAN)
-        return slow(ctx, r->why);
-    struct plan *pl = bpf_map_lookup_elem(&plans, &id);
+    __u32 why;
+    struct plan *pl = plan_of(bpf_map_lookup_elem(&routes4, &key), &why);
     if (!pl)
-        return slow(ctx, W_NO_PLAN);
+        return slow(ctx, why);
     __u32 tlen = pl->tlen, growth = pl->growth;
     __u32 l2 = pl->flags & F_L2;
     if (!(pl->flags & F_V4) || (pl->flags & ~(F_V4 | F_L2)) || pl->skip || tlen < 14 || tlen > TPL_MAX ||
@@ -869,15 +882,10 @@ int lwt6_plan(struct xdp_md *ctx) {
     struct lpm_key key = {.prefixlen = 128};
     for (int i = 0; i < 16; i++)
         key.addr[i] = ip[24 + i];
-    struct route *r = bpf_map_lookup_elem(&routes, &key);
-    if (!r)
-        return slow(ctx, W_NO_ROUTE);
-    __u32 id = r->plan;
-    if (id == NO_PLAN)
-        return slow(ctx, r->why);
-    struct plan *pl = bpf_map_lookup_elem(&plans, &id);
+    __u32 why;
+    struct plan *pl = plan_of(bpf_map_lookup_elem(&routes, &key), &why);
     if (!pl)
-        return slow(ctx, W_NO_PLAN);
+        return slow(ctx, why);
 
     if (ip[6] == 0)
         return transit_forward(ctx, pl, port, flen, len, hlim);

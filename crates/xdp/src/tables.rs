@@ -88,6 +88,40 @@ impl Tables {
     }
 }
 
+/// A route's map value: the plan in slot `slot`, or why its frames go to the worker.
+fn route_value(slot: Result<u32, Why>) -> RouteValue {
+    match slot {
+        Ok(plan) => RouteValue { plan, why: 0 },
+        Err(why) => RouteValue {
+            plan: NO_PLAN,
+            why: why as u32,
+        },
+    }
+}
+
+/// Appends plan `e` (if the route has one) to `plans`: the route's map value naming its slot, or why it has none.
+fn push_plan(plans: &mut Vec<PlanEntry>, e: Result<PlanEntry, Why>) -> RouteValue {
+    route_value(e.map(|e| {
+        plans.push(e);
+        plans.len() as u32 - 1
+    }))
+}
+
+/// The map value of the router's own addresses: delivered locally, by the worker.
+const LOCAL: RouteValue = RouteValue {
+    plan: NO_PLAN,
+    why: Why::Local as u32,
+};
+
+/// Puts `entry` in `entries`, in place of the one `same` finds if there is one (a local address replaces the
+/// route to the same prefix).
+fn replace_or_push<T>(entries: &mut Vec<T>, same: impl Fn(&T) -> bool, entry: T) {
+    match entries.iter_mut().find(|e| same(e)) {
+        Some(e) => *e = entry,
+        None => entries.push(entry),
+    }
+}
+
 fn why_of(n: u32) -> Why {
     Why::ALL
         .into_iter()
@@ -386,27 +420,13 @@ pub fn tables(snap: &Snapshot) -> Tables {
                 Ok(t.plans.len() as u32 - 1)
             }),
         };
-        let value = match slot {
-            Ok(plan) => RouteValue { plan, why: 0 },
-            Err(why) => RouteValue {
-                plan: NO_PLAN,
-                why: why as u32,
-            },
-        };
-        t.routes.push((net, value));
+        t.routes.push((net, route_value(slot)));
     }
     // The router's own addresses: delivered locally, by the worker (lwt6's fast path checks them too).
     for l in &snap.links {
         for (a, _) in &l.addrs6 {
             let net = Ipv6Net::new(*a, 128).expect("a /128");
-            let value = RouteValue {
-                plan: NO_PLAN,
-                why: Why::Local as u32,
-            };
-            match t.routes.iter_mut().find(|(n, _)| *n == net) {
-                Some(e) => e.1 = value,
-                None => t.routes.push((net, value)),
-            }
+            replace_or_push(&mut t.routes, |(n, _)| *n == net, (net, LOCAL));
         }
     }
     encap::fill_ipv4(snap, &mut t);
@@ -423,36 +443,17 @@ pub fn tables(snap: &Snapshot) -> Tables {
                 continue;
             }
             last = Some(net);
-            let value = match forward_entry(snap, r) {
-                Ok(e) => {
-                    t.plans.push(e);
-                    RouteValue {
-                        plan: t.plans.len() as u32 - 1,
-                        why: 0,
-                    }
-                }
-                Err(why) => RouteValue {
-                    plan: NO_PLAN,
-                    why: why as u32,
-                },
-            };
+            let value = push_plan(&mut t.plans, forward_entry(snap, r));
             t.table_routes.push((table, net, value));
         }
         for l in &snap.links {
             for (a, _) in &l.addrs6 {
                 let net = Ipv6Net::new(*a, 128).expect("a /128");
-                let value = RouteValue {
-                    plan: NO_PLAN,
-                    why: Why::Local as u32,
-                };
-                match t
-                    .table_routes
-                    .iter_mut()
-                    .find(|(tb, n, _)| *tb == table && *n == net)
-                {
-                    Some(e) => e.2 = value,
-                    None => t.table_routes.push((table, net, value)),
-                }
+                replace_or_push(
+                    &mut t.table_routes,
+                    |(tb, n, _)| *tb == table && *n == net,
+                    (table, net, LOCAL),
+                );
             }
         }
     }

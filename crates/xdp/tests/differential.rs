@@ -775,6 +775,31 @@ fn the_flow_label_hash_stays_in_userspace() {
     );
 }
 
+/// A random run's driver: `cases` cases, no failure file.
+fn runner(cases: u32) -> proptest::test_runner::TestRunner {
+    proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })
+}
+
+/// Spoils a random frame: the bytes `flips` names (offsets from `from`, those past the end left out) set to their
+/// values; then, as `cut` falls, the frame cut short by `cut + 1` bytes (`cut` under `short`), padded with `cut`
+/// bytes (`cut` from `short` to twice `short`), or left whole.
+fn mangle(f: &mut Vec<u8>, from: usize, flips: Vec<(usize, u8)>, cut: usize, short: usize) {
+    for (at, v) in flips {
+        if from + at < f.len() {
+            f[from + at] = v;
+        }
+    }
+    if cut < short {
+        f.truncate(f.len().saturating_sub(cut + 1));
+    } else if cut < 2 * short {
+        f.extend(std::iter::repeat_n(0xee, cut));
+    }
+}
+
 /// Any frame: forwarded in the driver, then byte-identical to the userspace router's only output on the same
 /// egress; or left to the slow path unchanged. Counted exactly once either way.
 fn agrees(b: &mut Bench, f: &[u8]) -> Result<bool, String> {
@@ -811,7 +836,7 @@ fn agrees(b: &mut Bench, f: &[u8]) -> Result<bool, String> {
 #[test]
 fn random_frames_agree_with_userspace() {
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use proptest::test_runner::TestCaseError;
     for (fl, cases) in [(0, 3000), (-1, 500)] {
         let Some(b) = bench(fl) else { return };
         let b = std::cell::RefCell::new(b);
@@ -850,11 +875,7 @@ fn random_frames_agree_with_userspace() {
             0usize..40,
             0u8..5,
         );
-        let mut runner = TestRunner::new(Config {
-            cases,
-            failure_persistence: None,
-            ..Config::default()
-        });
+        let mut runner = runner(cases);
         runner
             .run(&strategy, |(i, hlim, fw, n, flips, cut, sl)| {
                 let mut f = if dsts[i] == "fd00:a7::1" || dsts[i] == "fd00:a2::1" {
@@ -870,17 +891,7 @@ fn random_frames_agree_with_userspace() {
                 } else {
                     frame(dsts[i], hlim, fw & 0x0fff_ffff, n)
                 };
-                for (at, v) in flips {
-                    if at < f.len() {
-                        f[at] = v;
-                    }
-                }
-                // A few frames cut short, a few padded.
-                match cut {
-                    0..4 => f.truncate(f.len().saturating_sub(cut + 1)),
-                    4..8 => f.extend(std::iter::repeat_n(0xee, cut)),
-                    _ => {}
-                }
+                mangle(&mut f, 0, flips, cut, 4);
                 let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
                 sent.set(sent.get() + u32::from(driver));
                 Ok(())
@@ -1709,7 +1720,7 @@ fn ioam_domains_leave_transit_to_the_worker() {
 #[test]
 fn random_transit_frames_agree_with_userspace() {
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use proptest::test_runner::TestCaseError;
     let Some(b) = bench_of(&transit_conf(true), Sizes::default()) else {
         return;
     };
@@ -1741,11 +1752,7 @@ fn random_transit_frames_agree_with_userspace() {
         any::<bool>(),
         prop::collection::vec((0usize..64, any::<u8>()), 0..3),
     );
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(cases);
     runner
         .run(&strategy, |(traces, hlim, n, r2, flips)| {
             let opts: Vec<Vec<u8>> = traces
@@ -1754,11 +1761,7 @@ fn random_transit_frames_agree_with_userspace() {
                 .collect();
             let dst = if r2 { "2001:db8:3::1" } else { "2001:db8::7" };
             let mut f = hbh_frame(dst, hlim, &hbh_of(&opts), n);
-            for (at, v) in flips {
-                if 54 + at < f.len() {
-                    f[54 + at] = v;
-                }
-            }
+            mangle(&mut f, 54, flips, usize::MAX, 0);
             let before = b.borrow().tier.counters().unwrap().ioam_filled;
             // Half of the way with precomputed blocks for the trace types met so far.
             if seen.get().is_multiple_of(50) && seen.get() > cases / 2 {
@@ -1974,7 +1977,7 @@ fn end_dt6_matches_userspace() {
 #[test]
 fn random_end_dt6_frames_agree_with_userspace() {
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use proptest::test_runner::TestCaseError;
     let Some(b) = bench_of(&dt6_conf(), Sizes::default()) else {
         return;
     };
@@ -2001,11 +2004,7 @@ fn random_end_dt6_frames_agree_with_userspace() {
         prop::collection::vec((0usize..140, any::<u8>()), 0..3),
         0usize..20,
     );
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(cases);
     runner
         .run(&strategy, |(s, i, ihl, sl, n, flips, cut)| {
             let pkt = frame(inner[i], ihl, 0x0012_3456, n)[14..].to_vec();
@@ -2014,16 +2013,7 @@ fn random_end_dt6_frames_agree_with_userspace() {
             } else {
                 encapsulated(sids[s], 64, sl - 1, &["fc00::3", sids[s]], &pkt)
             };
-            for (at, v) in flips {
-                if at < f.len() {
-                    f[at] = v;
-                }
-            }
-            match cut {
-                0..3 => f.truncate(f.len().saturating_sub(cut + 1)),
-                3..6 => f.extend(std::iter::repeat_n(0xee, cut)),
-                _ => {}
-            }
+            mangle(&mut f, 0, flips, cut, 3);
             let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
             sent.set(sent.get() + u32::from(driver));
             Ok(())
@@ -2455,7 +2445,7 @@ fn the_flow_label_hash_leaves_l2_and_ipv4_encap_to_the_worker() {
 #[test]
 fn random_l2_and_ipv4_frames_agree_with_userspace() {
     use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use proptest::test_runner::TestCaseError;
     let Some(b) = bench_of(&encap_conf(0, 64), Sizes::default()) else {
         return;
     };
@@ -2499,11 +2489,7 @@ fn random_l2_and_ipv4_frames_agree_with_userspace() {
         any::<u16>(),
         prop_oneof![8 => Just(0usize), 1 => Just(4), 1 => Just(8)],
     );
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(cases);
     runner
         .run(&strategy, |(i, hlim, fw, n, flips, cut, frag, opts)| {
             let mut f = if dsts[i].contains(':') {
@@ -2512,16 +2498,7 @@ fn random_l2_and_ipv4_frames_agree_with_userspace() {
                 let options = vec![1u8; opts];
                 frame4(dsts[i], fw as u8, hlim, frag, &options, n)
             };
-            for (at, v) in flips {
-                if at < f.len() {
-                    f[at] = v;
-                }
-            }
-            match cut {
-                0..4 => f.truncate(f.len().saturating_sub(cut + 1)),
-                4..8 => f.extend(std::iter::repeat_n(0xee, cut)),
-                _ => {}
-            }
+            mangle(&mut f, 0, flips, cut, 4);
             let driver = agrees(&mut b.borrow_mut(), &f).map_err(TestCaseError::fail)?;
             sent.set(sent.get() + u32::from(driver));
             Ok(())

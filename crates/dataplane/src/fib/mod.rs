@@ -764,7 +764,8 @@ mod tests {
     }
     use super::*;
 
-    fn r(prefix: &str, metric: u32, dev: DevId) -> RouteEntry {
+    /// A static route to `prefix` on device `dev`, with no gateway.
+    pub(super) fn r(prefix: &str, metric: u32, dev: DevId) -> RouteEntry {
         RouteEntry {
             prefix: prefix.parse().unwrap(),
             via: None,

@@ -119,23 +119,17 @@ impl std::ops::Index<usize> for RouteSlots {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Fib, Origin, RouteEntry};
+    use super::super::tests::r;
+    use super::super::{Fib, RouteEntry};
     use ipnet::IpNet;
 
+    /// Route `i` of many: 2001:db8:(i >> 16):(i & 0xffff)::/64 on device `dev`.
     fn route(i: u32, dev: usize) -> RouteEntry {
-        RouteEntry {
-            prefix: format!("2001:db8:{:x}:{:x}::/64", i >> 16, i & 0xffff)
-                .parse()
-                .unwrap(),
-            via: None,
-            dev: Some(dev),
-            metric: 1024,
-            mtu: None,
-            tunnel: None,
-            origin: Origin::Static,
-            line: 0,
-            plan: None,
-        }
+        r(
+            &format!("2001:db8:{:x}:{:x}::/64", i >> 16, i & 0xffff),
+            1024,
+            dev,
+        )
     }
 
     /// A copy of a table shares its chunks; a change to the copy writes a copy of the one chunk it touches and

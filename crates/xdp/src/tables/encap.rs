@@ -3,10 +3,9 @@
 //! packets (routed by the main table's IPv4 routes: the `routes4` map). The template is the tunnel's own
 //! (`Snapshot::seg6_encap_way`, written by the worker's code); the patches are the worker's per-packet fields.
 
-use super::{E, Tables};
+use super::{E, LOCAL, Tables, push_plan, replace_or_push};
 use crate::layout::{
-    F_L2, F_V4, Kind, NO_PLAN, OP_FIRST_WORD, OP_HLIM, OP_PLEN, OPS_MAX, Op, PlanEntry, RouteValue,
-    TPL_MAX, Why,
+    F_L2, F_V4, Kind, OP_FIRST_WORD, OP_HLIM, OP_PLEN, OPS_MAX, Op, PlanEntry, TPL_MAX, Why,
 };
 use ipnet::{IpNet, Ipv4Net};
 use lwt6_dataplane::fib::RouteEntry;
@@ -83,32 +82,13 @@ pub(super) fn fill_ipv4(snap: &Snapshot, t: &mut Tables) {
         if way != Err(Why::Kind) {
             t.ways4 += 1;
         }
-        let value = match way {
-            Ok(e) => {
-                t.plans.push(e);
-                RouteValue {
-                    plan: t.plans.len() as u32 - 1,
-                    why: 0,
-                }
-            }
-            Err(why) => RouteValue {
-                plan: NO_PLAN,
-                why: why as u32,
-            },
-        };
+        let value = push_plan(&mut t.plans, way);
         t.routes4.push((net, value));
     }
     for l in &snap.links {
         for (a, _) in &l.addrs4 {
             let net = Ipv4Net::new(*a, 32).expect("a /32");
-            let value = RouteValue {
-                plan: NO_PLAN,
-                why: Why::Local as u32,
-            };
-            match t.routes4.iter_mut().find(|(n, _)| *n == net) {
-                Some(e) => e.1 = value,
-                None => t.routes4.push((net, value)),
-            }
+            replace_or_push(&mut t.routes4, |(n, _)| *n == net, (net, LOCAL));
         }
     }
 }
