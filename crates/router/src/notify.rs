@@ -84,11 +84,7 @@ impl Notifier {
 
 /// The status line while the router serves: `forwarding on r0, r1 (af_xdp); 3 routes; 2 workers`.
 pub fn status(links: &[String], io: &str, snap: &Snapshot, workers: usize) -> String {
-    let routes: usize = snap
-        .tables()
-        .into_iter()
-        .map(|(_, f)| f.routes_v6().count() + f.routes_v4().count())
-        .sum();
+    let routes: usize = snap.tables().into_iter().map(|(_, f)| f.len()).sum();
     format!(
         "forwarding on {} ({io}); {routes} route{}; {workers} worker{}",
         links.join(", "),

@@ -504,8 +504,7 @@ fn serve(
     let notify = crate::notify::Notifier::from_env();
     let status = |c: &Control| crate::notify::status(&names, io, &c.handle.load(), a.workers);
     notify.ready(&status(&control));
-    // STATUS= follows the table: resent after a publication, at most every STATUS_EVERY (counting the routes is a
-    // pass over them).
+    // STATUS= follows the table: resent after a publication, at most every STATUS_EVERY.
     let mut status_sent = (control.handle.generation(), std::time::Instant::now());
     // The control socket's connections: never waited on, served in this loop (crate::clients).
     let mut clients = clients::Clients::for_descriptors();
