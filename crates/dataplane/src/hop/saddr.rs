@@ -51,6 +51,13 @@ fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> u32 {
     (u128::from(*a) ^ u128::from(*b)).leading_zeros()
 }
 
+/// Whether the candidates are the outgoing interface's addresses alone: for a multicast destination or one of
+/// link-local scope (the loopback address included), as the kernel restricts them when it knows that
+/// interface (RFC 6724 §4).
+pub fn outgoing_interface_only(dst: &Ipv6Addr) -> bool {
+    dst.is_multicast() || scope(dst) <= 2
+}
+
 /// Chooses a source for `dst` among `candidates` (address, its prefix length, on the outgoing interface?), given
 /// in the kernel's order of candidates: the first of the best wins.
 pub fn select(
