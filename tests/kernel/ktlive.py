@@ -90,7 +90,7 @@ class LiveTopo:
 class LiveRouter:
     """`lwt6 run` in a namespace; `stop()` sends SIGTERM and returns the final counters (JSON)."""
 
-    def __init__(self, ns, conf_text, workdir, args=(), label="live", cpus=None):
+    def __init__(self, ns, conf_text, workdir, args=(), label="live", cpus=None, wrap=()):
         self.ns = ns
         self.dir = workdir
         self.conf = os.path.join(workdir, f"{label}.conf")
@@ -98,7 +98,8 @@ class LiveRouter:
             f.write(conf_text)
         self.sock = os.path.join(workdir, f"{label}.sock")
         pin = ["taskset", "-c", cpus] if cpus else []
-        self.argv = ["ip", "netns", "exec", ns] + pin + [str(lwt6_bin()), "run", "-c", self.conf, "--control", self.sock,
+        # `wrap`: a command that runs the rest (as `unshare --mount ... sh -c '...; exec "$@"'`).
+        self.argv = list(wrap) + ["ip", "netns", "exec", ns] + pin + [str(lwt6_bin()), "run", "-c", self.conf, "--control", self.sock,
                      "-j"] + list(args)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)

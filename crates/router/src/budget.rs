@@ -67,10 +67,11 @@ impl Meter {
         let need = (text.len() as u64).saturating_add(self.lines.saturating_mul(PEAK_PER_LINE));
         (need > allowed).then(|| {
             format!(
-                "batch refused after {} lines ({} bytes): applying them would need about {} MiB ({PEAK_PER_LINE} bytes a line and the text), more than half of the {} MiB this system has available (MemAvailable); send smaller batches",
+                "batch refused after {} lines ({} bytes read): applying them would need about {} MiB ({PEAK_PER_LINE} bytes a line and the text), more than the {} MiB a batch may take, half of the {} MiB this system had available (MemAvailable) when the batch began; send smaller batches",
                 self.lines,
                 text.len(),
                 need.div_ceil(1 << 20),
+                allowed >> 20,
                 (allowed * 2) >> 20,
             )
         })
@@ -106,8 +107,19 @@ mod tests {
             text.extend_from_slice(line);
         }
         let why = m.check(&text).expect("refused");
-        assert!(why.contains("after 16384 lines"), "{why}");
-        assert!(why.contains("64 MiB this system has available"), "{why}");
+        assert!(
+            why.contains("after 16384 lines (327680 bytes read)"),
+            "{why}"
+        );
+        assert!(why.contains("would need about 33 MiB"), "{why}");
+        assert!(
+            why.contains("more than the 32 MiB a batch may take"),
+            "{why}"
+        );
+        assert!(
+            why.contains("half of the 64 MiB this system had available"),
+            "{why}"
+        );
     }
 
     /// Counted in pieces as the text arrives, the lines are counted once.

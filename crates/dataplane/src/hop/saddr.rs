@@ -1,6 +1,13 @@
 //! Source address selection for packets the router originates (tunnel outer headers, ICMPv6 errors):
 //! a subset of RFC 6724 §5 as Linux `ipv6_dev_get_saddr` applies it — appropriate scope (rule 2), prefer the
-//! outgoing interface (rule 5), matching label (rule 6, default policy table), longest matching prefix (rule 8).
+//! outgoing interface (rule 5), matching label (rule 6, default policy table), longest matching prefix (rule 8,
+//! the bits in common counted up to the address's prefix length, as the kernel does).
+//!
+//! Ties are broken as the kernel breaks them: it walks the devices in their order and each device's addresses
+//! newest first, and a candidate replaces the best so far only when it scores strictly higher; so on a full tie
+//! the first candidate met wins (the newest address of the first device, when the caller lists them in that
+//! order, as the snapshot's `source_for` does). Checked against the kernel by
+//! tests/kernel/test_saddr.py.
 
 use std::net::Ipv6Addr;
 
@@ -44,31 +51,44 @@ fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> u32 {
     (u128::from(*a) ^ u128::from(*b)).leading_zeros()
 }
 
-/// Chooses a source for `dst` among `candidates` (address, on the outgoing interface?).
+/// Whether the candidates are the outgoing interface's addresses alone: for a multicast destination or one of
+/// link-local scope (the loopback address included), as the kernel restricts them when it knows that
+/// interface (RFC 6724 §4).
+pub fn outgoing_interface_only(dst: &Ipv6Addr) -> bool {
+    dst.is_multicast() || scope(dst) <= 2
+}
+
+/// Chooses a source for `dst` among `candidates` (address, its prefix length, on the outgoing interface?), given
+/// in the kernel's order of candidates: the first of the best wins.
 pub fn select(
-    candidates: impl Iterator<Item = (Ipv6Addr, bool)>,
+    candidates: impl Iterator<Item = (Ipv6Addr, u8, bool)>,
     dst: &Ipv6Addr,
 ) -> Option<Ipv6Addr> {
     let dscope = scope(dst);
     let dlabel = label(dst);
-    candidates
-        .filter(|(a, _)| !a.is_unspecified() && !a.is_multicast())
-        .max_by_key(|(a, on_dev)| {
-            let sc = scope(a);
-            // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
-            let scope_rank = if sc >= dscope {
-                1000 - sc as i32
-            } else {
-                sc as i32
-            };
-            (
-                scope_rank,
-                *on_dev,
-                label(a) == dlabel,
-                common_prefix(a, dst),
-            )
-        })
-        .map(|(a, _)| a)
+    let rank = |(a, plen, on_dev): &(Ipv6Addr, u8, bool)| {
+        let sc = scope(a);
+        // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
+        let scope_rank = if sc >= dscope {
+            1000 - sc as i32
+        } else {
+            sc as i32
+        };
+        (
+            scope_rank,
+            *on_dev,
+            label(a) == dlabel,
+            common_prefix(a, dst).min(u32::from(*plen)),
+        )
+    };
+    let mut best: Option<((i32, bool, bool, u32), Ipv6Addr)> = None;
+    for c in candidates.filter(|(a, _, _)| !a.is_unspecified() && !a.is_multicast()) {
+        let r = rank(&c);
+        if best.as_ref().is_none_or(|(b, _)| r > *b) {
+            best = Some((r, c.0));
+        }
+    }
+    best.map(|(_, a)| a)
 }
 
 #[cfg(test)]
@@ -82,9 +102,12 @@ mod tests {
     #[test]
     fn prefers_outgoing_interface_then_longest_match() {
         // The kernel picks the egress-interface address fd00:2::1 for DA fc00::a (docs/references.md §1.2).
-        let c = vec![(a("fd00:1::2"), false), (a("fd00:2::1"), true)];
+        let c = vec![(a("fd00:1::2"), 64, false), (a("fd00:2::1"), 64, true)];
         assert_eq!(select(c.into_iter(), &a("fc00::a")), Some(a("fd00:2::1")));
-        let c = vec![(a("2001:db8:1::1"), false), (a("2001:db8:2::1"), false)];
+        let c = vec![
+            (a("2001:db8:1::1"), 64, false),
+            (a("2001:db8:2::1"), 64, false),
+        ];
         assert_eq!(
             select(c.into_iter(), &a("2001:db8:2::99")),
             Some(a("2001:db8:2::1"))
@@ -93,13 +116,55 @@ mod tests {
 
     #[test]
     fn avoids_link_local_for_global_destinations() {
-        let c = vec![(a("fe80::1"), true), (a("2001:db8::1"), false)];
+        let c = vec![(a("fe80::1"), 64, true), (a("2001:db8::1"), 64, false)];
         assert_eq!(
             select(c.into_iter(), &a("2001:db8:9::1")),
             Some(a("2001:db8::1"))
         );
-        let c = vec![(a("fe80::1"), true), (a("2001:db8::1"), true)];
+        let c = vec![(a("fe80::1"), 64, true), (a("2001:db8::1"), 64, true)];
         assert_eq!(select(c.into_iter(), &a("fe80::9")), Some(a("fe80::1")));
         assert_eq!(select(std::iter::empty(), &a("fe80::9")), None);
+    }
+
+    /// Rule 8 counts the common bits up to the address's prefix length (the kernel's `IPV6_SADDR_RULE_PREFIX`):
+    /// for 2001:db8:0:1::5, 2001:db8::1/32 counts 32 (not its 63 bits in common) and 2001:db8:ff::1/48 counts 40.
+    /// The kernel (Linux 6.18, `ip -6 route get 2001:db8:0:1::5` with both on one device) answers
+    /// `src 2001:db8:ff::1`; tests/kernel/test_saddr.py `prefix-length` checks it on the wire.
+    #[test]
+    fn the_longest_match_counts_up_to_the_prefix_length() {
+        let dst = a("2001:db8:0:1::5");
+        for c in [
+            vec![
+                (a("2001:db8::1"), 32, true),
+                (a("2001:db8:ff::1"), 48, true),
+            ],
+            vec![
+                (a("2001:db8:ff::1"), 48, true),
+                (a("2001:db8::1"), 32, true),
+            ],
+        ] {
+            assert_eq!(select(c.into_iter(), &dst), Some(a("2001:db8:ff::1")));
+        }
+        // With a /64 the 63 bits count and 2001:db8::1 wins.
+        let c = vec![
+            (a("2001:db8:ff::1"), 48, true),
+            (a("2001:db8::1"), 64, true),
+        ];
+        assert_eq!(select(c.into_iter(), &dst), Some(a("2001:db8::1")));
+    }
+
+    /// A full tie (same scope, outgoing interface or not alike, label 13 like fc00::a, 7 bits in common) goes to
+    /// the first candidate, as the kernel's loop replaces its best only on a strictly higher score.
+    #[test]
+    fn a_full_tie_goes_to_the_first_candidate() {
+        let dst = a("fc00::a");
+        let c = vec![
+            (a("fd00:2::5"), 64, true),
+            (a("fd00:2::1"), 64, true),
+            (a("fd00:2::9"), 64, true),
+        ];
+        assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:2::5")));
+        let c = vec![(a("fd00:1::2"), 64, false), (a("fd00:2::5"), 64, false)];
+        assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:1::2")));
     }
 }

@@ -107,8 +107,8 @@ impl Snapshot {
     /// After an address came: the outer sources tunnels cached are stale (one counter, not a pass over the
     /// tunnels: the general path selects them per packet again until the next rebuild), and the plans that hold
     /// a selected source (the tunnels of the settings index with a fixed destination) are made again. Every such
-    /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins by
-    /// coming last).
+    /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins as
+    /// the newest address of its link).
     fn reselect_sources(&mut self) {
         self.addr_gen = self.addr_gen.wrapping_add(1);
         let mut replan: Vec<RouteId> = self

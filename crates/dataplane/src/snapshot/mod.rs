@@ -418,13 +418,21 @@ impl Snapshot {
     }
 
     /// The source address Linux would select for `dst` leaving on `dev` (RFC 6724 rules as the kernel applies
-    /// them, see [`saddr`]).
+    /// them, see [`saddr`]). The candidates in the kernel's order: the links in their order (the order of their
+    /// devices in the namespace, as the configuration declares them), each link's addresses newest first (as
+    /// the kernel keeps a device's addresses of one scope), so that a tie goes where the kernel's goes; only
+    /// `dev`'s for a link-local or multicast destination.
     pub fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
-        let cands = self
-            .links
-            .iter()
-            .enumerate()
-            .flat_map(|(i, l)| l.addrs6.iter().map(move |(a, _)| (*a, Some(i) == dev)));
+        let oif_only = dev.is_some() && saddr::outgoing_interface_only(dst);
+        let links = self.links.iter().enumerate();
+        let cands = links
+            .filter(move |(i, _)| !oif_only || Some(*i) == dev)
+            .flat_map(|(i, l)| {
+                l.addrs6
+                    .iter()
+                    .rev()
+                    .map(move |(a, plen)| (*a, *plen, Some(i) == dev))
+            });
         saddr::select(cands, dst)
     }
 }
@@ -457,6 +465,82 @@ mod tests {
             });
         }
         c
+    }
+
+    /// Tied sources as the kernel breaks the tie (observed with `ip -6 route get` on Linux 6.18.44, and on the
+    /// wire by tests/kernel/test_saddr.py): addresses fd00:2::9, fd00:2::1, fd00:2::5 added to one device in that
+    /// order, fd00:1::2 to a device before it; a route to fc00::a on the second device takes its newest address
+    /// (fd00:2::5); through a third device with no address, the first device's address (fd00:1::2), although
+    /// it was added last.
+    #[test]
+    fn tied_sources_go_where_the_kernels_go() {
+        let mut c = Config::default();
+        for (i, n) in ["r0", "r1", "r2"].iter().enumerate() {
+            c.links.push(crate::spec::Link {
+                name: (*n).into(),
+                mac: None,
+                mtu: 1500,
+                line: i + 1,
+            });
+        }
+        for (i, (addr, dev)) in [
+            ("fd00:2::9", "r1"),
+            ("fd00:2::1", "r1"),
+            ("fd00:2::5", "r1"),
+            ("fd00:1::2", "r0"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            c.addrs.push(crate::spec::Addr {
+                addr: addr.parse().unwrap(),
+                prefix_len: 64,
+                dev: (*dev).into(),
+                line: 10 + i,
+            });
+        }
+        let s = Snapshot::build(&c).unwrap();
+        let dst: Ipv6Addr = "fc00::a".parse().unwrap();
+        assert_eq!(s.source_for(Some(1), &dst), "fd00:2::5".parse().ok());
+        assert_eq!(s.source_for(Some(2), &dst), "fd00:1::2".parse().ok());
+    }
+
+    /// For a link-local or multicast destination the kernel takes the outgoing device's addresses alone (Linux
+    /// 6.18.44, `ip -6 route get fe80::9 oif sa1` with fe80::1 and fd00:1::2 on sa0, fd00:2::1 on sa1:
+    /// `src fd00:2::1`; `oif sa0`: `src fe80::1`; `ff02::9 oif sa1`: `src fd00:2::1`), where RFC 6724's scope
+    /// rule alone would take fe80::1 of the other device.
+    #[test]
+    fn link_local_and_multicast_destinations_take_the_outgoing_devices_addresses() {
+        let mut c = Config::default();
+        for (i, n) in ["sa0", "sa1"].iter().enumerate() {
+            c.links.push(crate::spec::Link {
+                name: (*n).into(),
+                mac: None,
+                mtu: 1500,
+                line: i + 1,
+            });
+        }
+        for (i, (addr, dev)) in [
+            ("fe80::1", "sa0"),
+            ("fd00:1::2", "sa0"),
+            ("fd00:2::1", "sa1"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            c.addrs.push(crate::spec::Addr {
+                addr: addr.parse().unwrap(),
+                prefix_len: 64,
+                dev: (*dev).into(),
+                line: 10 + i,
+            });
+        }
+        let s = Snapshot::build(&c).unwrap();
+        let ll: Ipv6Addr = "fe80::9".parse().unwrap();
+        let mc: Ipv6Addr = "ff02::9".parse().unwrap();
+        assert_eq!(s.source_for(Some(1), &ll), "fd00:2::1".parse().ok());
+        assert_eq!(s.source_for(Some(0), &ll), "fe80::1".parse().ok());
+        assert_eq!(s.source_for(Some(1), &mc), "fd00:2::1".parse().ok());
     }
 
     #[test]
