@@ -280,23 +280,32 @@ def test_sigterm_late_in_a_large_batch_exits_within_2s(live, workdir):
         rt.stop()
     assert whole["text"] == "ok\n", whole["text"]
     length = whole["done"] - whole["sent"]
-    rt = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "packet"], label="pubterm2")
-    reply = {}
-    t = threading.Thread(target=big_batch, args=(rt.sock, lines, reply))
-    t.start()
-    took = None
-    try:
-        while "sent" not in reply and t.is_alive():
-            time.sleep(0.01)
-        time.sleep(length * 0.8)
-        assert "text" not in reply, "the batch was applied before the signal: the test tests nothing"
-        t0 = time.monotonic()
-        rt.proc.send_signal(signal.SIGTERM)
-        rt.proc.wait(timeout=20)
-        took = time.monotonic() - t0
-    finally:
-        t.join(timeout=20)
-        rt.kill()
+    # The machine's speed varies (other work on it): when the batch is through before the signal, its time is
+    # this run's and the signal comes at 80 % of it on another fresh router, three times at most.
+    for attempt in range(3):
+        rt = LiveRouter(live.rns, "\n".join(LIVE_BASE) + "\n", workdir, args=["--io", "packet"],
+                        label=f"pubterm{attempt + 2}")
+        reply = {}
+        t = threading.Thread(target=big_batch, args=(rt.sock, lines, reply))
+        t.start()
+        took = None
+        try:
+            while "sent" not in reply and t.is_alive():
+                time.sleep(0.01)
+            time.sleep(length * 0.8)
+            if "text" in reply:
+                t.join(timeout=20)
+                length = reply["done"] - reply["sent"]
+                continue
+            t0 = time.monotonic()
+            rt.proc.send_signal(signal.SIGTERM)
+            rt.proc.wait(timeout=20)
+            took = time.monotonic() - t0
+        finally:
+            t.join(timeout=20)
+            rt.kill()
+        break
+    assert took is not None, "the batch was applied before the signal three times: the test tests nothing"
     print(f"batch {length:.1f} s; exit {took:.2f} s after SIGTERM; reply {reply.get('text')!r}")
     assert took < 2.0, f"lwt6 run took {took:.1f} s to exit after SIGTERM"
     assert reply.get("text", "").startswith("error: interrupted: the router is stopping"), reply.get("text")
