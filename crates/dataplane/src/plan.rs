@@ -379,7 +379,9 @@ impl TemplatesBuilder {
     /// Files template `r`, just placed with `hash`, with one user.
     fn note_placed(&mut self, hash: u64, r: TemplateRef, sourced: bool) {
         if sourced {
-            self.seen_sourced.entry(hash).or_insert(r);
+            // The newest takes the hash: while the sources change one tunnel at a time (a new address), the
+            // templates with the new source are the ones the next tunnels share.
+            self.seen_sourced.insert(hash, r);
             self.sourced.insert(r.start);
         } else {
             self.seen.entry(hash).or_insert(r);

@@ -283,7 +283,8 @@ fn each_dependency_follows_its_line() {
 
 /// A tunnel source or `seg6_flowlabel` line on a router whose seg6 encap routes all have plans plans no route
 /// again (the sources are rewritten in place, the flow label is read per packet), but for the one tunnel whose
-/// HMAC signs the source; a key no route names plans none. Each line leaves what a rebuild gives.
+/// HMAC signs the source; a key no route names plans none; an address, once `sr tunsrc` is set, only its
+/// connected route. Each line leaves what a rebuild gives.
 #[test]
 fn settings_lines_plan_no_seg6_route_again() {
     const TUNNELS: usize = 64;
@@ -321,6 +322,8 @@ fn settings_lines_plan_no_seg6_route_again() {
     for (l, signed_again) in [
         ("sr tunsrc set fd00:2::1", 1),
         ("sr tunsrc set fd00:99::5", 1),
+        // With a node tunnel source no seg6 tunnel selects one: only the address's connected route is planned.
+        ("addr add fd00:3::1/64 dev r1", 1),
         ("sysctl net.ipv6.seg6_flowlabel=1", 0),
         ("sysctl net.ipv6.seg6_flowlabel=-1", 0),
         ("sysctl net.ipv6.seg6_flowlabel=0", 0),

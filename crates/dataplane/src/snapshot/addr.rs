@@ -4,6 +4,7 @@
 use super::{NO_ROUTE, Snapshot, cfg_err};
 use crate::fib::{DevId, Origin, RouteEntry, RouteId};
 use crate::spec::ConfigError;
+use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -104,16 +105,27 @@ impl Snapshot {
         Ok(())
     }
 
+    /// Whether tunnel `tid` selects its outer source among the addresses: it has a fixed destination, names no
+    /// source of its own, and (seg6) no node tunnel source (`sr tunsrc`) applies.
+    fn selects_source(&self, tid: usize) -> bool {
+        match &self.tunnels[tid] {
+            Tunnel::Input(InputTunnel::Seg6(s)) => s.tunsrc.is_none() && self.tunsrc.is_none(),
+            Tunnel::Output(OutputTunnel::Ioam6(t)) => t.tunsrc.is_none() && t.tundst.is_some(),
+            _ => false,
+        }
+    }
+
     /// After an address came: the outer sources tunnels cached are stale (one counter, not a pass over the
     /// tunnels: the general path selects them per packet again until the next rebuild), and the plans that hold
-    /// a selected source (the tunnels of the settings index with a fixed destination) are made again. Every such
+    /// a selected source (the tunnels of the settings index with a fixed destination and no source given by
+    /// their route or by `sr tunsrc`) are made again. Every such
     /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins by
     /// coming last).
     fn reselect_sources(&mut self) {
         self.addr_gen = self.addr_gen.wrapping_add(1);
         let mut replan: Vec<RouteId> = self
             .settings_deps()
-            .filter(|t| self.tunnels[*t].fixed_destination().is_some())
+            .filter(|t| self.selects_source(*t))
             .map(|t| self.tunnel_route[t])
             .filter(|r| *r != NO_ROUTE)
             .collect();
