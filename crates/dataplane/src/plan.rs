@@ -308,6 +308,27 @@ impl TemplatesBuilder {
         }
     }
 
+    /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
+    /// many plans use it.
+    pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
+        if !self.sourced.contains(&r.start) {
+            return None;
+        }
+        let at = r.start as usize + SOURCE_AT;
+        let src: [u8; 16] = self.bytes[at..at + 16].try_into().ok()?;
+        Some((src.into(), *self.users.get(&r.start)?))
+    }
+
+    /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
+    pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
+        if !self.sourced.contains(&r.start) {
+            return;
+        }
+        let at = r.start as usize + SOURCE_AT;
+        self.bytes[at..at + 16].copy_from_slice(&src.octets());
+        t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&src.octets());
+    }
+
     /// How many sourced templates there are (for tests).
     pub fn sourced_len(&self) -> usize {
         self.sourced.len()

@@ -283,8 +283,8 @@ fn each_dependency_follows_its_line() {
 
 /// A tunnel source or `seg6_flowlabel` line on a router whose seg6 encap routes all have plans plans no route
 /// again (the sources are rewritten in place, the flow label is read per packet), but for the one tunnel whose
-/// HMAC signs the source; a key no route names plans none; an address, once `sr tunsrc` is set, only its
-/// connected route. Each line leaves what a rebuild gives.
+/// HMAC signs the source; a key no route names plans none; an address only its connected route (and the signed
+/// tunnel while the sources are selected). Each line leaves what a rebuild gives.
 #[test]
 fn settings_lines_plan_no_seg6_route_again() {
     const TUNNELS: usize = 64;
@@ -320,6 +320,14 @@ fn settings_lines_plan_no_seg6_route_again() {
     };
     assert_eq!(planned(&snap), TUNNELS + 2);
     for (l, signed_again) in [
+        // Addresses before any `sr tunsrc`: the signed tunnel selects its source again, and so does the address's
+        // connected route; the others' sources are rewritten in place where the address takes the selection
+        // over: every one (a tie on r1 the newest address wins), none (on r0: rule 5 keeps r1's), those whose
+        // first segment is fc00:3::1 (rule 8, 47 bits against 7; the route fc00:3::/32, which now holds one of
+        // our addresses, is planned again too).
+        ("addr add fd00:5::1/64 dev r1", 2),
+        ("addr add fd00:6::1/64 dev r0", 2),
+        ("addr add fc00:3:0:1::9/64 dev r1", 3),
         ("sr tunsrc set fd00:2::1", 1),
         ("sr tunsrc set fd00:99::5", 1),
         // With a node tunnel source no seg6 tunnel selects one: only the address's connected route is planned.

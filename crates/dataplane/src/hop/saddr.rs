@@ -44,31 +44,47 @@ fn common_prefix(a: &Ipv6Addr, b: &Ipv6Addr) -> u32 {
     (u128::from(*a) ^ u128::from(*b)).leading_zeros()
 }
 
-/// Chooses a source for `dst` among `candidates` (address, on the outgoing interface?).
+/// How candidate `a` (on the outgoing interface or not) ranks for `dst`: the greater wins.
+fn rank(a: &Ipv6Addr, on_dev: bool, dst: &Ipv6Addr) -> (i32, bool, bool, u32) {
+    let (sc, dscope) = (scope(a), scope(dst));
+    // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
+    let scope_rank = if sc >= dscope {
+        1000 - sc as i32
+    } else {
+        sc as i32
+    };
+    (
+        scope_rank,
+        on_dev,
+        label(a) == label(dst),
+        common_prefix(a, dst),
+    )
+}
+
+/// Chooses a source for `dst` among `candidates` (address, on the outgoing interface?); of equal ones, the last.
 pub fn select(
     candidates: impl Iterator<Item = (Ipv6Addr, bool)>,
     dst: &Ipv6Addr,
 ) -> Option<Ipv6Addr> {
-    let dscope = scope(dst);
-    let dlabel = label(dst);
     candidates
         .filter(|(a, _)| !a.is_unspecified() && !a.is_multicast())
-        .max_by_key(|(a, on_dev)| {
-            let sc = scope(a);
-            // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
-            let scope_rank = if sc >= dscope {
-                1000 - sc as i32
-            } else {
-                sc as i32
-            };
-            (
-                scope_rank,
-                *on_dev,
-                label(a) == dlabel,
-                common_prefix(a, dst),
-            )
-        })
+        .max_by_key(|(a, on_dev)| rank(a, *on_dev, dst))
         .map(|(a, _)| a)
+}
+
+/// Whether a new candidate `new` takes the selection for `dst` from `chosen` (what [`select`] chose without it):
+/// it ranks higher, or as high and comes after it among the candidates (`after`).
+pub fn takes_over(
+    new: (Ipv6Addr, bool),
+    chosen: (Ipv6Addr, bool),
+    after: bool,
+    dst: &Ipv6Addr,
+) -> bool {
+    if new.0.is_unspecified() || new.0.is_multicast() {
+        return false;
+    }
+    let (n, c) = (rank(&new.0, new.1, dst), rank(&chosen.0, chosen.1, dst));
+    n > c || (n == c && after)
 }
 
 #[cfg(test)]

@@ -2,11 +2,16 @@
 //! on it, as a rebuild would derive it.
 
 use super::{NO_ROUTE, Snapshot, cfg_err};
+use crate::fib::FastBuild;
 use crate::fib::{DevId, Origin, RouteEntry, RouteId};
+use crate::hop::saddr;
+use crate::plan::TemplateRef;
 use crate::spec::ConfigError;
 use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use ipnet::IpNet;
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::net::Ipv6Addr;
 
 impl Snapshot {
     /// The connected route of address `addr/prefix_len` (the kernel's: metric 256 for IPv6, 0 for IPv4).
@@ -99,8 +104,8 @@ impl Snapshot {
             self.plan_route(c);
         }
         self.replan_within(prefix);
-        if addr.is_ipv6() {
-            self.reselect_sources();
+        if let IpAddr::V6(a) = addr {
+            self.reselect_sources(a, dev);
         }
         Ok(())
     }
@@ -115,23 +120,85 @@ impl Snapshot {
         }
     }
 
-    /// After an address came: the outer sources tunnels cached are stale (one counter, not a pass over the
-    /// tunnels: the general path selects them per packet again until the next rebuild), and the plans that hold
-    /// a selected source (the tunnels of the settings index with a fixed destination and no source given by
-    /// their route or by `sr tunsrc`) are made again. Every such
-    /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins by
-    /// coming last).
-    fn reselect_sources(&mut self) {
+    /// After address `a` came on `dev`: the outer sources tunnels cached are stale (one counter, not a pass over
+    /// the tunnels: the general path selects them per packet again until the next rebuild), and the plans that
+    /// hold a selected source (the tunnels of the settings index with a fixed destination and no source given by
+    /// their route or by `sr tunsrc`) follow: a new address may win the selection for any destination (RFC 6724
+    /// rule 8, or a tie it wins by coming last). A seg6 plan whose template holds the node's source
+    /// ([`crate::plan::TemplatesBuilder::add_sourced`]) is looked at: if `a` does not take the selection over
+    /// from its source, nothing changes; if it does for every plan sharing the template, the source is written
+    /// in place. Any other such plan is made again.
+    fn reselect_sources(&mut self, a: Ipv6Addr, dev: DevId) {
         self.addr_gen = self.addr_gen.wrapping_add(1);
-        let mut replan: Vec<RouteId> = self
-            .settings_deps()
-            .filter(|t| self.selects_source(*t))
-            .map(|t| self.tunnel_route[t])
-            .filter(|r| *r != NO_ROUTE)
-            .collect();
+        let mut replan: Vec<RouteId> = Vec::new();
+        // Per sourced template that `a` takes over for some of its plans: the template, how many plans use it,
+        // and the routes of those plans.
+        let mut takes: HashMap<u32, (TemplateRef, u32, Vec<RouteId>), FastBuild> =
+            HashMap::default();
+        for t in self.settings_deps().filter(|t| self.selects_source(*t)) {
+            let id = self.tunnel_route[t];
+            if id == NO_ROUTE {
+                continue;
+            }
+            match self.source_takeover(t, id, a, dev) {
+                Some(None) => {}
+                Some(Some((r, users))) => takes
+                    .entry(r.start_offset() as u32)
+                    .or_insert((r, users, Vec::new()))
+                    .2
+                    .push(id),
+                None => replan.push(id),
+            }
+        }
+        for (_, (r, users, ids)) in takes {
+            if ids.len() as u32 == users {
+                self.template_log.set_source_of(&mut self.templates, r, a);
+            } else {
+                replan.extend(ids);
+            }
+        }
         replan.sort_unstable();
         for id in replan {
             self.plan_route(id);
         }
+    }
+
+    /// For tunnel `tid` of route `id` whose plan holds a sourced template: `Some(None)` when new address `a` on
+    /// `dev` leaves its selected source as it is, `Some(Some((template, users)))` when `a` takes the selection
+    /// over; `None` when that is not known this way (no such plan, its source on several links or none): plan it
+    /// again.
+    fn source_takeover(
+        &self,
+        tid: usize,
+        id: RouteId,
+        a: Ipv6Addr,
+        dev: DevId,
+    ) -> Option<Option<(TemplateRef, u32)>> {
+        let Tunnel::Input(InputTunnel::Seg6(s)) = &self.tunnels[tid] else {
+            return None;
+        };
+        let r = self.fib.route(id)?;
+        let plan = self.plans.get(r.plan? as usize)?;
+        let tref = self.templates.unbase(plan.template);
+        let (src, users) = self.template_log.sourced_use(tref)?;
+        // The link of the chosen source (the last one holding it: `select` takes the last of equal ones).
+        let mut on = self
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.addrs6.iter().any(|(x, _)| *x == src));
+        let (ls, _) = on.next()?;
+        if on.next().is_some() {
+            return None;
+        }
+        // `a` was appended to `dev`'s list: it comes after the chosen one unless that is on a later link.
+        let after = ls <= dev;
+        let takes = saddr::takes_over(
+            (a, Some(dev) == r.dev),
+            (src, Some(ls) == r.dev),
+            after,
+            &s.first_sid,
+        );
+        Some(takes.then_some((tref, users)))
     }
 }
