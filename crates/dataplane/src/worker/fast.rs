@@ -149,6 +149,9 @@ impl Worker {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
                 _ => return Err(hint(best)),
             },
+            // `seg6_flowlabel` 1 hashes the flow into the outer flow label: the general path's (the plan is kept,
+            // so that the sysctl changes no plan).
+            PlanKind::Seg6Encap if snap.seg6_flowlabel > 0 => return Err(hint(best)),
             _ => None,
         };
         if let Some(p) = rpl {
@@ -206,11 +209,6 @@ impl Worker {
         match kind {
             PlanKind::Forward => hdr[E + 7] = rx.hop_limit,
             PlanKind::Seg6Encap => {
-                // `seg6_flowlabel` 1 hashes the flow into the outer flow label: the general path's (the plan is
-                // kept, so that the sysctl changes no plan). Nothing counted yet; the frame is built anew there.
-                if snap.seg6_flowlabel > 0 {
-                    return Err(hint(best));
-                }
                 Seg6Tunnel::patch_encap(hdr, &rx, snap.seg6_first_word);
                 self.encap_pending[TunnelKind::Seg6.index()] += 1;
             }
