@@ -260,6 +260,8 @@ pub struct TemplatesBuilder {
     /// start: [`TemplatesBuilder::set_source`] rewrites them in place. In start order, so that the rewrite walks
     /// the block forwards.
     sourced: std::collections::BTreeSet<u32>,
+    /// The same starts, for a look without a tree walk (`addr add` looks at each tunnel's template).
+    sourced_set: std::collections::HashSet<u32, crate::fib::FastBuild>,
     /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place):
     /// they share only among themselves.
     seen_sourced: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
@@ -311,7 +313,7 @@ impl TemplatesBuilder {
     /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
     /// many plans use it.
     pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
-        if !self.sourced.contains(&r.start) {
+        if !self.sourced_set.contains(&r.start) {
             return None;
         }
         let at = r.start as usize + SOURCE_AT;
@@ -321,7 +323,7 @@ impl TemplatesBuilder {
 
     /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
     pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
-        if !self.sourced.contains(&r.start) {
+        if !self.sourced_set.contains(&r.start) {
             return;
         }
         let at = r.start as usize + SOURCE_AT;
@@ -349,7 +351,7 @@ impl TemplatesBuilder {
         if let Some(r) = seen.get(&hash) {
             let start = r.start as usize;
             if self.bytes[start..start + r.len as usize] == *t
-                && self.sourced.contains(&r.start) == sourced
+                && self.sourced_set.contains(&r.start) == sourced
             {
                 *self.users.entry(r.start).or_insert(0) += 1;
                 return *r;
@@ -404,6 +406,7 @@ impl TemplatesBuilder {
             // templates with the new source are the ones the next tunnels share.
             self.seen_sourced.insert(hash, r);
             self.sourced.insert(r.start);
+            self.sourced_set.insert(r.start);
         } else {
             self.seen.entry(hash).or_insert(r);
         }
@@ -424,7 +427,8 @@ impl TemplatesBuilder {
         self.users.remove(&r.start);
         let start = r.start as usize;
         let bytes = &self.bytes[start..start + r.len as usize];
-        let (seen, hash) = if self.sourced.remove(&r.start) {
+        let (seen, hash) = if self.sourced_set.remove(&r.start) {
+            self.sourced.remove(&r.start);
             (&mut self.seen_sourced, sourced_hash(bytes))
         } else {
             (

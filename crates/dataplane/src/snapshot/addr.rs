@@ -132,9 +132,9 @@ impl Snapshot {
         self.addr_gen = self.addr_gen.wrapping_add(1);
         let mut replan: Vec<RouteId> = Vec::new();
         // Per sourced template that `a` takes over for some of its plans: the template, how many plans use it,
-        // and the routes of those plans.
-        let mut takes: HashMap<u32, (TemplateRef, u32, Vec<RouteId>), FastBuild> =
-            HashMap::default();
+        // how many of them `a` takes over; and the routes of those plans.
+        let mut takes: HashMap<u32, (TemplateRef, u32, u32), FastBuild> = HashMap::default();
+        let mut taken: Vec<(u32, RouteId)> = Vec::new();
         for t in self.settings_deps().filter(|t| self.selects_source(*t)) {
             let id = self.tunnel_route[t];
             if id == NO_ROUTE {
@@ -142,21 +142,25 @@ impl Snapshot {
             }
             match self.source_takeover(t, id, a, dev) {
                 Some(None) => {}
-                Some(Some((r, users))) => takes
-                    .entry(r.start_offset() as u32)
-                    .or_insert((r, users, Vec::new()))
-                    .2
-                    .push(id),
+                Some(Some((r, users))) => {
+                    let start = r.start_offset() as u32;
+                    takes.entry(start).or_insert((r, users, 0)).2 += 1;
+                    taken.push((start, id));
+                }
                 None => replan.push(id),
             }
         }
-        for (_, (r, users, ids)) in takes {
-            if ids.len() as u32 == users {
-                self.template_log.set_source_of(&mut self.templates, r, a);
-            } else {
-                replan.extend(ids);
+        for (r, users, n) in takes.values() {
+            if n == users {
+                self.template_log.set_source_of(&mut self.templates, *r, a);
             }
         }
+        replan.extend(
+            taken
+                .into_iter()
+                .filter(|(start, _)| takes.get(start).is_some_and(|(_, users, n)| n != users))
+                .map(|(_, id)| id),
+        );
         replan.sort_unstable();
         for id in replan {
             self.plan_route(id);
