@@ -2,7 +2,7 @@
 """Memory per route and the cost of control lines on a running `lwt6 run` (docs/BENCHMARKS.md, *Memory per route
 and in-place control lines*).
 
-    sudo scripts/bench-route-memory.py [--lwt6 BIN] [--routes 300000] [--lines-at 1000000] [--rounds 5]
+    sudo scripts/bench-route-memory.py [--lwt6 BIN] [--routes 300000] [--lines-at 1000000] [--rounds 5] [--planned]
 
 1. Memory: `lwt6 run --io packet` on --routes routes from a file (the configuration of scripts/bench-ctl.py:
    /48s, one in ten seg6 encap); VmRSS after start; then over the control socket, in one batch each, 100,000
@@ -10,7 +10,9 @@ and in-place control lines*).
    every step, and bytes per route (the growth over the routes the batch added).
 2. Lines: on a router with --lines-at routes, each kind of control line sent straight over the socket --rounds
    times (its undo after each): `route add`, `neigh add`, `addr add`, `sysctl`, `ioam namespace add`,
-   `ioam schema add`, `ioam namespace set`, `sr tunsrc set`, `sr hmac set`; the median round trip.
+   `ioam schema add`, `ioam namespace set`, `sr tunsrc set`, `sr hmac set`, `sysctl net.ipv6.seg6_flowlabel`
+   (-1 and 1 in turn); the median round trip. With --planned, a route to the seg6 routes' first segments first, so
+   that every seg6 encap route has a plan.
 
 Reuses the namespace and request helpers of scripts/bench-ctl.py. Needs root, `ip`. The namespace is removed on
 every exit path.
@@ -147,10 +149,11 @@ LINES = [
     ("ioam namespace set", "ioam namespace set {k} schema {k}", None),
     ("sr", "sr tunsrc set fd00:2::{k}", None),
     ("sr hmac", "sr hmac set {k} sha256 secret s{k}", None),
+    ("seg6_flowlabel", "sysctl net.ipv6.seg6_flowlabel={f}", None),
 ]
 
 
-def lines_run(binary, n, rounds, work):
+def lines_run(binary, n, rounds, work, planned=False):
     ns = bc.Namespace(f"lwt6mln-{os.getpid()}")
     proc = None
     try:
@@ -160,13 +163,17 @@ def lines_run(binary, n, rounds, work):
         proc = start(binary, ns, conf, sock)
         # The writer's one copy of the table, paid by the first change, is not a line's cost.
         bc.request(sock, "-6 route add fd3d::/48 via fd00:2::2 dev r1")
+        if planned:
+            # A route to the seg6 routes' first segments: every seg6 encap route gets a plan (whose template holds
+            # the outer source).
+            bc.request(sock, "-6 route add fc00::/16 via fd00:2::2 dev r1")
         for kind, line, undo in LINES:
             times = []
             for k in range(rounds):
-                times.append(bc.request(sock, line.format(k=k + 16)))
+                times.append(bc.request(sock, line.format(k=k + 16, f=(k % 2) * 2 - 1)))
                 if undo:
                     bc.request(sock, undo)
-            print(f"{n} routes, {kind}: median {statistics.median(times) * 1e3:.3f} ms "
+            print(f"{n} routes{', seg6 planned' if planned else ''}, {kind}: median {statistics.median(times) * 1e3:.3f} ms "
                   f"(min {min(times) * 1e3:.3f}, max {max(times) * 1e3:.3f}, {rounds} lines)")
     finally:
         if proc:
@@ -181,6 +188,9 @@ def main():
     ap.add_argument("--routes", type=int, default=300_000)
     ap.add_argument("--lines-at", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--planned", action="store_true",
+                    help="lines part: first a route to the seg6 routes' first segments, so that every seg6 encap "
+                         "route has a plan")
     args = ap.parse_args()
     binary = os.path.abspath(args.lwt6)
     with tempfile.TemporaryDirectory(prefix="lwt6-mem-") as work:
@@ -188,7 +198,7 @@ def main():
         if args.routes:
             memory_run(binary, args.routes, work)
         if args.lines_at:
-            lines_run(binary, args.lines_at, args.rounds, work)
+            lines_run(binary, args.lines_at, args.rounds, work, args.planned)
 
 
 if __name__ == "__main__":

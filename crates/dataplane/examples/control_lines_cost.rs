@@ -73,6 +73,7 @@ fn main() {
     ];
     for (name, line) in kinds {
         let mut times = Vec::new();
+        let mut replanned = Vec::new();
         for k in 16..21u32 {
             let l = line
                 .replace("{k}", &k.to_string())
@@ -80,6 +81,7 @@ fn main() {
             let mut tx = b.transaction();
             tx.line(1, &l).expect("the line applies");
             let _ = tx.check().expect("it checks");
+            let planned_before = snap.routes_planned();
             let t = Instant::now();
             let changes = changes_between(tx.rest_before().expect("saved"), tx.config(), &snap);
             let Some(changes) = changes else {
@@ -92,6 +94,7 @@ fn main() {
                 snap.apply(c).expect("the change applies");
             }
             times.push(t.elapsed().as_secs_f64() * 1e3);
+            replanned.push(snap.routes_planned() - planned_before);
             assert!(
                 changes.iter().all(|c| !matches!(c, Change::AddRoute(_))),
                 "no route in these lines"
@@ -101,7 +104,7 @@ fn main() {
         times.sort_by(f64::total_cmp);
         if let (Some(lo), Some(hi)) = (times.first(), times.last()) {
             println!(
-                "{name}: median {:.3} ms (min {lo:.3}, max {hi:.3})",
+                "{name}: median {:.3} ms (min {lo:.3}, max {hi:.3}); routes planned again per line: {replanned:?}",
                 times[times.len() / 2]
             );
         }

@@ -256,6 +256,27 @@ pub struct TemplatesBuilder {
     /// Starts of released templates' space, by the space's length (the template's rounded up to a cache line),
     /// reused by the next template of that rounded length.
     free: std::collections::BTreeMap<usize, Vec<u32>>,
+    /// The templates holding the node's tunnel source at [`SOURCE_AT`] ([`TemplatesBuilder::add_sourced`]), by
+    /// start: [`TemplatesBuilder::set_source`] rewrites them in place. In start order, so that the rewrite walks
+    /// the block forwards.
+    sourced: std::collections::BTreeSet<u32>,
+    /// The same starts, for a look without a tree walk (`addr add` looks at each tunnel's template).
+    sourced_set: std::collections::HashSet<u32, crate::fib::FastBuild>,
+    /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place):
+    /// they share only among themselves.
+    seen_sourced: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
+}
+
+/// Where a seg6 encap template's outer source address is: behind the Ethernet header, 8 bytes into the IPv6
+/// header.
+pub const SOURCE_AT: usize = ethernet::HEADER_LEN + 8;
+
+/// The hash a sourced template is found by: its bytes but the source.
+fn sourced_hash(t: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    let end = (SOURCE_AT + 16).min(t.len());
+    BuildHasherDefault::<crate::fib::FastHasher>::default()
+        .hash_one((&t[..SOURCE_AT.min(t.len())], &t[end..]))
 }
 
 /// The space a template of `len` bytes takes: its length rounded up to a cache line.
@@ -266,11 +287,72 @@ fn slot_len(len: usize) -> usize {
 impl TemplatesBuilder {
     /// Places `t` (or finds an identical one already placed).
     pub fn add(&mut self, t: &[u8]) -> TemplateRef {
+        self.add_in(t, false)
+    }
+
+    /// Places seg6 encap template `t`, whose outer source at [`SOURCE_AT`] is the node's (the tunnel names none
+    /// of its own and signs nothing with it), among the templates [`TemplatesBuilder::set_source`] rewrites (or
+    /// finds an identical one already there).
+    pub fn add_sourced(&mut self, t: &[u8]) -> TemplateRef {
+        debug_assert!(t.len() >= SOURCE_AT + 16);
+        self.add_in(t, true)
+    }
+
+    /// Writes `src` as the outer source of every sourced template (as [`TemplatesBuilder::add_sourced`] placed
+    /// them), here and in the block `t` made from these bytes: one store per distinct template, in block order,
+    /// no plan made again. Their sharing stays right: their hashes leave the source out.
+    pub fn set_source(&mut self, t: &mut Templates, src: std::net::Ipv6Addr) {
+        let o = src.octets();
+        for &start in &self.sourced {
+            let at = start as usize + SOURCE_AT;
+            self.bytes[at..at + 16].copy_from_slice(&o);
+            t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&o);
+        }
+    }
+
+    /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
+    /// many plans use it.
+    pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
+        if !self.sourced_set.contains(&r.start) {
+            return None;
+        }
+        let at = r.start as usize + SOURCE_AT;
+        let src: [u8; 16] = self.bytes[at..at + 16].try_into().ok()?;
+        Some((src.into(), *self.users.get(&r.start)?))
+    }
+
+    /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
+    pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
+        if !self.sourced_set.contains(&r.start) {
+            return;
+        }
+        let at = r.start as usize + SOURCE_AT;
+        self.bytes[at..at + 16].copy_from_slice(&src.octets());
+        t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&src.octets());
+    }
+
+    /// How many sourced templates there are (for tests).
+    pub fn sourced_len(&self) -> usize {
+        self.sourced.len()
+    }
+
+    fn add_in(&mut self, t: &[u8], sourced: bool) -> TemplateRef {
         use std::hash::{BuildHasher, BuildHasherDefault};
-        let hash = BuildHasherDefault::<crate::fib::FastHasher>::default().hash_one(t);
-        if let Some(r) = self.seen.get(&hash) {
+        let hash = if sourced {
+            sourced_hash(t)
+        } else {
+            BuildHasherDefault::<crate::fib::FastHasher>::default().hash_one(t)
+        };
+        let seen = if sourced {
+            &self.seen_sourced
+        } else {
+            &self.seen
+        };
+        if let Some(r) = seen.get(&hash) {
             let start = r.start as usize;
-            if self.bytes[start..start + r.len as usize] == *t {
+            if self.bytes[start..start + r.len as usize] == *t
+                && self.sourced_set.contains(&r.start) == sourced
+            {
                 *self.users.entry(r.start).or_insert(0) += 1;
                 return *r;
             }
@@ -290,8 +372,7 @@ impl TemplatesBuilder {
                 start,
                 len: t.len() as u32,
             };
-            self.seen.entry(hash).or_insert(r);
-            self.users.insert(start, 1);
+            self.note_placed(hash, r, sourced);
             return r;
         }
         const PAGE: usize = crate::buffer::PAGE;
@@ -314,9 +395,22 @@ impl TemplatesBuilder {
             start: at as u32,
             len: t.len() as u32,
         };
-        self.seen.entry(hash).or_insert(r);
-        self.users.insert(r.start, 1);
+        self.note_placed(hash, r, sourced);
         r
+    }
+
+    /// Files template `r`, just placed with `hash`, with one user.
+    fn note_placed(&mut self, hash: u64, r: TemplateRef, sourced: bool) {
+        if sourced {
+            // The newest takes the hash: while the sources change one tunnel at a time (a new address), the
+            // templates with the new source are the ones the next tunnels share.
+            self.seen_sourced.insert(hash, r);
+            self.sourced.insert(r.start);
+            self.sourced_set.insert(r.start);
+        } else {
+            self.seen.entry(hash).or_insert(r);
+        }
+        self.users.insert(r.start, 1);
     }
 
     /// A plan no longer uses template `r` (as [`TemplatesBuilder::add`] returned it): when no plan does, its
@@ -332,10 +426,18 @@ impl TemplatesBuilder {
         }
         self.users.remove(&r.start);
         let start = r.start as usize;
-        let hash = BuildHasherDefault::<crate::fib::FastHasher>::default()
-            .hash_one(&self.bytes[start..start + r.len as usize]);
-        if self.seen.get(&hash) == Some(&r) {
-            self.seen.remove(&hash);
+        let bytes = &self.bytes[start..start + r.len as usize];
+        let (seen, hash) = if self.sourced_set.remove(&r.start) {
+            self.sourced.remove(&r.start);
+            (&mut self.seen_sourced, sourced_hash(bytes))
+        } else {
+            (
+                &mut self.seen,
+                BuildHasherDefault::<crate::fib::FastHasher>::default().hash_one(bytes),
+            )
+        };
+        if seen.get(&hash) == Some(&r) {
+            seen.remove(&hash);
         }
         self.free
             .entry(slot_len(r.len()))

@@ -94,45 +94,79 @@ fn frames() -> Vec<Vec<u8>> {
     v
 }
 
+/// Applies `batches` of random lines (see [`line`]) to a snapshot of `head` in place, comparing it after each
+/// batch with a snapshot built from the resulting configuration.
+fn in_place_equals_rebuild(
+    head: &str,
+    batches: Vec<Vec<(u8, u8, bool)>>,
+) -> Result<(), TestCaseError> {
+    let cfg = lwt6_config::parse(head).unwrap();
+    let mut snap = Snapshot::build(&cfg).unwrap();
+    let mut b = Builder::from_config(cfg);
+    let f = frames();
+    for batch in batches {
+        let lines: Vec<String> = batch
+            .iter()
+            .map(|(k, n, del)| {
+                let l = line(*k, *n);
+                if *del && (1..=6).contains(k) {
+                    // `route del PREFIX`: the route's prefix, as `ip route del` takes it.
+                    let p = l.split_whitespace().nth(3).unwrap().to_string();
+                    format!("-6 route del {p}")
+                } else {
+                    l
+                }
+            })
+            .collect();
+        apply(&mut b, &mut snap, &lines);
+        let fresh = Snapshot::build(b.config()).unwrap();
+        for fast in [true, false] {
+            let (a, b) = (run(&snap, &f, fast), run(&fresh, &f, fast));
+            let first = (0..a.0.len().max(b.0.len())).find(|i| a.0.get(*i) != b.0.get(*i));
+            prop_assert!(
+                a == b,
+                "after {:?} (fast path {}): first different frame {:?}: in place {:?}, rebuilt {:?}; counters {} / {}",
+                lines,
+                fast,
+                first,
+                first.and_then(|i| a.0.get(i)),
+                first.and_then(|i| b.0.get(i)),
+                a.1,
+                b.1
+            );
+        }
+    }
+    Ok(())
+}
+
+/// [`HEAD`] with every first segment of [`line`]'s seg6 routes reachable through a known neighbour: every seg6
+/// encap route has a plan from the start (the case where a tunnel source changes what every plan writes).
+fn planned_head() -> String {
+    let mut h = HEAD.to_string();
+    for gw in 2..5 {
+        h += &format!("neigh add fd00:2::{gw} lladdr 02:00:00:00:02:{gw:02x} dev r1\n");
+        h += &format!("-6 route add fc00:{gw:x}::/32 via fd00:2::{gw} dev r1\n");
+    }
+    h
+}
+
+fn batches() -> impl Strategy<Value = Vec<Vec<(u8, u8, bool)>>> {
+    proptest::collection::vec(
+        proptest::collection::vec((0u8..16, 0u8..24, any::<bool>()), 1..4),
+        1..16,
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
     #[test]
-    fn control_lines_in_place_equal_a_rebuild(
-        batches in proptest::collection::vec(
-            proptest::collection::vec((0u8..16, 0u8..24, any::<bool>()), 1..4),
-            1..16,
-        )
-    ) {
-        let cfg = lwt6_config::parse(HEAD).unwrap();
-        let mut snap = Snapshot::build(&cfg).unwrap();
-        let mut b = Builder::from_config(cfg);
-        let f = frames();
-        for batch in batches {
-            let lines: Vec<String> = batch
-                .iter()
-                .map(|(k, n, del)| {
-                    let l = line(*k, *n);
-                    if *del && (1..=6).contains(k) {
-                        // `route del PREFIX`: the route's prefix, as `ip route del` takes it.
-                        let p = l.split_whitespace().nth(3).unwrap().to_string();
-                        format!("-6 route del {p}")
-                    } else {
-                        l
-                    }
-                })
-                .collect();
-            apply(&mut b, &mut snap, &lines);
-            let fresh = Snapshot::build(b.config()).unwrap();
-            for fast in [true, false] {
-                let (a, b) = (run(&snap, &f, fast), run(&fresh, &f, fast));
-                let first = (0..a.0.len().max(b.0.len())).find(|i| a.0.get(*i) != b.0.get(*i));
-                prop_assert!(
-                    a == b,
-                    "after {:?} (fast path {}): first different frame {:?}: in place {:?}, rebuilt {:?}; counters {} / {}",
-                    lines, fast, first, first.and_then(|i| a.0.get(i)), first.and_then(|i| b.0.get(i)), a.1, b.1
-                );
-            }
-        }
+    fn control_lines_in_place_equal_a_rebuild(batches in batches()) {
+        in_place_equals_rebuild(HEAD, batches)?;
+    }
+
+    #[test]
+    fn control_lines_in_place_equal_a_rebuild_with_every_seg6_route_planned(batches in batches()) {
+        in_place_equals_rebuild(&planned_head(), batches)?;
     }
 }
 
@@ -244,5 +278,83 @@ fn each_dependency_follows_its_line() {
             );
         }
         assert!(run(&snap, &f, true).0 != before.0, "{l}: changed no frame");
+    }
+}
+
+/// A tunnel source or `seg6_flowlabel` line on a router whose seg6 encap routes all have plans plans no route
+/// again (the sources are rewritten in place, the flow label is read per packet), but for the one tunnel whose
+/// HMAC signs the source; a key no route names plans none; an address only its connected route (and the signed
+/// tunnel while the sources are selected). Each line leaves what a rebuild gives.
+#[test]
+fn settings_lines_plan_no_seg6_route_again() {
+    const TUNNELS: usize = 64;
+    let mut text = planned_head();
+    text += "sr hmac set 40 sha256 secret one\n";
+    for i in 0..TUNNELS {
+        text += &format!(
+            "-6 route add fd01:{i:x}::/64 encap seg6 mode encap segs fc00:{:x}::1,fc00::b dev r1\n",
+            i % 3 + 2
+        );
+    }
+    // One signed tunnel, one with its own source.
+    text += "-6 route add fd02:0::/64 encap seg6 mode encap.red segs fc00:2::1,fc00::c hmac 40 dev r1\n";
+    text +=
+        "-6 route add fd02:1::/64 encap seg6 mode encap segs fc00:3::1 tunsrc fd00:2::77 dev r1\n";
+    let cfg = lwt6_config::parse(&text).unwrap();
+    let mut snap = Snapshot::build(&cfg).unwrap();
+    let mut b = Builder::from_config(cfg);
+    let mut f: Vec<Vec<u8>> = (0..TUNNELS)
+        .map(|i| frame(format!("fd01:{i:x}::1").parse().unwrap()))
+        .collect();
+    f.push(frame("fd02:0::1".parse().unwrap()));
+    f.push(frame("fd02:1::1".parse().unwrap()));
+    // Every encap route is planned: the fast path sends every frame (nothing left to the general path).
+    let planned = |s: &Snapshot| {
+        f.iter()
+            .filter(|fr| {
+                let dst: [u8; 16] = fr[38..54].try_into().unwrap();
+                let best = s.fib().best_v6(dst.into());
+                best.is_some_and(|b| s.plan(b.plan_or_max()).is_some())
+            })
+            .count()
+    };
+    assert_eq!(planned(&snap), TUNNELS + 2);
+    for (l, signed_again) in [
+        // Addresses before any `sr tunsrc`: the signed tunnel selects its source again, and so does the address's
+        // connected route; the others' sources are rewritten in place where the address takes the selection
+        // over: every one (a tie on r1 the newest address wins), none (on r0: rule 5 keeps r1's), those whose
+        // first segment is fc00:3::1 (rule 8, 47 bits against 7; the route fc00:3::/32, which now holds one of
+        // our addresses, is planned again too).
+        ("addr add fd00:5::1/64 dev r1", 2),
+        ("addr add fd00:6::1/64 dev r0", 2),
+        ("addr add fc00:3:0:1::9/64 dev r1", 3),
+        ("sr tunsrc set fd00:2::1", 1),
+        ("sr tunsrc set fd00:99::5", 1),
+        // With a node tunnel source no seg6 tunnel selects one: only the address's connected route is planned.
+        ("addr add fd00:3::1/64 dev r1", 1),
+        ("sysctl net.ipv6.seg6_flowlabel=1", 0),
+        ("sysctl net.ipv6.seg6_flowlabel=-1", 0),
+        ("sysctl net.ipv6.seg6_flowlabel=0", 0),
+        ("sr hmac set 9 sha256 secret unused", 0),
+    ] {
+        let before = snap.routes_planned();
+        assert_eq!(
+            apply(&mut b, &mut snap, &[l.to_string()]),
+            Some(true),
+            "{l}"
+        );
+        assert_eq!(
+            snap.routes_planned() - before,
+            signed_again,
+            "{l}: planned routes again"
+        );
+        assert_eq!(planned(&snap), TUNNELS + 2, "{l}");
+        let fresh = Snapshot::build(b.config()).unwrap();
+        for fast in [true, false] {
+            assert!(
+                run(&snap, &f, fast) == run(&fresh, &f, fast),
+                "{l} (fast path {fast})"
+            );
+        }
     }
 }

@@ -161,6 +161,9 @@ pub fn plan_entry(snap: &Snapshot, plan: &Plan, tpl: &[u8]) -> Result<PlanEntry,
         }
         // `Seg6Tunnel::patch_encap`: version, traffic class and flow label as the sysctl keeps them, the payload
         // length, the hop limit.
+        // `seg6_flowlabel` 1 hashes the flow into the outer flow label: the worker's general path (the snapshot
+        // keeps the plan, so that the sysctl changes no plan).
+        PlanKind::Seg6Encap if snap.seg6_flowlabel() > 0 => return Err(Why::NoPlan),
         PlanKind::Seg6Encap => (
             Kind::Seg6Encap,
             0,

@@ -58,37 +58,53 @@ pub fn outgoing_interface_only(dst: &Ipv6Addr) -> bool {
     dst.is_multicast() || scope(dst) <= 2
 }
 
+/// A candidate: its address, its prefix length, whether it is on the outgoing interface.
+pub type Candidate = (Ipv6Addr, u8, bool);
+
+/// How candidate `c` ranks for `dst`: the greater wins.
+fn rank((a, plen, on_dev): &Candidate, dst: &Ipv6Addr) -> (i32, bool, bool, u32) {
+    let (sc, dscope) = (scope(a), scope(dst));
+    // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
+    let scope_rank = if sc >= dscope {
+        1000 - sc as i32
+    } else {
+        sc as i32
+    };
+    (
+        scope_rank,
+        *on_dev,
+        label(a) == label(dst),
+        common_prefix(a, dst).min(u32::from(*plen)),
+    )
+}
+
+/// Whether `c` can be a source at all.
+fn eligible((a, _, _): &Candidate) -> bool {
+    !a.is_unspecified() && !a.is_multicast()
+}
+
 /// Chooses a source for `dst` among `candidates` (address, its prefix length, on the outgoing interface?), given
 /// in the kernel's order of candidates: the first of the best wins.
-pub fn select(
-    candidates: impl Iterator<Item = (Ipv6Addr, u8, bool)>,
-    dst: &Ipv6Addr,
-) -> Option<Ipv6Addr> {
-    let dscope = scope(dst);
-    let dlabel = label(dst);
-    let rank = |(a, plen, on_dev): &(Ipv6Addr, u8, bool)| {
-        let sc = scope(a);
-        // Rule 2: prefer a scope >= the destination's, the smallest such; else the largest.
-        let scope_rank = if sc >= dscope {
-            1000 - sc as i32
-        } else {
-            sc as i32
-        };
-        (
-            scope_rank,
-            *on_dev,
-            label(a) == dlabel,
-            common_prefix(a, dst).min(u32::from(*plen)),
-        )
-    };
+pub fn select(candidates: impl Iterator<Item = Candidate>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
     let mut best: Option<((i32, bool, bool, u32), Ipv6Addr)> = None;
-    for c in candidates.filter(|(a, _, _)| !a.is_unspecified() && !a.is_multicast()) {
-        let r = rank(&c);
+    for c in candidates.filter(eligible) {
+        let r = rank(&c, dst);
         if best.as_ref().is_none_or(|(b, _)| r > *b) {
             best = Some((r, c.0));
         }
     }
     best.map(|(_, a)| a)
+}
+
+/// Whether a new candidate `new` takes the selection for `dst` from `chosen` (what [`select`] chose without it):
+/// it ranks higher, or as high and comes before it in the order of candidates (`before`), as [`select`] keeps
+/// the first of the best.
+pub fn takes_over(new: Candidate, chosen: Candidate, before: bool, dst: &Ipv6Addr) -> bool {
+    if !eligible(&new) {
+        return false;
+    }
+    let (n, c) = (rank(&new, dst), rank(&chosen, dst));
+    n > c || (n == c && before)
 }
 
 #[cfg(test)]
@@ -166,5 +182,47 @@ mod tests {
         assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:2::5")));
         let c = vec![(a("fd00:1::2"), 64, false), (a("fd00:2::5"), 64, false)];
         assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:1::2")));
+    }
+
+    /// `takes_over` agrees with `select` run again with the new candidate inserted anywhere: it takes the
+    /// selection exactly when `select` then returns it.
+    #[test]
+    fn takes_over_agrees_with_select() {
+        let pool = [
+            (a("2001:db8::1"), 64, false),
+            (a("2001:db8::2"), 64, true),
+            (a("2001:db8:ff::1"), 48, false),
+            (a("2001:db8::9"), 32, false),
+            (a("fd00::1"), 64, true),
+            (a("fe80::1"), 64, true),
+        ];
+        let dsts = [
+            a("2001:db8:0:1::5"),
+            a("2001:db8::7"),
+            a("fd00::9"),
+            a("fe80::2"),
+        ];
+        for dst in &dsts {
+            for n in 1..=pool.len() {
+                for start in 0..pool.len() {
+                    let old: Vec<Candidate> =
+                        (0..n).map(|k| pool[(start + k) % pool.len()]).collect();
+                    let chosen = select(old.iter().copied(), dst).unwrap();
+                    let ci = old.iter().position(|c| c.0 == chosen).unwrap();
+                    for new in [(a("2001:db8::3"), 64, false), (a("2001:db8::4"), 64, true)] {
+                        for at in 0..=old.len() {
+                            let mut with = old.clone();
+                            with.insert(at, new);
+                            let want = select(with.iter().copied(), dst) == Some(new.0);
+                            assert_eq!(
+                                takes_over(new, old[ci], at <= ci, dst),
+                                want,
+                                "{dst} {with:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -2,10 +2,16 @@
 //! on it, as a rebuild would derive it.
 
 use super::{NO_ROUTE, Snapshot, cfg_err};
+use crate::fib::FastBuild;
 use crate::fib::{DevId, Origin, RouteEntry, RouteId};
+use crate::hop::saddr;
+use crate::plan::TemplateRef;
 use crate::spec::ConfigError;
+use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use ipnet::IpNet;
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::net::Ipv6Addr;
 
 impl Snapshot {
     /// The connected route of address `addr/prefix_len` (the kernel's: metric 256 for IPv6, 0 for IPv4).
@@ -98,28 +104,112 @@ impl Snapshot {
             self.plan_route(c);
         }
         self.replan_within(prefix);
-        if addr.is_ipv6() {
-            self.reselect_sources();
+        if let IpAddr::V6(a) = addr {
+            self.reselect_sources(a, dev);
         }
         Ok(())
     }
 
-    /// After an address came: the outer sources tunnels cached are stale (one counter, not a pass over the
-    /// tunnels: the general path selects them per packet again until the next rebuild), and the plans that hold
-    /// a selected source (the tunnels of the settings index with a fixed destination) are made again. Every such
-    /// plan: a new address may win the selection for any destination (RFC 6724 rule 8, or a tie it wins as
-    /// the newest address of its link).
-    fn reselect_sources(&mut self) {
+    /// Whether tunnel `tid` selects its outer source among the addresses: it has a fixed destination, names no
+    /// source of its own, and (seg6) no node tunnel source (`sr tunsrc`) applies.
+    fn selects_source(&self, tid: usize) -> bool {
+        match &self.tunnels[tid] {
+            Tunnel::Input(InputTunnel::Seg6(s)) => s.tunsrc.is_none() && self.tunsrc.is_none(),
+            Tunnel::Output(OutputTunnel::Ioam6(t)) => t.tunsrc.is_none() && t.tundst.is_some(),
+            _ => false,
+        }
+    }
+
+    /// After address `a` came on `dev`: the outer sources tunnels cached are stale (one counter, not a pass over
+    /// the tunnels: the general path selects them per packet again until the next rebuild), and the plans that
+    /// hold a selected source (the tunnels of the settings index with a fixed destination and no source given by
+    /// their route or by `sr tunsrc`) follow: a new address may win the selection for any destination (RFC 6724
+    /// rule 8, or a tie it wins as the newest address of its link). A seg6 plan whose template holds the node's source
+    /// ([`crate::plan::TemplatesBuilder::add_sourced`]) is looked at: if `a` does not take the selection over
+    /// from its source, nothing changes; if it does for every plan sharing the template, the source is written
+    /// in place. Any other such plan is made again.
+    fn reselect_sources(&mut self, a: Ipv6Addr, dev: DevId) {
         self.addr_gen = self.addr_gen.wrapping_add(1);
-        let mut replan: Vec<RouteId> = self
-            .settings_deps()
-            .filter(|t| self.tunnels[*t].fixed_destination().is_some())
-            .map(|t| self.tunnel_route[t])
-            .filter(|r| *r != NO_ROUTE)
-            .collect();
+        let mut replan: Vec<RouteId> = Vec::new();
+        // Per sourced template that `a` takes over for some of its plans: the template, how many plans use it,
+        // how many of them `a` takes over; and the routes of those plans.
+        let mut takes: HashMap<u32, (TemplateRef, u32, u32), FastBuild> = HashMap::default();
+        let mut taken: Vec<(u32, RouteId)> = Vec::new();
+        for t in self.settings_deps().filter(|t| self.selects_source(*t)) {
+            let id = self.tunnel_route[t];
+            if id == NO_ROUTE {
+                continue;
+            }
+            match self.source_takeover(t, id, a, dev) {
+                Some(None) => {}
+                Some(Some((r, users))) => {
+                    let start = r.start_offset() as u32;
+                    takes.entry(start).or_insert((r, users, 0)).2 += 1;
+                    taken.push((start, id));
+                }
+                None => replan.push(id),
+            }
+        }
+        for (r, users, n) in takes.values() {
+            if n == users {
+                self.template_log.set_source_of(&mut self.templates, *r, a);
+            }
+        }
+        replan.extend(
+            taken
+                .into_iter()
+                .filter(|(start, _)| takes.get(start).is_some_and(|(_, users, n)| n != users))
+                .map(|(_, id)| id),
+        );
         replan.sort_unstable();
         for id in replan {
             self.plan_route(id);
         }
+    }
+
+    /// For tunnel `tid` of route `id` whose plan holds a sourced template: `Some(None)` when new address `a` on
+    /// `dev` leaves its selected source as it is, `Some(Some((template, users)))` when `a` takes the selection
+    /// over; `None` when that is not known this way (no such plan, its source on several links or none): plan it
+    /// again.
+    fn source_takeover(
+        &self,
+        tid: usize,
+        id: RouteId,
+        a: Ipv6Addr,
+        dev: DevId,
+    ) -> Option<Option<(TemplateRef, u32)>> {
+        let Tunnel::Input(InputTunnel::Seg6(s)) = &self.tunnels[tid] else {
+            return None;
+        };
+        let r = self.fib.route(id)?;
+        let plan = self.plans.get(r.plan? as usize)?;
+        let tref = self.templates.unbase(plan.template);
+        let (src, users) = self.template_log.sourced_use(tref)?;
+        // The link of the chosen source (one link only, else planned again).
+        let mut on = self.links.iter().enumerate().filter_map(|(i, l)| {
+            l.addrs6
+                .iter()
+                .find(|(x, _)| *x == src)
+                .map(|(_, plen)| (i, *plen))
+        });
+        let (ls, src_len) = on.next()?;
+        if on.next().is_some() {
+            return None;
+        }
+        let (_, a_len) = *self.links[dev].addrs6.iter().rev().find(|(x, _)| *x == a)?;
+        // Only the outgoing interface's addresses are candidates for such destinations (`source_for`).
+        if r.dev.is_some() && saddr::outgoing_interface_only(&s.first_sid) && r.dev != Some(dev) {
+            return Some(None);
+        }
+        // The candidates come link by link, each link's newest address first (`source_for`): `a`, the newest
+        // of `dev`, comes before the chosen source unless that is on an earlier link.
+        let before = dev <= ls;
+        let takes = saddr::takes_over(
+            (a, a_len, Some(dev) == r.dev),
+            (src, src_len, Some(ls) == r.dev),
+            before,
+            &s.first_sid,
+        );
+        Some(takes.then_some((tref, users)))
     }
 }

@@ -133,6 +133,7 @@ impl Snapshot {
             rx_headroom: MIN_RX_HEADROOM,
             tun_src: Vec::new(),
             addr_gen: 0,
+            routes_planned: 0,
         };
         // Sysctls, IOAM, SRv6 source and keys: derived as a `Change::Settings` derives them.
         let settings = super::settings::Derived::of(cfg, &snap)?;

@@ -3,8 +3,8 @@
 //!
 //! - **Settings → tunnels.** A tunnel's plan depends on the node's settings (`sysctl`, `ioam`, `sr` lines) only
 //!   once its way out is known: a seg6 `encap`/`encap.red` tunnel whose first segment routes to a known neighbour
-//!   (its template holds the outer source and the HMAC; `seg6_flowlabel` decides whether it has a plan at all, so
-//!   with `seg6_flowlabel` 1 every such tunnel depends on it), and every ioam6 tunnel (node and interface ids,
+//!   (its template holds the outer source and the HMAC; `seg6_flowlabel` is read per packet, not planned), and
+//!   every ioam6 tunnel (node and interface ids,
 //!   namespaces baked into its template; ioam6 routes are few). A tunnel whose way out is unknown has no plan
 //!   whatever the settings; when its way out becomes known, a route or neighbour change plans it again
 //!   ([`Snapshot::plan_route`]), which puts it here. So a settings change looks at these tunnels alone.
@@ -30,6 +30,10 @@ use std::net::{IpAddr, Ipv6Addr};
 pub(super) struct Deps {
     /// Seg6 tunnels carried by a route of the main table whose plan depends on the node's settings.
     seg6: HashSet<TunnelId, FastBuild>,
+    /// Those of `seg6` that sign with an HMAC key (a new key or a new source makes their template anew).
+    seg6_hmac: HashSet<TunnelId, FastBuild>,
+    /// Those of `seg6` without a plan (no source selected, no such key): a tunnel source set may plan them.
+    seg6_unplanned: HashSet<TunnelId, FastBuild>,
     /// Ioam6 tunnels carried by a route of the main table (their plans depend on the IOAM settings).
     ioam: HashSet<TunnelId, FastBuild>,
     /// Gateways of routes configured without `dev` (every table).
@@ -61,7 +65,7 @@ impl Snapshot {
         match &self.tunnels[tid] {
             Tunnel::Input(InputTunnel::Seg6(s)) => {
                 matches!(s.mode, Seg6Mode::Encap | Seg6Mode::EncapRed)
-                    && (self.seg6_flowlabel > 0 || self.way_known(tid, s.first_sid))
+                    && self.way_known(tid, s.first_sid)
             }
             Tunnel::Output(OutputTunnel::Ioam6(_)) => true,
             _ => false,
@@ -91,28 +95,43 @@ impl Snapshot {
 
     /// Files tunnel `tid` (just planned) under the settings its plan depends on, or takes it out.
     pub(super) fn note_tunnel_deps(&mut self, tid: TunnelId) {
-        let set = match &self.tunnels[tid] {
-            Tunnel::Output(_) => &mut self.deps.ioam,
-            _ => &mut self.deps.seg6,
-        };
-        set.remove(&tid);
+        self.forget_tunnel_deps(tid);
         if self.depends_on_settings(tid) {
             match &self.tunnels[tid] {
-                Tunnel::Output(_) => self.deps.ioam.insert(tid),
-                _ => self.deps.seg6.insert(tid),
-            };
+                Tunnel::Output(_) => {
+                    self.deps.ioam.insert(tid);
+                }
+                Tunnel::Input(InputTunnel::Seg6(s)) => {
+                    self.deps.seg6.insert(tid);
+                    if s.hmac_key.is_some() {
+                        self.deps.seg6_hmac.insert(tid);
+                    }
+                    let planned = self
+                        .fib
+                        .route(self.tunnel_route[tid])
+                        .is_some_and(|r| r.plan.is_some());
+                    if !planned {
+                        self.deps.seg6_unplanned.insert(tid);
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
     /// Takes tunnel `tid` (released) out of the indexes.
     pub(super) fn forget_tunnel_deps(&mut self, tid: TunnelId) {
         self.deps.seg6.remove(&tid);
+        self.deps.seg6_hmac.remove(&tid);
+        self.deps.seg6_unplanned.remove(&tid);
         self.deps.ioam.remove(&tid);
     }
 
     /// After a build: files every tunnel of the main table.
     pub(super) fn index_all_tunnel_deps(&mut self) {
         self.deps.seg6.clear();
+        self.deps.seg6_hmac.clear();
+        self.deps.seg6_unplanned.clear();
         self.deps.ioam.clear();
         for tid in 0..self.tunnels.len() {
             if self.tunnel_route[tid] != NO_ROUTE {
@@ -121,29 +140,57 @@ impl Snapshot {
         }
     }
 
-    /// Plans again the tunnels whose plan depends on the settings: every seg6 one when `seg6` (source or flow
-    /// label changed), those whose HMAC key is in `keys` (keys set or changed), the ioam6 ones when `ioam` (ids,
-    /// namespaces changed). Each index is looked at only when its settings changed.
-    pub(super) fn replan_settings_deps(&mut self, seg6: bool, keys: &[u32], ioam: bool) {
-        let mut routes: Vec<RouteId> = Vec::new();
-        if seg6 || !keys.is_empty() {
-            routes.extend(
+    /// Follows the settings' change in the plans that depend on them: the tunnel source (`tunsrc`: the old and
+    /// the new), the HMAC keys set, changed or gone (`keys`), the IOAM ids and namespaces (`ioam`). Each index is
+    /// looked at only when its settings changed.
+    ///
+    /// A new tunnel source rewrites the sourced templates in place (the outer source of every seg6 encap plan
+    /// whose tunnel names none of its own and signs nothing: one store per distinct template, no plan made
+    /// again); only the tunnels it signs for (HMAC) and those without a plan (no source could be selected) are
+    /// planned again. Going back to selected sources (`sr tunsrc set ::`) plans every seg6 tunnel of the index
+    /// again (each selects its own).
+    pub(super) fn replan_settings_deps(
+        &mut self,
+        tunsrc: Option<(Option<Ipv6Addr>, Option<Ipv6Addr>)>,
+        keys: &[u32],
+        ioam: bool,
+    ) {
+        let mut tids: Vec<TunnelId> = Vec::new();
+        let own_source =
+            |t: &Tunnel| matches!(t, Tunnel::Input(InputTunnel::Seg6(s)) if s.tunsrc.is_some());
+        match tunsrc {
+            None => {}
+            Some((_, Some(src))) => {
+                self.template_log.set_source(&mut self.templates, src);
+                tids.extend(
+                    self.deps
+                        .seg6_hmac
+                        .iter()
+                        .chain(&self.deps.seg6_unplanned)
+                        .filter(|t| !own_source(&self.tunnels[**t])),
+                );
+            }
+            Some((_, None)) => tids.extend(
                 self.deps
                     .seg6
                     .iter()
-                    .filter(|t| {
-                        seg6 || matches!(&self.tunnels[**t],
-                            Tunnel::Input(InputTunnel::Seg6(s)) if s.hmac_key.is_some_and(|k| keys.contains(&k)))
-                    })
-                    .map(|t| self.tunnel_route[*t]),
-            );
+                    .filter(|t| !own_source(&self.tunnels[**t])),
+            ),
+        }
+        if !keys.is_empty() {
+            tids.extend(self.deps.seg6_hmac.iter().filter(|t| {
+                matches!(&self.tunnels[**t],
+                    Tunnel::Input(InputTunnel::Seg6(s)) if s.hmac_key.is_some_and(|k| keys.contains(&k)))
+            }));
         }
         if ioam {
-            routes.extend(self.deps.ioam.iter().map(|t| self.tunnel_route[*t]));
+            tids.extend(&self.deps.ioam);
         }
+        let mut routes: Vec<RouteId> = tids.into_iter().map(|t| self.tunnel_route[t]).collect();
         routes.retain(|r| *r != NO_ROUTE);
         // In route order: the same order whatever the sets', so that plan slots are reused alike.
         routes.sort_unstable();
+        routes.dedup();
         for id in routes {
             self.plan_route(id);
         }

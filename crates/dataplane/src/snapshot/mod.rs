@@ -155,7 +155,7 @@ pub enum Change {
     /// `sysctl ...`, `ioam namespace|schema|domain ...`, `sr tunsrc set ...`, `sr hmac set ...`: the node's
     /// settings as they are after the lines (all of them: they are small next to a table), replacing the
     /// snapshot's. Only the plans that depend on a setting are made again: seg6 `encap`/`encap.red` plans (outer
-    /// source, HMAC key, `seg6_flowlabel`) and ioam6 plans (node and interface ids, namespaces baked into their
+    /// source, HMAC key; `seg6_flowlabel` is read per packet) and ioam6 plans (node and interface ids, namespaces baked into their
     /// templates) whose way out is known (see `deps.rs`); everything else reads the settings per packet.
     ///
     /// For followers of the table: no route changes; plans of tunnel routes may (their templates, or whether
@@ -192,6 +192,8 @@ pub struct Snapshot {
     /// destination, so it makes every cached `tun_src` stale at once (selected per packet again, as a rebuild
     /// would select it) instead of a pass over the tunnels.
     addr_gen: u32,
+    /// Routes planned one by one after the build (`plan_route`), since the build: what a change cost in plans.
+    routes_planned: u64,
     fib: Fib,
     /// The routing tables other than main (`table N`), by id: looked up only by the behaviours that name them
     /// (End.T, End.DT4/6/46); a route in one of them is invisible to received packets. No plans.
@@ -363,10 +365,22 @@ impl Snapshot {
         self.seg6_first_word
     }
 
+    /// `net.ipv6.seg6_flowlabel`: above 0, seg6 encap plans are not executed (the outer flow label is a hash of
+    /// the flow, computed by the general path); for executors of the plans outside this crate (the XDP tier).
+    pub fn seg6_flowlabel(&self) -> i32 {
+        self.seg6_flowlabel
+    }
+
     /// This node's IOAM identity and namespaces (for executors of the plans outside this crate: the XDP tier's
     /// transit fill).
     pub fn ioam(&self) -> &IoamNode {
         &self.ioam
+    }
+
+    /// How many routes were planned one by one since the snapshot was built (each change plans again only the
+    /// routes it reaches): for tests that a change did not plan again every tunnel.
+    pub fn routes_planned(&self) -> u64 {
+        self.routes_planned
     }
 
     /// The template of a plan of this snapshot.

@@ -79,6 +79,7 @@ impl Snapshot {
     /// yet); a tunnel route, whose tunnel's destination may route differently now, gets its plan made anew, in
     /// its old slot when it had one. A new template goes into the block's room (or into a bigger block).
     pub(super) fn plan_route(&mut self, id: RouteId) {
+        self.routes_planned += 1;
         let Some(r) = self.fib.routes().get(id as usize).cloned() else {
             return;
         };
@@ -283,32 +284,41 @@ impl Snapshot {
             fib.lookup_v6(dst)
                 .filter(|n| n.tunnel.is_none_or(|t| t == tid))
         };
-        let mut make =
-            |kind, (egress, mut template, mtu): (DevId, Vec<u8>, usize), rest: &[u8], growth| {
-                template.extend_from_slice(rest);
-                Plan {
-                    egress,
-                    // A Payload Length field describes at most 65,535 bytes.
-                    max_len: mtu.min(H + u16::MAX as usize),
-                    template: templates.add(&template),
-                    kind,
-                    growth,
-                    tunnel: r.tunnel,
-                    route_dev: r.dev,
-                    contains_local,
-                    ioam: IoamPatch::default(),
-                    sampled: None,
-                    rpl_tail: (0, 0),
-                }
-            };
+        // `sourced`: the template holds the node's tunnel source ([`TemplatesBuilder::add_sourced`]).
+        let mut make = |kind,
+                        (egress, mut template, mtu): (DevId, Vec<u8>, usize),
+                        rest: &[u8],
+                        growth,
+                        sourced: bool| {
+            template.extend_from_slice(rest);
+            Plan {
+                egress,
+                // A Payload Length field describes at most 65,535 bytes.
+                max_len: mtu.min(H + u16::MAX as usize),
+                template: if sourced {
+                    templates.add_sourced(&template)
+                } else {
+                    templates.add(&template)
+                },
+                kind,
+                growth,
+                tunnel: r.tunnel,
+                route_dev: r.dev,
+                contains_local,
+                ioam: IoamPatch::default(),
+                sampled: None,
+                rpl_tail: (0, 0),
+            }
+        };
         let Some(tid) = r.tunnel else {
-            return Some(make(PlanKind::Forward, hop(r, None)?, &[], 0));
+            return Some(make(PlanKind::Forward, hop(r, None)?, &[], 0, false));
         };
         // Each tunnel builds its own template; the plan adds the way out in front of it.
         match &self.tunnels[tid] {
             Tunnel::Input(InputTunnel::Seg6(s)) => match s.mode {
-                // seg6_flowlabel 1 hashes the flow into the outer flow label: left to the general path.
-                Seg6Mode::Encap | Seg6Mode::EncapRed if self.seg6_flowlabel <= 0 => {
+                // Whatever `seg6_flowlabel`: with 1 (a hash of the flow in the outer flow label) the fast path
+                // leaves the packet to the general path, so that the sysctl changes no plan.
+                Seg6Mode::Encap | Seg6Mode::EncapRed => {
                     let next = next_route(tid, s.first_sid)?;
                     let way = hop(next, Some(s.first_sid))?;
                     let src = s
@@ -320,13 +330,16 @@ impl Snapshot {
                         None => None,
                     };
                     let t = s.encap_template(src, hmac)?;
-                    Some(make(PlanKind::Seg6Encap, way, &t, t.len()))
+                    // The node's source (not the tunnel's own, signed by no HMAC): rewritten in place when
+                    // `sr tunsrc` changes ([`Snapshot::apply_settings`]).
+                    let sourced = s.tunsrc.is_none() && hmac.is_none();
+                    Some(make(PlanKind::Seg6Encap, way, &t, t.len(), sourced))
                 }
                 Seg6Mode::Inline => {
                     let t = s.inline_template()?;
                     let next = next_route(tid, s.first_sid)?;
                     let way = hop(next, Some(s.first_sid))?;
-                    Some(make(PlanKind::Seg6Inline, way, &t, t.len() - H))
+                    Some(make(PlanKind::Seg6Inline, way, &t, t.len() - H, false))
                 }
                 _ => None,
             },
@@ -342,11 +355,11 @@ impl Snapshot {
                     Some((rh, tail_at, ce)) => {
                         let mut tpl = p.template().to_vec();
                         tpl.extend_from_slice(&rh);
-                        let mut plan = make(PlanKind::RplFixed, way, &tpl, rh.len());
+                        let mut plan = make(PlanKind::RplFixed, way, &tpl, rh.len(), false);
                         plan.rpl_tail = (tail_at, ce);
                         Some(plan)
                     }
-                    None => Some(make(PlanKind::Rpl, way, &p.template(), 0)),
+                    None => Some(make(PlanKind::Rpl, way, &p.template(), 0, false)),
                 }
             }
             Tunnel::Output(OutputTunnel::Ioam6(t)) => {
@@ -369,7 +382,7 @@ impl Snapshot {
                         let way = hop(r, None)?;
                         let mut tpl = t.inline_template()?;
                         let patch = self.ioam_patch(t, &mut tpl[H..], r.dev);
-                        let mut p = make(PlanKind::IoamInline, way, &tpl, t.hbh_len);
+                        let mut p = make(PlanKind::IoamInline, way, &tpl, t.hbh_len, false);
                         p.ioam = patch;
                         Some(p)
                     }
@@ -382,7 +395,7 @@ impl Snapshot {
                             .or_else(|| self.tunnel_source(tid, r.dev, &tundst))?;
                         let mut tpl = t.encap_template(src)?;
                         let patch = self.ioam_patch(t, &mut tpl[H..], r.dev);
-                        let mut p = make(PlanKind::IoamEncap, way, &tpl, tpl.len());
+                        let mut p = make(PlanKind::IoamEncap, way, &tpl, tpl.len(), false);
                         p.ioam = patch;
                         Some(p)
                     }
@@ -421,10 +434,14 @@ impl Snapshot {
                 match l.spec.action {
                     // The way out is the next SID's route's plan, found per packet.
                     Seg6LocalAction::End => {
-                        Some(make(PlanKind::End, (r.dev?, Vec::new(), 0), &[], 0))
+                        Some(make(PlanKind::End, (r.dev?, Vec::new(), 0), &[], 0, false))
                     }
-                    Seg6LocalAction::EndX => Some(make(PlanKind::EndX, towards_nh6()?, &[], 0)),
-                    Seg6LocalAction::EndDx6 => Some(make(PlanKind::EndDx6, towards_nh6()?, &[], 0)),
+                    Seg6LocalAction::EndX => {
+                        Some(make(PlanKind::EndX, towards_nh6()?, &[], 0, false))
+                    }
+                    Seg6LocalAction::EndDx6 => {
+                        Some(make(PlanKind::EndDx6, towards_nh6()?, &[], 0, false))
+                    }
                     _ => None,
                 }
             }

@@ -153,7 +153,7 @@ impl Snapshot {
     }
 
     /// [`Change::Settings`](super::Change::Settings): the settings replaced, then the plans that depend on what
-    /// changed made again. Seg6 encap plans depend on the outer source, the HMAC keys and `seg6_flowlabel`;
+    /// changed made again. Seg6 encap plans depend on the outer source and the HMAC keys;
     /// ioam6 plans on the node's and the interfaces' ids and the namespaces (baked into their templates). Only
     /// the tunnels whose plan depends on the settings at all ([`super::deps`]) are looked at, and of those only
     /// the kind a setting reaches (seg6 or ioam6; for a key, the tunnels naming it): a setting that changes what
@@ -161,7 +161,9 @@ impl Snapshot {
     /// any other line nothing per route.
     pub(super) fn apply_settings(&mut self, s: &Settings) -> Result<(), ConfigError> {
         let d = Derived::of(&s.config(), self)?;
-        let seg6 = d.tunsrc != self.tunsrc || d.seg6_flowlabel != self.seg6_flowlabel;
+        // `seg6_flowlabel` is read per packet (the fast path leaves seg6 encap packets to the general path when
+        // it is 1): no plan depends on it.
+        let tunsrc = (d.tunsrc != self.tunsrc).then_some((self.tunsrc, d.tunsrc));
         // The keys set, changed or gone: only the tunnels naming one of them are planned again for the keys.
         let mut keys: Vec<u32> = d
             .hmac
@@ -183,7 +185,7 @@ impl Snapshot {
                 (l.sysctl.ioam6_id, l.sysctl.ioam6_id_wide) != (n.ioam6_id, n.ioam6_id_wide)
             });
         self.set_settings(d);
-        self.replan_settings_deps(seg6, &keys, ioam);
+        self.replan_settings_deps(tunsrc, &keys, ioam);
         Ok(())
     }
 }

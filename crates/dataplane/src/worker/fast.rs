@@ -149,6 +149,9 @@ impl Worker {
                 Some(Tunnel::Input(InputTunnel::Rpl(p))) => Some(p),
                 _ => return Err(hint(best)),
             },
+            // `seg6_flowlabel` 1 hashes the flow into the outer flow label: the general path's (the plan is kept,
+            // so that the sysctl changes no plan).
+            PlanKind::Seg6Encap if snap.seg6_flowlabel > 0 => return Err(hint(best)),
             _ => None,
         };
         if let Some(p) = rpl {
