@@ -341,3 +341,42 @@ proptest! {
         index_agrees(&mut b);
     }
 }
+
+/// Large transactions (past the size from which the route index is rebuilt after a commit): the index still
+/// finds every route the configuration holds and none it does not, as a file of the same routes does.
+#[test]
+fn large_transactions_keep_the_route_index() {
+    let mut b = Builder::from_config(base());
+    let route = |i: usize| {
+        format!(
+            "-6 route add 2001:db8:{:x}:{:x}::/64 via fd00:2::2 dev r1",
+            0x100 + i / 97,
+            i % 97
+        )
+    };
+    let adds: Vec<String> = (0..3000).map(route).collect();
+    commit(&mut b, &adds.iter().map(String::as_str).collect::<Vec<_>>());
+    // Every other one deleted, in a second large transaction.
+    let dels: Vec<String> = (0..3000)
+        .step_by(2)
+        .map(|i| route(i).replace("route add", "route del"))
+        .collect();
+    commit(&mut b, &dels.iter().map(String::as_str).collect::<Vec<_>>());
+    let kept: Vec<String> = (1..3000).step_by(2).map(route).collect();
+    let file = parse(&format!("{BASE}{}\n", kept.join("\n"))).expect("the same routes as a file");
+    assert_eq!(route_set(b.config()), route_set(&file));
+    let first = BASE.lines().count() + 1;
+    for l in BASE.lines().filter(|l| l.starts_with("-6 route add")) {
+        assert!(b.transaction().line(first, l).is_err(), "{l} added twice");
+    }
+    for i in 0..3000 {
+        let mut tx = b.transaction();
+        let del = route(i).replace("route add", "route del");
+        // A deleted route is not found; a kept one is, and cannot be added twice.
+        assert_eq!(tx.line(first, &del).is_ok(), i % 2 == 1, "{del}");
+        if i % 2 == 1 {
+            assert!(tx.line(first, &route(i)).is_ok(), "{}", route(i));
+            assert!(tx.line(first, &route(i)).is_err(), "{} twice", route(i));
+        }
+    }
+}

@@ -139,8 +139,16 @@ impl<'s> Builder<'s> {
         for n in &cfg.neighs {
             p.neighs.insert((n.addr, n.dev.clone()), n.line);
         }
-        for (i, r) in cfg.routes.iter_mut().enumerate() {
-            p.routes.insert(route_key(r), route_at(i));
+        // Built in one go rather than by one insertion per route: from sorted keys the tree's nodes are full,
+        // where insertions in file order leave them about half full (300,000 routes: about 25 bytes per route
+        // less for as long as the router runs). The last of equal keys wins, as with insertions.
+        p.routes = cfg
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (route_key(r), route_at(i)))
+            .collect();
+        for r in &mut cfg.routes {
             // One shared copy of each device name (a configuration built elsewhere may hold one per route).
             if let Some(d) = &mut r.dev {
                 *d = p.names.get(d);

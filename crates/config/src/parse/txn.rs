@@ -150,6 +150,7 @@ impl Transaction<'_, '_> {
             {
                 p.shrink_routes();
             }
+            p.compact_index(u.routes.len());
         }
     }
 }
@@ -203,6 +204,17 @@ impl Parser<'_> {
         let (len, cap) = (self.cfg.routes.len(), self.cfg.routes.capacity());
         if cap > 1024 && len + len / 8 < cap {
             self.cfg.routes.shrink_to(len + len / 16);
+        }
+    }
+
+    /// Builds the route index anew after a transaction of `ops` route operations that were at least an eighth of
+    /// it (and 1,024): insertions in random order leave the tree's nodes about two thirds full and removals
+    /// leave them emptier, where a tree built from its sorted entries has them full (a batch of 100,000 random
+    /// /64s added to 300,000 routes: about 20 bytes per route). The pass over the index is paid for by the
+    /// eighth (amortised: at most 8 entries moved per operation).
+    pub(super) fn compact_index(&mut self, ops: usize) {
+        if ops >= 1024 && ops >= self.routes.len() / 8 {
+            self.routes = std::mem::take(&mut self.routes).into_iter().collect();
         }
     }
 

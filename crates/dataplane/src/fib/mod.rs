@@ -222,11 +222,90 @@ struct LpmIndex {
     /// [`LpmIndex::long_from`] bits.
     trie: Option<Box<StrideTrie>>,
     /// Once the trie exists, the longer prefixes: per length, longest first, the masked bits to the best route.
-    long: Vec<(u8, HashMap<u128, Best, FastBuild>)>,
+    long: Vec<(u8, LongTable)>,
     /// Whether lookups scan `small_masks` (no trie yet): one flag test on the packet path.
     scan: bool,
     /// Number of prefixes.
     count: usize,
+}
+
+/// The long prefixes of one length ([`LpmIndex`]): keyed by their masked bits, in 64 bits when they fit (an IPv6
+/// prefix of at most 64 bits, every IPv4 prefix). An entry of a `u128` key takes 32 bytes (the key's alignment
+/// is 16), of a `u64` key 16: a /64 added to a table costs 16 bytes less in each of the writer's two snapshots,
+/// about 35 bytes less with the table's room.
+#[derive(Debug, Clone)]
+enum LongTable {
+    /// Keys of at most 64 bits: the top 64 bits of an IPv6 prefix, an IPv4 prefix as it is.
+    Narrow(HashMap<u64, Best, FastBuild>),
+    /// Longer IPv6 prefixes.
+    Wide(HashMap<u128, Best, FastBuild>),
+}
+
+impl LongTable {
+    /// An empty table for prefixes of `len` bits of a `width`-bit address.
+    fn new(len: u8, width: u8) -> LongTable {
+        if len <= 64 || width <= 64 {
+            LongTable::Narrow(HashMap::default())
+        } else {
+            LongTable::Wide(HashMap::default())
+        }
+    }
+
+    /// The narrow key of masked bits `key` (held in the low `width` bits): its top 64 bits.
+    #[inline(always)]
+    fn narrow(key: u128, width: u8) -> u64 {
+        (key >> width.saturating_sub(64)) as u64
+    }
+
+    #[inline(always)]
+    fn get(&self, key: u128, width: u8) -> Option<&Best> {
+        match self {
+            LongTable::Narrow(m) => m.get(&Self::narrow(key, width)),
+            LongTable::Wide(m) => m.get(&key),
+        }
+    }
+
+    fn insert(&mut self, key: u128, width: u8, best: Best) {
+        match self {
+            LongTable::Narrow(m) => m.insert(Self::narrow(key, width), best),
+            LongTable::Wide(m) => m.insert(key, best),
+        };
+    }
+
+    fn remove(&mut self, key: u128, width: u8) {
+        match self {
+            LongTable::Narrow(m) => m.remove(&Self::narrow(key, width)),
+            LongTable::Wide(m) => m.remove(&key),
+        };
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            LongTable::Narrow(m) => m.len(),
+            LongTable::Wide(m) => m.len(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            LongTable::Narrow(m) => m.capacity(),
+            LongTable::Wide(m) => m.capacity(),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            LongTable::Narrow(m) => m.shrink_to_fit(),
+            LongTable::Wide(m) => m.shrink_to_fit(),
+        }
+    }
+
+    fn for_each_mut(&mut self, f: impl Fn(&mut Best)) {
+        match self {
+            LongTable::Narrow(m) => m.values_mut().for_each(f),
+            LongTable::Wide(m) => m.values_mut().for_each(f),
+        }
+    }
 }
 
 impl Default for LpmIndex {
@@ -256,27 +335,26 @@ impl LpmIndex {
 
     /// Puts the best route of long prefix `key`/`len` in its length's table.
     fn set_long(&mut self, key: u128, len: u8, best: Best) {
+        let width = self.width;
         let at = self.long.partition_point(|(l, _)| *l > len);
         match self.long.get_mut(at) {
-            Some((l, m)) if *l == len => {
-                m.insert(key, best);
-            }
+            Some((l, m)) if *l == len => m.insert(key, width, best),
             _ => {
-                let mut m = HashMap::default();
-                m.insert(key, best);
+                let mut m = LongTable::new(len, width);
+                m.insert(key, width, best);
                 self.long.insert(at, (len, m));
             }
         }
     }
 
     /// Takes long prefix `key`/`len` out of its length's table, giving memory back as the table empties.
-    fn remove_long(&mut self, key: u128, len: u8) {
+    fn remove_long(&mut self, key: u128, len: u8, width: u8) {
         let Some(at) = self.long.iter().position(|(l, _)| *l == len) else {
             return;
         };
         let m = &mut self.long[at].1;
-        m.remove(&key);
-        if m.is_empty() {
+        m.remove(key, width);
+        if m.len() == 0 {
             self.long.remove(at);
         } else if m.len() * 4 < m.capacity() {
             m.shrink_to_fit();
@@ -339,7 +417,7 @@ impl LpmIndex {
         self.count = self.count.saturating_sub(1);
         if let Some(t) = &mut self.trie {
             if len > Self::long_from(width) {
-                self.remove_long(key, len);
+                self.remove_long(key, len, width);
             } else {
                 t.remove(key << (128 - u32::from(width)), len, covering);
             }
@@ -397,7 +475,7 @@ impl LpmIndex {
             t.map_leaves(fix);
         }
         for (_, m) in &mut self.long {
-            m.values_mut().for_each(|b| *b = fix(*b));
+            m.for_each_mut(|b| *b = fix(*b));
         }
         self.small.iter_mut().for_each(|e| e.2 = fix(e.2));
         self.rebuild_small_masks();
@@ -408,7 +486,7 @@ impl LpmIndex {
     #[inline(never)]
     fn get_trie(&self, bits: u128, width: u8) -> Option<&Best> {
         for (len, m) in &self.long {
-            if let Some(b) = m.get(&Self::mask(bits, *len, width)) {
+            if let Some(b) = m.get(Self::mask(bits, *len, width), width) {
                 return Some(b);
             }
         }
@@ -1002,6 +1080,53 @@ mod tests {
                             .max_by_key(|(p, m, _)| (p.prefix_len(), std::cmp::Reverse(*m)))
                             .map(|x| x.2);
                         prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev), want, "{}", a);
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// The same for IPv4, whose long prefixes (/25 to /32) are keyed in 64 bits: on both sides of the trie's
+    /// limit (/24), nested under one /16.
+    #[test]
+    fn long_ipv4_prefixes_agree_with_a_scan() {
+        use proptest::prelude::*;
+        const LENS: [u8; 9] = [0, 16, 23, 24, 25, 28, 30, 31, 32];
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let strat = proptest::collection::vec(
+            (0usize..LENS.len(), 0u32..8, any::<bool>(), any::<u32>()),
+            20..160,
+        );
+        runner
+            .run(&strat, |ops| {
+                let mut f = Fib::new();
+                let mut live: Vec<(Ipv4Net, DevId)> = Vec::new();
+                // Values in the bits around /24 and /32, so that prefixes nest and collide.
+                let addr = |v: u32| 0xc633_0000 | (v & 1) << 8 | (v & 6) >> 1;
+                for (i, (li, v, add, probe)) in ops.iter().enumerate() {
+                    let net = Ipv4Net::new(Ipv4Addr::from(addr(*v)), LENS[*li])
+                        .unwrap()
+                        .trunc();
+                    let exists = live.iter().any(|(p, _)| *p == net);
+                    if (*add || i % 3 == 0) && !exists {
+                        f.insert(RouteEntry {
+                            prefix: IpNet::V4(net),
+                            ..r("::/0", 0, i)
+                        });
+                        live.push((net, i));
+                    } else if !*add && exists {
+                        prop_assert!(f.remove(IpNet::V4(net), 0).is_some());
+                        live.retain(|(p, _)| *p != net);
+                    }
+                    for a in [addr(*probe), addr(probe >> 3), probe & 0xffff_ff0f] {
+                        let a = Ipv4Addr::from(a);
+                        let want = live
+                            .iter()
+                            .filter(|(p, _)| p.contains(&a))
+                            .max_by_key(|(p, _)| p.prefix_len())
+                            .map(|x| x.1);
+                        prop_assert_eq!(f.lookup_v4(a).and_then(|r| r.dev), want, "{}", a);
                     }
                 }
                 Ok(())
