@@ -481,15 +481,10 @@ mod tests {
         c
     }
 
-    /// Tied sources as the kernel breaks the tie (observed with `ip -6 route get` on Linux 6.18.44, and on the
-    /// wire by tests/kernel/test_saddr.py): addresses fd00:2::9, fd00:2::1, fd00:2::5 added to one device in that
-    /// order, fd00:1::2 to a device before it; a route to fc00::a on the second device takes its newest address
-    /// (fd00:2::5); through a third device with no address, the first device's address (fd00:1::2), although
-    /// it was added last.
-    #[test]
-    fn tied_sources_go_where_the_kernels_go() {
+    /// A snapshot of links `links` (in that order) and /64 addresses `addrs` (address, link), added in that order.
+    fn links_and_addrs(links: &[&str], addrs: &[(&str, &str)]) -> Snapshot {
         let mut c = Config::default();
-        for (i, n) in ["r0", "r1", "r2"].iter().enumerate() {
+        for (i, n) in links.iter().enumerate() {
             c.links.push(crate::spec::Link {
                 name: (*n).into(),
                 mac: None,
@@ -497,15 +492,7 @@ mod tests {
                 line: i + 1,
             });
         }
-        for (i, (addr, dev)) in [
-            ("fd00:2::9", "r1"),
-            ("fd00:2::1", "r1"),
-            ("fd00:2::5", "r1"),
-            ("fd00:1::2", "r0"),
-        ]
-        .iter()
-        .enumerate()
-        {
+        for (i, (addr, dev)) in addrs.iter().enumerate() {
             c.addrs.push(crate::spec::Addr {
                 addr: addr.parse().unwrap(),
                 prefix_len: 64,
@@ -513,7 +500,25 @@ mod tests {
                 line: 10 + i,
             });
         }
-        let s = Snapshot::build(&c).unwrap();
+        Snapshot::build(&c).unwrap()
+    }
+
+    /// Tied sources as the kernel breaks the tie (observed with `ip -6 route get` on Linux 6.18.44, and on the
+    /// wire by tests/kernel/test_saddr.py): addresses fd00:2::9, fd00:2::1, fd00:2::5 added to one device in that
+    /// order, fd00:1::2 to a device before it; a route to fc00::a on the second device takes its newest address
+    /// (fd00:2::5); through a third device with no address, the first device's address (fd00:1::2), although
+    /// it was added last.
+    #[test]
+    fn tied_sources_go_where_the_kernels_go() {
+        let s = links_and_addrs(
+            &["r0", "r1", "r2"],
+            &[
+                ("fd00:2::9", "r1"),
+                ("fd00:2::1", "r1"),
+                ("fd00:2::5", "r1"),
+                ("fd00:1::2", "r0"),
+            ],
+        );
         let dst: Ipv6Addr = "fc00::a".parse().unwrap();
         assert_eq!(s.source_for(Some(1), &dst), "fd00:2::5".parse().ok());
         assert_eq!(s.source_for(Some(2), &dst), "fd00:1::2".parse().ok());
@@ -525,31 +530,14 @@ mod tests {
     /// rule alone would take fe80::1 of the other device.
     #[test]
     fn link_local_and_multicast_destinations_take_the_outgoing_devices_addresses() {
-        let mut c = Config::default();
-        for (i, n) in ["sa0", "sa1"].iter().enumerate() {
-            c.links.push(crate::spec::Link {
-                name: (*n).into(),
-                mac: None,
-                mtu: 1500,
-                line: i + 1,
-            });
-        }
-        for (i, (addr, dev)) in [
-            ("fe80::1", "sa0"),
-            ("fd00:1::2", "sa0"),
-            ("fd00:2::1", "sa1"),
-        ]
-        .iter()
-        .enumerate()
-        {
-            c.addrs.push(crate::spec::Addr {
-                addr: addr.parse().unwrap(),
-                prefix_len: 64,
-                dev: (*dev).into(),
-                line: 10 + i,
-            });
-        }
-        let s = Snapshot::build(&c).unwrap();
+        let s = links_and_addrs(
+            &["sa0", "sa1"],
+            &[
+                ("fe80::1", "sa0"),
+                ("fd00:1::2", "sa0"),
+                ("fd00:2::1", "sa1"),
+            ],
+        );
         let ll: Ipv6Addr = "fe80::9".parse().unwrap();
         let mc: Ipv6Addr = "ff02::9".parse().unwrap();
         assert_eq!(s.source_for(Some(1), &ll), "fd00:2::1".parse().ok());
