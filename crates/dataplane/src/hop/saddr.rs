@@ -96,17 +96,6 @@ pub fn select(candidates: impl Iterator<Item = Candidate>, dst: &Ipv6Addr) -> Op
     best.map(|(_, a)| a)
 }
 
-/// Whether a new candidate `new` takes the selection for `dst` from `chosen` (what [`select`] chose without it):
-/// it ranks higher, or as high and comes before it in the order of candidates (`before`), as [`select`] keeps
-/// the first of the best.
-pub fn takes_over(new: Candidate, chosen: Candidate, before: bool, dst: &Ipv6Addr) -> bool {
-    if !eligible(&new) {
-        return false;
-    }
-    let (n, c) = (rank(&new, dst), rank(&chosen, dst));
-    n > c || (n == c && before)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,47 +171,5 @@ mod tests {
         assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:2::5")));
         let c = vec![(a("fd00:1::2"), 64, false), (a("fd00:2::5"), 64, false)];
         assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:1::2")));
-    }
-
-    /// `takes_over` agrees with `select` run again with the new candidate inserted anywhere: it takes the
-    /// selection exactly when `select` then returns it.
-    #[test]
-    fn takes_over_agrees_with_select() {
-        let pool = [
-            (a("2001:db8::1"), 64, false),
-            (a("2001:db8::2"), 64, true),
-            (a("2001:db8:ff::1"), 48, false),
-            (a("2001:db8::9"), 32, false),
-            (a("fd00::1"), 64, true),
-            (a("fe80::1"), 64, true),
-        ];
-        let dsts = [
-            a("2001:db8:0:1::5"),
-            a("2001:db8::7"),
-            a("fd00::9"),
-            a("fe80::2"),
-        ];
-        for dst in &dsts {
-            for n in 1..=pool.len() {
-                for start in 0..pool.len() {
-                    let old: Vec<Candidate> =
-                        (0..n).map(|k| pool[(start + k) % pool.len()]).collect();
-                    let chosen = select(old.iter().copied(), dst).unwrap();
-                    let ci = old.iter().position(|c| c.0 == chosen).unwrap();
-                    for new in [(a("2001:db8::3"), 64, false), (a("2001:db8::4"), 64, true)] {
-                        for at in 0..=old.len() {
-                            let mut with = old.clone();
-                            with.insert(at, new);
-                            let want = select(with.iter().copied(), dst) == Some(new.0);
-                            assert_eq!(
-                                takes_over(new, old[ci], at <= ci, dst),
-                                want,
-                                "{dst} {with:?}"
-                            );
-                        }
-                    }
-                }
-            }
-        }
     }
 }

@@ -4,7 +4,6 @@
 use super::{NO_ROUTE, Snapshot, cfg_err};
 use crate::fib::FastBuild;
 use crate::fib::{DevId, Origin, RouteEntry, RouteId};
-use crate::hop::saddr;
 use crate::plan::TemplateRef;
 use crate::spec::ConfigError;
 use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
@@ -105,7 +104,7 @@ impl Snapshot {
         }
         self.replan_within(prefix);
         if let IpAddr::V6(a) = addr {
-            self.reselect_sources(a, dev);
+            self.reselect_sources(a);
         }
         Ok(())
     }
@@ -120,15 +119,15 @@ impl Snapshot {
         }
     }
 
-    /// After address `a` came on `dev`: the outer sources tunnels cached are stale (one counter, not a pass over
-    /// the tunnels: the general path selects them per packet again until the next rebuild), and the plans that
-    /// hold a selected source (the tunnels of the settings index with a fixed destination and no source given by
-    /// their route or by `sr tunsrc`) follow: a new address may win the selection for any destination (RFC 6724
-    /// rule 8, or a tie it wins as the newest address of its link). A seg6 plan whose template holds the node's source
-    /// ([`crate::plan::TemplatesBuilder::add_sourced`]) is looked at: if `a` does not take the selection over
-    /// from its source, nothing changes; if it does for every plan sharing the template, the source is written
-    /// in place. Any other such plan is made again.
-    fn reselect_sources(&mut self, a: Ipv6Addr, dev: DevId) {
+    /// After address `a` came (on its link already): the outer sources tunnels cached are stale (one counter,
+    /// not a pass over the tunnels: the general path selects them per packet again until the next rebuild), and
+    /// the plans that hold a selected source (the tunnels of the settings index with a fixed destination and no
+    /// source given by their route or by `sr tunsrc`) follow: a new address may win the selection for any
+    /// destination (RFC 6724 rule 8, or a tie it wins as the newest address of its link). A seg6 plan whose
+    /// template holds the node's source ([`crate::plan::TemplatesBuilder::add_sourced`]) is looked at: if `a`
+    /// does not take the selection over from its source, nothing changes; if it does for every plan sharing the
+    /// template, the source is written in place. Any other such plan is made again.
+    fn reselect_sources(&mut self, a: Ipv6Addr) {
         self.addr_gen = self.addr_gen.wrapping_add(1);
         let mut replan: Vec<RouteId> = Vec::new();
         // Per sourced template that `a` takes over for some of its plans: the template, how many plans use it,
@@ -140,7 +139,7 @@ impl Snapshot {
             if id == NO_ROUTE {
                 continue;
             }
-            match self.source_takeover(t, id, a, dev) {
+            match self.source_takeover(t, id, a) {
                 Some(None) => {}
                 Some(Some((r, users))) => {
                     let start = r.start_offset() as u32;
@@ -167,16 +166,15 @@ impl Snapshot {
         }
     }
 
-    /// For tunnel `tid` of route `id` whose plan holds a sourced template: `Some(None)` when new address `a` on
-    /// `dev` leaves its selected source as it is, `Some(Some((template, users)))` when `a` takes the selection
-    /// over; `None` when that is not known this way (no such plan, its source on several links or none): plan it
-    /// again.
+    /// For tunnel `tid` of route `id` whose plan holds a sourced template: `Some(None)` when new address `a`
+    /// (already on its link) leaves its selected source as it is, `Some(Some((template, users)))` when `a` takes
+    /// the selection over; `None` when that is not known this way (no such plan, or a selection that is neither):
+    /// plan it again.
     fn source_takeover(
         &self,
         tid: usize,
         id: RouteId,
         a: Ipv6Addr,
-        dev: DevId,
     ) -> Option<Option<(TemplateRef, u32)>> {
         let Tunnel::Input(InputTunnel::Seg6(s)) = &self.tunnels[tid] else {
             return None;
@@ -185,31 +183,13 @@ impl Snapshot {
         let plan = self.plans.get(r.plan? as usize)?;
         let tref = self.templates.unbase(plan.template);
         let (src, users) = self.template_log.sourced_use(tref)?;
-        // The link of the chosen source (one link only, else planned again).
-        let mut on = self.links.iter().enumerate().filter_map(|(i, l)| {
-            l.addrs6
-                .iter()
-                .find(|(x, _)| *x == src)
-                .map(|(_, plen)| (i, *plen))
-        });
-        let (ls, src_len) = on.next()?;
-        if on.next().is_some() {
-            return None;
+        // `a` is a candidate now (`source_for` ranks it in the kernel's order): the selection is either still
+        // the template's source or `a`; anything else (a source the template no longer agrees with) is planned
+        // again.
+        match self.source_for(r.dev, &s.first_sid)? {
+            now if now == src => Some(None),
+            now if now == a => Some(Some((tref, users))),
+            _ => None,
         }
-        let (_, a_len) = *self.links[dev].addrs6.iter().rev().find(|(x, _)| *x == a)?;
-        // Only the outgoing interface's addresses are candidates for such destinations (`source_for`).
-        if r.dev.is_some() && saddr::outgoing_interface_only(&s.first_sid) && r.dev != Some(dev) {
-            return Some(None);
-        }
-        // The candidates come link by link, each link's newest address first (`source_for`): `a`, the newest
-        // of `dev`, comes before the chosen source unless that is on an earlier link.
-        let before = dev <= ls;
-        let takes = saddr::takes_over(
-            (a, a_len, Some(dev) == r.dev),
-            (src, src_len, Some(ls) == r.dev),
-            before,
-            &s.first_sid,
-        );
-        Some(takes.then_some((tref, users)))
     }
 }
