@@ -257,11 +257,8 @@ pub struct TemplatesBuilder {
     /// reused by the next template of that rounded length.
     free: std::collections::BTreeMap<usize, Vec<u32>>,
     /// The templates holding the node's tunnel source at [`SOURCE_AT`] ([`TemplatesBuilder::add_sourced`]), by
-    /// start: [`TemplatesBuilder::set_source`] rewrites them in place. In start order, so that the rewrite walks
-    /// the block forwards.
-    sourced: std::collections::BTreeSet<u32>,
-    /// The same starts, for a look without a tree walk (`addr add` looks at each tunnel's template).
-    sourced_set: std::collections::HashSet<u32, crate::fib::FastBuild>,
+    /// start: [`TemplatesBuilder::set_source`] rewrites them in place (`addr add` looks at each tunnel's).
+    sourced: std::collections::HashSet<u32, crate::fib::FastBuild>,
     /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place):
     /// they share only among themselves.
     seen_sourced: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
@@ -271,12 +268,25 @@ pub struct TemplatesBuilder {
 /// header.
 pub const SOURCE_AT: usize = ethernet::HEADER_LEN + 8;
 
-/// The hash a sourced template is found by: its bytes but the source.
-fn sourced_hash(t: &[u8]) -> u64 {
+/// The hash a template is found by: its bytes, but the source for a sourced one (`set_source` changes it in
+/// place).
+fn template_hash(t: &[u8], sourced: bool) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
-    let end = (SOURCE_AT + 16).min(t.len());
-    BuildHasherDefault::<crate::fib::FastHasher>::default()
-        .hash_one((&t[..SOURCE_AT.min(t.len())], &t[end..]))
+    let h = BuildHasherDefault::<crate::fib::FastHasher>::default();
+    if sourced {
+        let end = (SOURCE_AT + 16).min(t.len());
+        h.hash_one((&t[..SOURCE_AT.min(t.len())], &t[end..]))
+    } else {
+        h.hash_one(t)
+    }
+}
+
+/// Writes `src` as the outer source of the sourced template at `start`, in the builder's `bytes` and in the
+/// block `t` made from them.
+fn write_source(bytes: &mut [u8], t: &mut Templates, start: u32, src: std::net::Ipv6Addr) {
+    let at = start as usize + SOURCE_AT;
+    bytes[at..at + 16].copy_from_slice(&src.octets());
+    t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&src.octets());
 }
 
 /// The space a template of `len` bytes takes: its length rounded up to a cache line.
@@ -299,21 +309,18 @@ impl TemplatesBuilder {
     }
 
     /// Writes `src` as the outer source of every sourced template (as [`TemplatesBuilder::add_sourced`] placed
-    /// them), here and in the block `t` made from these bytes: one store per distinct template, in block order,
+    /// them), here and in the block `t` made from these bytes: one store per distinct template,
     /// no plan made again. Their sharing stays right: their hashes leave the source out.
     pub fn set_source(&mut self, t: &mut Templates, src: std::net::Ipv6Addr) {
-        let o = src.octets();
         for &start in &self.sourced {
-            let at = start as usize + SOURCE_AT;
-            self.bytes[at..at + 16].copy_from_slice(&o);
-            t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&o);
+            write_source(&mut self.bytes, t, start, src);
         }
     }
 
     /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
     /// many plans use it.
     pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
-        if !self.sourced_set.contains(&r.start) {
+        if !self.sourced.contains(&r.start) {
             return None;
         }
         let at = r.start as usize + SOURCE_AT;
@@ -323,12 +330,9 @@ impl TemplatesBuilder {
 
     /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
     pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
-        if !self.sourced_set.contains(&r.start) {
-            return;
+        if self.sourced.contains(&r.start) {
+            write_source(&mut self.bytes, t, r.start, src);
         }
-        let at = r.start as usize + SOURCE_AT;
-        self.bytes[at..at + 16].copy_from_slice(&src.octets());
-        t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&src.octets());
     }
 
     /// How many sourced templates there are (for tests).
@@ -337,12 +341,7 @@ impl TemplatesBuilder {
     }
 
     fn add_in(&mut self, t: &[u8], sourced: bool) -> TemplateRef {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let hash = if sourced {
-            sourced_hash(t)
-        } else {
-            BuildHasherDefault::<crate::fib::FastHasher>::default().hash_one(t)
-        };
+        let hash = template_hash(t, sourced);
         let seen = if sourced {
             &self.seen_sourced
         } else {
@@ -351,7 +350,7 @@ impl TemplatesBuilder {
         if let Some(r) = seen.get(&hash) {
             let start = r.start as usize;
             if self.bytes[start..start + r.len as usize] == *t
-                && self.sourced_set.contains(&r.start) == sourced
+                && self.sourced.contains(&r.start) == sourced
             {
                 *self.users.entry(r.start).or_insert(0) += 1;
                 return *r;
@@ -406,7 +405,6 @@ impl TemplatesBuilder {
             // templates with the new source are the ones the next tunnels share.
             self.seen_sourced.insert(hash, r);
             self.sourced.insert(r.start);
-            self.sourced_set.insert(r.start);
         } else {
             self.seen.entry(hash).or_insert(r);
         }
@@ -416,7 +414,6 @@ impl TemplatesBuilder {
     /// A plan no longer uses template `r` (as [`TemplatesBuilder::add`] returned it): when no plan does, its
     /// space goes to the next template of its rounded length.
     pub fn release(&mut self, r: TemplateRef) {
-        use std::hash::{BuildHasher, BuildHasherDefault};
         let Some(n) = self.users.get_mut(&r.start) else {
             return;
         };
@@ -427,14 +424,12 @@ impl TemplatesBuilder {
         self.users.remove(&r.start);
         let start = r.start as usize;
         let bytes = &self.bytes[start..start + r.len as usize];
-        let (seen, hash) = if self.sourced_set.remove(&r.start) {
-            self.sourced.remove(&r.start);
-            (&mut self.seen_sourced, sourced_hash(bytes))
+        let sourced = self.sourced.remove(&r.start);
+        let hash = template_hash(bytes, sourced);
+        let seen = if sourced {
+            &mut self.seen_sourced
         } else {
-            (
-                &mut self.seen,
-                BuildHasherDefault::<crate::fib::FastHasher>::default().hash_one(bytes),
-            )
+            &mut self.seen
         };
         if seen.get(&hash) == Some(&r) {
             seen.remove(&hash);

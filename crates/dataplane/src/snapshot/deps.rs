@@ -140,9 +140,9 @@ impl Snapshot {
         }
     }
 
-    /// Follows the settings' change in the plans that depend on them: the tunnel source (`tunsrc`: the old and
-    /// the new), the HMAC keys set, changed or gone (`keys`), the IOAM ids and namespaces (`ioam`). Each index is
-    /// looked at only when its settings changed.
+    /// Follows the settings' change in the plans that depend on them: the tunnel source (`tunsrc`: the new one,
+    /// when it changed), the HMAC keys set, changed or gone (`keys`), the IOAM ids and namespaces (`ioam`). Each
+    /// index is looked at only when its settings changed.
     ///
     /// A new tunnel source rewrites the sourced templates in place (the outer source of every seg6 encap plan
     /// whose tunnel names none of its own and signs nothing: one store per distinct template, no plan made
@@ -151,7 +151,7 @@ impl Snapshot {
     /// again (each selects its own).
     pub(super) fn replan_settings_deps(
         &mut self,
-        tunsrc: Option<(Option<Ipv6Addr>, Option<Ipv6Addr>)>,
+        tunsrc: Option<Option<Ipv6Addr>>,
         keys: &[u32],
         ioam: bool,
     ) {
@@ -160,7 +160,7 @@ impl Snapshot {
             |t: &Tunnel| matches!(t, Tunnel::Input(InputTunnel::Seg6(s)) if s.tunsrc.is_some());
         match tunsrc {
             None => {}
-            Some((_, Some(src))) => {
+            Some(Some(src)) => {
                 self.template_log.set_source(&mut self.templates, src);
                 tids.extend(
                     self.deps
@@ -170,7 +170,7 @@ impl Snapshot {
                         .filter(|t| !own_source(&self.tunnels[**t])),
                 );
             }
-            Some((_, None)) => tids.extend(
+            Some(None) => tids.extend(
                 self.deps
                     .seg6
                     .iter()

@@ -155,8 +155,9 @@ pub enum Change {
     /// `sysctl ...`, `ioam namespace|schema|domain ...`, `sr tunsrc set ...`, `sr hmac set ...`: the node's
     /// settings as they are after the lines (all of them: they are small next to a table), replacing the
     /// snapshot's. Only the plans that depend on a setting are made again: seg6 `encap`/`encap.red` plans (outer
-    /// source, HMAC key; `seg6_flowlabel` is read per packet) and ioam6 plans (node and interface ids, namespaces baked into their
-    /// templates) whose way out is known (see `deps.rs`); everything else reads the settings per packet.
+    /// source, HMAC key; `seg6_flowlabel` is read per packet) and ioam6 plans (node and interface ids, namespaces
+    /// baked into their templates) whose way out is known (see `deps.rs`); everything else reads the settings
+    /// per packet.
     ///
     /// For followers of the table: no route changes; plans of tunnel routes may (their templates, or whether
     /// they have one), and the node's IOAM identity and sysctls ([`Snapshot::ioam`], [`Snapshot::seg6_first_word`]).

@@ -163,7 +163,7 @@ impl Snapshot {
         let d = Derived::of(&s.config(), self)?;
         // `seg6_flowlabel` is read per packet (the fast path leaves seg6 encap packets to the general path when
         // it is 1): no plan depends on it.
-        let tunsrc = (d.tunsrc != self.tunsrc).then_some((self.tunsrc, d.tunsrc));
+        let tunsrc = (d.tunsrc != self.tunsrc).then_some(d.tunsrc);
         // The keys set, changed or gone: only the tunnels naming one of them are planned again for the keys.
         let mut keys: Vec<u32> = d
             .hmac
