@@ -125,11 +125,21 @@ fn unpaced_into_a_sink_and_named_errors() {
     enter(&n.ns);
     let t = template();
     let g = LiveGen::new("gx", &t, 1).expect("generator");
-    let r = g
-        .run(&[0], 0, Duration::from_millis(200))
-        .expect("live-frames run");
-    assert!(r.sent > 1000, "only {} frames in 200 ms", r.sent);
-    assert!(r.rate() > 0.0);
+    // Unpaced, the sender goes as fast as its CPU lets it; on a loaded machine (cargo runs test binaries side
+    // by side) one 200 ms run may get little CPU, so runs are repeated until 1,000 frames have gone, for 10 s
+    // at most. What is tested is that frames go and are counted, not a rate (docs/BENCHMARKS.md has those).
+    let (mut sent, mut runs, mut best_rate) = (0u64, 0, 0.0f64);
+    let start = std::time::Instant::now();
+    while sent <= 1000 && start.elapsed() < Duration::from_secs(10) {
+        let r = g
+            .run(&[0], 0, Duration::from_millis(200))
+            .expect("live-frames run");
+        sent += r.sent;
+        runs += 1;
+        best_rate = best_rate.max(r.rate());
+    }
+    assert!(sent > 1000, "only {sent} frames in {runs} runs of 200 ms");
+    assert!(best_rate > 0.0);
     drop(sink);
     assert!(matches!(
         LiveGen::new("nosuch9", &t, 1),
