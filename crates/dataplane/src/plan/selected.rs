@@ -34,7 +34,7 @@ pub(crate) struct SelectedSources {
 /// A prefix of destinations, first and last address.
 type Span = (u128, u128);
 
-/// What [`SelectedSources::take_over`] found.
+/// What [`TemplatesBuilder::take_over`](super::TemplatesBuilder::take_over) found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TakeOver {
     /// The sources it took over were rewritten: this many templates.
