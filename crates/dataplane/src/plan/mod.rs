@@ -7,7 +7,7 @@ use crate::fib::{DevId, TunnelId};
 use crate::wire::{ethernet, ipv6, proto};
 use std::net::Ipv6Addr;
 
-mod selected;
+pub mod selected;
 use selected::SelectedSources;
 pub use selected::TakeOver;
 
