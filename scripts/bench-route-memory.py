@@ -65,7 +65,13 @@ def start(binary, ns, conf, sock):
                 pass
         time.sleep(0.05)
     with open(f"/proc/{proc.pid}/comm") as f:
-        assert f.read().startswith("lwt6"), "the process measured is not lwt6"
+        comm = f.read().strip()
+    if not comm.startswith("lwt6"):
+        # Not left running: the caller has no process to stop yet.
+        proc.terminate()
+        proc.wait()
+        raise RuntimeError(f"the process measured is {comm!r}, not lwt6 (its memory is read by that name): "
+                           "name the binary lwt6")
     return proc
 
 
