@@ -11,8 +11,9 @@ and in-place control lines*).
 2. Lines: on a router with --lines-at routes, each kind of control line sent straight over the socket --rounds
    times (its undo after each): `route add`, `neigh add`, `addr add` (on r1, the tunnels' device: it takes
    every selected source over; on r0: none), `sysctl`, `ioam namespace add`, `ioam schema add`,
-   `ioam namespace set`, `sr tunsrc set`, `sr hmac set`, `sysctl net.ipv6.seg6_flowlabel` (-1 and 1 in turn); the median round trip. With --planned, a route to the seg6 routes' first segments first, so
-   that every seg6 encap route has a plan.
+   `ioam namespace set`, `sr tunsrc set`, `sr hmac set`, `sysctl net.ipv6.seg6_flowlabel` (-1 and 1 in turn);
+   the median round trip. With --planned, a route to the seg6 routes' first segments first, so that every seg6
+   encap route has a plan.
 
 Reuses the namespace and request helpers of scripts/bench-ctl.py. Needs root, `ip`. The namespace is removed on
 every exit path.
