@@ -9,10 +9,11 @@ and in-place control lines*).
    random /64s of 2001:db8::/32 and 20,000 random /128s of 2001:db8::/32, each batch deleted again: VmRSS after
    every step, and bytes per route (the growth over the routes the batch added).
 2. Lines: on a router with --lines-at routes, each kind of control line sent straight over the socket --rounds
-   times (its undo after each): `route add`, `neigh add`, `addr add`, `sysctl`, `ioam namespace add`,
-   `ioam schema add`, `ioam namespace set`, `sr tunsrc set`, `sr hmac set`, `sysctl net.ipv6.seg6_flowlabel`
-   (-1 and 1 in turn); the median round trip. With --planned, a route to the seg6 routes' first segments first, so
-   that every seg6 encap route has a plan.
+   times (its undo after each): `route add`, `neigh add`, `addr add` (on r1, the tunnels' device: it takes
+   every selected source over; on r0: none), `sysctl`, `ioam namespace add`, `ioam schema add`,
+   `ioam namespace set`, `sr tunsrc set`, `sr hmac set`, `sysctl net.ipv6.seg6_flowlabel` (-1 and 1 in turn);
+   the median round trip. With --planned, a route to the seg6 routes' first segments first, so that every seg6
+   encap route has a plan.
 
 Reuses the namespace and request helpers of scripts/bench-ctl.py. Needs root, `ip`. The namespace is removed on
 every exit path.
@@ -65,7 +66,13 @@ def start(binary, ns, conf, sock):
                 pass
         time.sleep(0.05)
     with open(f"/proc/{proc.pid}/comm") as f:
-        assert f.read().startswith("lwt6"), "the process measured is not lwt6"
+        comm = f.read().strip()
+    if not comm.startswith("lwt6"):
+        # Not left running: the caller has no process to stop yet.
+        proc.terminate()
+        proc.wait()
+        raise RuntimeError(f"the process measured is {comm!r}, not lwt6 (its memory is read by that name): "
+                           "name the binary lwt6")
     return proc
 
 
@@ -143,6 +150,8 @@ LINES = [
     ("route", "-6 route add fd3e::/48 via fd00:2::2 dev r1", "-6 route del fd3e::/48"),
     ("neigh", "neigh add fd00:2::{k} lladdr 02:00:00:00:02:03 dev r1", None),
     ("addr", "addr add fd00:3:{k:x}::1/64 dev r1", None),
+    # On the other device: rule 5 keeps r1's source for every tunnel (the one above takes every tunnel's over).
+    ("addr r0", "addr add fd00:9:{k:x}::1/64 dev r0", None),
     ("sysctl", "sysctl net.ipv6.ioam6_id={k}", None),
     ("ioam", "ioam namespace add {k}", None),
     ("ioam schema", "ioam schema add {k} s{k}", None),

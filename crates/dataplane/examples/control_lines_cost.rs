@@ -63,6 +63,8 @@ fn main() {
             "neigh add fd00:2::{k} lladdr 02:00:00:00:02:03 dev r1",
         ),
         ("addr add", "addr add fd00:3:{k}::1/64 dev r1"),
+        // On the other device: rule 5 keeps r1's source for every tunnel (nothing taken over).
+        ("addr add (r0)", "addr add fd00:9:{k}::1/64 dev r0"),
         ("sysctl", "sysctl net.ipv6.ioam6_id={k}"),
         ("ioam namespace add", "ioam namespace add {k}"),
         ("ioam schema add", "ioam schema add {k} s{k}"),

@@ -262,6 +262,40 @@ fn the_writer_publishes_batches_under_traffic() {
     assert!(traffic.join().unwrap() > 0);
 }
 
+/// The spare caught up between requests (`SnapshotWriter::catch_up`, as the control thread does once it has
+/// answered): not while a reader holds it, then with the whole batch before; the next batch then applies only its
+/// own changes; and every published snapshot, and the spare once published, equals a rebuild.
+#[test]
+fn the_spare_catches_up_between_batches() {
+    let base: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
+    let handle = Arc::new(SnapshotHandle::new(build(&base)));
+    let mut writer = SnapshotWriter::new(Arc::clone(&handle));
+    assert!(!writer.catch_up(), "nothing to catch up with");
+    for (i, (changes, lines)) in steps().into_iter().enumerate() {
+        // A reader holding the published snapshot: once the batch is published it holds the spare.
+        let reader = handle.load();
+        writer.apply(&changes).unwrap();
+        assert_eq!(writer.caught_up(), 0, "step {i}: caught up before");
+        if !changes.is_empty() {
+            assert!(!writer.catch_up(), "step {i}: a reader holds the spare");
+            drop(reader);
+            assert!(writer.catch_up(), "step {i}");
+            assert_eq!(writer.caught_up(), changes.len(), "step {i}");
+            assert!(!writer.catch_up(), "step {i}: once");
+        }
+        let f = frames(&lines);
+        assert_eq!(run(&handle.load(), &f), run(&build(&lines), &f), "step {i}");
+    }
+    // The spare, published by one more batch, equals the rebuild too.
+    let last = steps().pop().unwrap().1;
+    let probe = "-6 route add fd00:7::/64 via fd00:2::2 dev r1";
+    writer.apply(&[Change::AddRoute(route(probe))]).unwrap();
+    let mut lines = last;
+    lines.push(probe.to_string());
+    let f = frames(&lines);
+    assert_eq!(run(&handle.load(), &f), run(&build(&lines), &f));
+}
+
 /// Enough new tunnels to outgrow the room the template block was built with: the block is made anew, bigger,
 /// and every plan's template moves with it.
 #[test]

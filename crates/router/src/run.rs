@@ -564,6 +564,8 @@ fn serve(
         if let Some(t) = &tier {
             crate::xdp_tier::sync(t, &control.handle, &control.trace);
         }
+        // Answered and in the driver: now the spare snapshot takes the request's changes too.
+        control.catch_up_spare();
         if notify.enabled()
             && control.handle.generation() != status_sent.0
             && status_sent.1.elapsed() >= STATUS_EVERY

@@ -58,6 +58,35 @@ pub fn outgoing_interface_only(dst: &Ipv6Addr) -> bool {
     dst.is_multicast() || scope(dst) <= 2
 }
 
+/// The prefixes [`scope`], [`label`] and [`outgoing_interface_only`] are defined by (address, length): inside a
+/// prefix that holds none of them but perhaps within one, every destination has the same scope, label and
+/// candidate set, so that two candidates rank alike for all of them as far as these rules go (rule 8 aside).
+const CLASS_PREFIXES: [(u128, u32); 10] = [
+    (1, 128),            // ::1, loopback (scope 2, label 0)
+    (0xfe80 << 112, 10), // link-local (scope 2)
+    (0xfec0 << 112, 10), // site-local (scope 5, label 11)
+    (0xff00 << 112, 8),  // multicast (outgoing interface only)
+    (0xfc00 << 112, 7),  // unique local (label 13)
+    (0x2002 << 112, 16), // 6to4 (label 2)
+    (0x2001 << 112, 32), // Teredo (label 5)
+    (0x3ffe << 112, 16), // 6bone (label 12)
+    (0xffff << 32, 96),  // IPv4-mapped (label 4)
+    (0, 96),             // IPv4-compatible (label 3)
+];
+
+/// Whether `x` lies in `p/len`.
+fn within(x: u128, p: u128, len: u32) -> bool {
+    len == 0 || (x ^ p).checked_shr(128 - len).unwrap_or(0) == 0
+}
+
+/// Whether every address of `p/len` has the same scope, label and candidate set (no prefix these depend on lies
+/// strictly inside `p/len`): what a destination there selects then depends on it only through rule 8.
+pub fn classes_constant_on(p: u128, len: u32) -> bool {
+    CLASS_PREFIXES
+        .iter()
+        .all(|&(q, m)| m <= len || !within(q, p, len))
+}
+
 /// A candidate: its address, its prefix length, whether it is on the outgoing interface.
 pub type Candidate = (Ipv6Addr, u8, bool);
 
@@ -171,5 +200,59 @@ mod tests {
         assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:2::5")));
         let c = vec![(a("fd00:1::2"), 64, false), (a("fd00:2::5"), 64, false)];
         assert_eq!(select(c.into_iter(), &dst), Some(a("fd00:1::2")));
+    }
+
+    /// Where [`classes_constant_on`] says a prefix's addresses share scope, label and candidate set, they do: at
+    /// its first and last address, its middle, and the address whose path leads there; for every prefix on the
+    /// paths to each class prefix's first and last address (and the addresses just outside), and to pseudo-random
+    /// addresses. (A prefix missing from the list, e.g. 2001::/32, makes 2000::/15 look constant: 2001:: has
+    /// label 5, 2000:: label 1.)
+    #[test]
+    fn classes_are_constant_where_said() {
+        let class = |x: u128| {
+            let a = Ipv6Addr::from(x);
+            (scope(&a), label(&a), outgoing_interface_only(&a))
+        };
+        let mut points: Vec<u128> = CLASS_PREFIXES
+            .iter()
+            .flat_map(|&(q, m)| {
+                let last = q | u128::MAX.checked_shr(m).unwrap_or(0);
+                [q, last, q.wrapping_sub(1), last.wrapping_add(1)]
+            })
+            .collect();
+        let mut x: u128 = 0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834;
+        for _ in 0..300 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Half of them under 2000::/3, where the labels are.
+            points.push(if x & 1 == 0 { x >> 3 | 1 << 125 } else { x });
+        }
+        let mut checked = 0;
+        for p in points {
+            for len in 0..=128u32 {
+                let host = u128::MAX.checked_shr(len).unwrap_or(0);
+                let (net, last) = (p & !host, p | host);
+                if !classes_constant_on(net, len) {
+                    continue;
+                }
+                checked += 1;
+                let c = class(net);
+                for y in [last, net + (last - net) / 2, p] {
+                    assert_eq!(
+                        class(y),
+                        c,
+                        "{}/{len} at {}",
+                        Ipv6Addr::from(net),
+                        Ipv6Addr::from(y)
+                    );
+                }
+            }
+        }
+        assert!(checked > 10_000);
+        // And not constant where a class prefix lies strictly inside.
+        assert!(!classes_constant_on(0x2000 << 112, 15));
+        assert!(!classes_constant_on(0, 0));
+        assert!(classes_constant_on(0xfc00 << 112, 8));
     }
 }

@@ -1,10 +1,11 @@
 //! [`Change::AddrAdd`](super::Change::AddrAdd) applied in place: one more address of the router and what depends
 //! on it, as a rebuild would derive it.
 
-use super::{NO_ROUTE, Snapshot, cfg_err};
+use super::{NO_ROUTE, Snapshot, cfg_err, source_among};
 use crate::fib::FastBuild;
 use crate::fib::{DevId, Origin, RouteEntry, RouteId};
-use crate::plan::TemplateRef;
+use crate::hop::saddr;
+use crate::plan::{TakeOver, TemplateRef};
 use crate::spec::ConfigError;
 use crate::tunnel::{InputTunnel, OutputTunnel, Tunnel};
 use ipnet::IpNet;
@@ -121,14 +122,49 @@ impl Snapshot {
 
     /// After address `a` came (on its link already): the outer sources tunnels cached are stale (one counter,
     /// not a pass over the tunnels: the general path selects them per packet again until the next rebuild), and
-    /// the plans that hold a selected source (the tunnels of the settings index with a fixed destination and no
-    /// source given by their route or by `sr tunsrc`) follow: a new address may win the selection for any
-    /// destination (RFC 6724 rule 8, or a tie it wins as the newest address of its link). A seg6 plan whose
-    /// template holds the node's source ([`crate::plan::TemplatesBuilder::add_sourced`]) is looked at: if `a`
-    /// does not take the selection over from its source, nothing changes; if it does for every plan sharing the
-    /// template, the source is written in place. Any other such plan is made again.
+    /// the plans that hold a selected source follow: a new address may win the selection for any destination
+    /// (RFC 6724 rule 8, or a tie it wins as the newest address of its link).
+    ///
+    /// The seg6 encap plans whose template holds the selected source
+    /// ([`crate::plan::TemplatesBuilder::add_sourced`]) are found by the templates' groups
+    /// ([`crate::plan::TemplatesBuilder::take_over`]): those `a` takes over get it written in place, the others
+    /// are not looked at. Cost: a few hundred ordered-set lookups per group of templates (route device and
+    /// source), the selection asked once per prefix of destinations where it is alike, and one store per
+    /// template taken over; not a pass over the tunnels. The other tunnels that select a source (seg6 tunnels
+    /// signing with an HMAC key or without a plan, ioam6 tunnels with a destination: few) are planned again.
     fn reselect_sources(&mut self, a: Ipv6Addr) {
         self.addr_gen = self.addr_gen.wrapping_add(1);
+        if self.tunsrc.is_none() {
+            let links = &self.links;
+            let r = self.template_log.take_over(
+                &mut self.templates,
+                a,
+                |dev, dst| source_among(links, dev, dst),
+                saddr::classes_constant_on,
+            );
+            if r == TakeOver::Stale {
+                self.reselect_sources_by_tunnel(a);
+                return;
+            }
+        }
+        let mut replan: Vec<RouteId> = self
+            .unsourced_deps()
+            .filter(|t| self.selects_source(*t))
+            .map(|t| self.tunnel_route[t])
+            .filter(|id| *id != NO_ROUTE)
+            .collect();
+        replan.sort_unstable();
+        replan.dedup();
+        for id in replan {
+            self.plan_route(id);
+        }
+    }
+
+    /// [`Snapshot::reselect_sources`] tunnel by tunnel, when the templates' groups do not agree with the selection
+    /// (not expected: a safety net): each tunnel of the settings index that selects its source is looked at. A
+    /// sourced template whose plans `a` all take over gets `a` written in place; any other such plan is made
+    /// again.
+    fn reselect_sources_by_tunnel(&mut self, a: Ipv6Addr) {
         let mut replan: Vec<RouteId> = Vec::new();
         // Per sourced template that `a` takes over for some of its plans: the template, how many plans use it,
         // how many of them `a` takes over; and the routes of those plans.

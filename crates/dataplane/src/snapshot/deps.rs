@@ -196,6 +196,17 @@ impl Snapshot {
         }
     }
 
+    /// The tunnels of the settings index whose plan holds no sourced template: seg6 tunnels signing with an HMAC
+    /// key or without a plan, and ioam6 tunnels (perhaps twice).
+    pub(super) fn unsourced_deps(&self) -> impl Iterator<Item = TunnelId> + '_ {
+        self.deps
+            .seg6_hmac
+            .iter()
+            .chain(&self.deps.seg6_unplanned)
+            .chain(&self.deps.ioam)
+            .copied()
+    }
+
     /// The tunnels of the settings index (their plan depends on the settings or on the source they select).
     pub(super) fn settings_deps(&self) -> impl Iterator<Item = TunnelId> + '_ {
         self.deps.seg6.iter().chain(&self.deps.ioam).copied()

@@ -438,18 +438,24 @@ impl Snapshot {
     /// the kernel keeps a device's addresses of one scope), so that a tie goes where the kernel's goes; only
     /// `dev`'s for a link-local or multicast destination.
     pub fn source_for(&self, dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
-        let oif_only = dev.is_some() && saddr::outgoing_interface_only(dst);
-        let links = self.links.iter().enumerate();
-        let cands = links
-            .filter(move |(i, _)| !oif_only || Some(*i) == dev)
-            .flat_map(|(i, l)| {
-                l.addrs6
-                    .iter()
-                    .rev()
-                    .map(move |(a, plen)| (*a, *plen, Some(i) == dev))
-            });
-        saddr::select(cands, dst)
+        source_among(&self.links, dev, dst)
     }
+}
+
+/// [`Snapshot::source_for`] over `links` (the snapshot's).
+pub(super) fn source_among(links: &[Link], dev: Option<DevId>, dst: &Ipv6Addr) -> Option<Ipv6Addr> {
+    let oif_only = dev.is_some() && saddr::outgoing_interface_only(dst);
+    let cands = links
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| !oif_only || Some(*i) == dev)
+        .flat_map(|(i, l)| {
+            l.addrs6
+                .iter()
+                .rev()
+                .map(move |(a, plen)| (*a, *plen, Some(i) == dev))
+        });
+    saddr::select(cands, dst)
 }
 
 #[cfg(test)]

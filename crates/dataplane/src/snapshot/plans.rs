@@ -296,7 +296,7 @@ impl Snapshot {
                 // A Payload Length field describes at most 65,535 bytes.
                 max_len: mtu.min(H + u16::MAX as usize),
                 template: if sourced {
-                    templates.add_sourced(&template)
+                    templates.add_sourced(&template, r.dev)
                 } else {
                     templates.add(&template)
                 },

@@ -138,7 +138,9 @@ impl SnapshotWriter {
 
     /// Applies `changes` in order and publishes the result. A change that cannot apply stops the batch: the
     /// ones before it are published, it and the ones after are not, and its index comes back with the error.
+    /// The spare first catches up with the batch before, unless [`catch_up`](Self::catch_up) did already.
     pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ConfigError)> {
+        self.caught_up = 0;
         let spare = loop {
             // Workers drop the snapshot they loaded at the end of their batch.
             if let Some(s) = Arc::get_mut(&mut self.spare) {
@@ -146,17 +148,7 @@ impl SnapshotWriter {
             }
             std::thread::yield_now();
         };
-        // Taken, not drained: a large batch's log is freed here rather than kept as the vector's capacity.
-        self.caught_up = self.pending.len();
-        for c in std::mem::take(&mut self.pending) {
-            // Applied to the published copy already, from the same state: it applies here too.
-            spare
-                .apply(&c)
-                .expect("a change that applied to the published snapshot applies to the spare");
-        }
-        // The spare now holds what the published snapshot holds: their route slots are shared again, so the two
-        // keep one copy of the routes but for the chunks the next batch writes (fib/slots.rs).
-        spare.share_routes_from(&self.handle.load());
+        bring_up(spare, &mut self.pending, &mut self.caught_up, &self.handle);
         let mut done = 0;
         let mut failed = None;
         for (i, c) in changes.iter().enumerate() {
@@ -179,9 +171,26 @@ impl SnapshotWriter {
         failed.map_or(Ok(()), Err)
     }
 
-    /// How many changes of the batch before the last [`apply`](Self::apply) were applied to the spare by it (the
-    /// spare catches up before it takes the new batch): a large number means the spare freed or grew as much as
-    /// that batch did, during this call (the caller may give freed memory back to the system then).
+    /// Brings the spare up to date with the published snapshot now, if no worker holds it (without waiting for
+    /// one): what the next [`apply`](Self::apply) would do first, done by the control thread once it has
+    /// answered a request, so that a request waits for one application of its changes, not two. True when it
+    /// applied something ([`caught_up`](Self::caught_up) says how much).
+    pub fn catch_up(&mut self) -> bool {
+        self.caught_up = 0;
+        if self.pending.is_empty() {
+            return false;
+        }
+        let Some(spare) = Arc::get_mut(&mut self.spare) else {
+            return false;
+        };
+        bring_up(spare, &mut self.pending, &mut self.caught_up, &self.handle);
+        true
+    }
+
+    /// How many changes of the batch before the last [`apply`](Self::apply) or [`catch_up`](Self::catch_up) were
+    /// applied to the spare by it (the spare catches up before it takes the new batch): a large number means the
+    /// spare freed or grew as much as that batch did, during this call (the caller may give freed memory back to
+    /// the system then).
     pub fn caught_up(&self) -> usize {
         self.caught_up
     }
@@ -190,4 +199,28 @@ impl SnapshotWriter {
     pub fn handle(&self) -> &Arc<SnapshotHandle> {
         &self.handle
     }
+}
+
+/// Applies to `spare` the changes the published snapshot has and it has not (`pending`, taken), counted in
+/// `caught_up`; then the two share their route slots again.
+fn bring_up(
+    spare: &mut Snapshot,
+    pending: &mut Vec<Change>,
+    caught_up: &mut usize,
+    handle: &SnapshotHandle,
+) {
+    if pending.is_empty() {
+        return;
+    }
+    *caught_up = pending.len();
+    // Taken, not drained: a large batch's log is freed here rather than kept as the vector's capacity.
+    for c in std::mem::take(pending) {
+        // Applied to the published copy already, from the same state: it applies here too.
+        spare
+            .apply(&c)
+            .expect("a change that applied to the published snapshot applies to the spare");
+    }
+    // The spare now holds what the published snapshot holds: their route slots are shared again, so the two keep
+    // one copy of the routes but for the chunks the next batch writes (fib/slots.rs).
+    spare.share_routes_from(&handle.load());
 }

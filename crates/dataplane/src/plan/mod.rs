@@ -7,6 +7,10 @@ use crate::fib::{DevId, TunnelId};
 use crate::wire::{ethernet, ipv6, proto};
 use std::net::Ipv6Addr;
 
+pub mod selected;
+use selected::SelectedSources;
+pub use selected::TakeOver;
+
 /// Ethernet plus IPv6 header: every plan's frame starts with them (the template's, or the template's Ethernet
 /// header and the received IPv6 header), so patches work on a fixed-size array.
 pub const FRONT: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
@@ -257,11 +261,27 @@ pub struct TemplatesBuilder {
     /// reused by the next template of that rounded length.
     free: std::collections::BTreeMap<usize, Vec<u32>>,
     /// The templates holding the node's tunnel source at [`SOURCE_AT`] ([`TemplatesBuilder::add_sourced`]), by
-    /// start: [`TemplatesBuilder::set_source`] rewrites them in place (`addr add` looks at each tunnel's).
-    sourced: std::collections::HashSet<u32, crate::fib::FastBuild>,
-    /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place):
-    /// they share only among themselves.
+    /// start, with the device their routes leave by ([`NO_DEV`] for none): [`TemplatesBuilder::set_source`]
+    /// rewrites them in place, and so does [`TemplatesBuilder::take_over`] those a new address wins.
+    sourced: std::collections::HashMap<u32, u32, crate::fib::FastBuild>,
+    /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place)
+    /// and of their route device: they share only among themselves, and only through one device.
     seen_sourced: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
+    /// The sourced templates by (route device, source), sorted by destination.
+    selected: SelectedSources,
+}
+
+/// [`TemplatesBuilder::sourced`]'s device for a route without one.
+const NO_DEV: u32 = u32::MAX;
+
+/// A route device as [`TemplatesBuilder::sourced`] keeps it.
+fn dev_code(dev: Option<DevId>) -> u32 {
+    dev.and_then(|d| u32::try_from(d).ok()).unwrap_or(NO_DEV)
+}
+
+/// The route device [`dev_code`] kept.
+fn dev_of(code: u32) -> Option<DevId> {
+    (code != NO_DEV).then_some(code as DevId)
 }
 
 /// Where a seg6 encap template's outer source address is: behind the Ethernet header, 8 bytes into the IPv6
@@ -269,16 +289,28 @@ pub struct TemplatesBuilder {
 pub const SOURCE_AT: usize = ethernet::HEADER_LEN + 8;
 
 /// The hash a template is found by: its bytes, but the source for a sourced one (`set_source` changes it in
-/// place).
-fn template_hash(t: &[u8], sourced: bool) -> u64 {
+/// place), which counts its route device instead (`sourced`: [`dev_code`]).
+fn template_hash(t: &[u8], sourced: Option<u32>) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     let h = BuildHasherDefault::<crate::fib::FastHasher>::default();
-    if sourced {
-        let end = (SOURCE_AT + 16).min(t.len());
-        h.hash_one((&t[..SOURCE_AT.min(t.len())], &t[end..]))
-    } else {
-        h.hash_one(t)
+    match sourced {
+        Some(dev) => {
+            let end = (SOURCE_AT + 16).min(t.len());
+            h.hash_one((&t[..SOURCE_AT.min(t.len())], &t[end..], dev))
+        }
+        None => h.hash_one(t),
     }
+}
+
+/// The outer source and destination of the sourced template at `start` in `bytes`.
+fn source_and_destination(bytes: &[u8], start: u32) -> (Ipv6Addr, Ipv6Addr) {
+    let at = start as usize + SOURCE_AT;
+    let word = |i: usize| {
+        let mut o = [0u8; 16];
+        o.copy_from_slice(&bytes[i..i + 16]);
+        Ipv6Addr::from(o)
+    };
+    (word(at), word(at + 16))
 }
 
 /// Writes `src` as the outer source of the sourced template at `start`, in the builder's `bytes` and in the
@@ -297,42 +329,65 @@ fn slot_len(len: usize) -> usize {
 impl TemplatesBuilder {
     /// Places `t` (or finds an identical one already placed).
     pub fn add(&mut self, t: &[u8]) -> TemplateRef {
-        self.add_in(t, false)
+        self.add_in(t, None)
     }
 
     /// Places seg6 encap template `t`, whose outer source at [`SOURCE_AT`] is the node's (the tunnel names none
-    /// of its own and signs nothing with it), among the templates [`TemplatesBuilder::set_source`] rewrites (or
-    /// finds an identical one already there).
-    pub fn add_sourced(&mut self, t: &[u8]) -> TemplateRef {
-        debug_assert!(t.len() >= SOURCE_AT + 16);
-        self.add_in(t, true)
+    /// of its own and signs nothing with it) and whose outer destination follows it, for a route leaving by
+    /// `dev`, among the templates [`TemplatesBuilder::set_source`] and [`TemplatesBuilder::take_over`] rewrite
+    /// (or finds an identical one already there for the same device).
+    pub fn add_sourced(&mut self, t: &[u8], dev: Option<DevId>) -> TemplateRef {
+        debug_assert!(t.len() >= SOURCE_AT + 32);
+        self.add_in(t, Some(dev_code(dev)))
     }
 
     /// Writes `src` as the outer source of every sourced template (as [`TemplatesBuilder::add_sourced`] placed
     /// them), here and in the block `t` made from these bytes: one store per distinct template,
     /// no plan made again. Their sharing stays right: their hashes leave the source out.
     pub fn set_source(&mut self, t: &mut Templates, src: std::net::Ipv6Addr) {
-        for &start in &self.sourced {
+        for &start in self.sourced.keys() {
             write_source(&mut self.bytes, t, start, src);
         }
+        self.selected.set_all(src);
     }
 
     /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
     /// many plans use it.
     pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
-        if !self.sourced.contains(&r.start) {
+        if !self.sourced.contains_key(&r.start) {
             return None;
         }
-        let at = r.start as usize + SOURCE_AT;
-        let src: [u8; 16] = self.bytes[at..at + 16].try_into().ok()?;
-        Some((src.into(), *self.users.get(&r.start)?))
+        let (src, _) = source_and_destination(&self.bytes, r.start);
+        Some((src, *self.users.get(&r.start)?))
     }
 
     /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
     pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
-        if self.sourced.contains(&r.start) {
+        if let Some(&dev) = self.sourced.get(&r.start) {
+            let (old, dst) = source_and_destination(&self.bytes, r.start);
+            self.selected.remove(dev_of(dev), old, dst, r.start);
             write_source(&mut self.bytes, t, r.start, src);
+            self.selected.insert(dev_of(dev), src, dst, r.start);
         }
+    }
+
+    /// After address `a` came: the sourced templates whose selection it takes over (`select(dev, dst)`: the
+    /// source selected now for a route leaving by `dev` towards `dst`, `a` counted) get `a` as their source, here
+    /// and in the block `t`, without a look at the others (see [`selected`]'s text). Every sourced template must
+    /// hold the source `select` gave it before `a` came (no node tunnel source): else the answer is
+    /// [`TakeOver::Stale`] (some of them may have been rewritten, rightly). `classes`: whether the selection's
+    /// scope, label and candidate set are constant over a prefix of destinations
+    /// ([`crate::hop::saddr::classes_constant_on`]; passed in: plans do not import the hop layer).
+    pub fn take_over(
+        &mut self,
+        t: &mut Templates,
+        a: Ipv6Addr,
+        select: impl Fn(Option<DevId>, &Ipv6Addr) -> Option<Ipv6Addr>,
+        classes: fn(u128, u32) -> bool,
+    ) -> TakeOver {
+        let bytes = &mut self.bytes;
+        self.selected
+            .take_over(a, select, classes, |start| write_source(bytes, t, start, a))
     }
 
     /// How many sourced templates there are (for tests).
@@ -340,9 +395,10 @@ impl TemplatesBuilder {
         self.sourced.len()
     }
 
-    fn add_in(&mut self, t: &[u8], sourced: bool) -> TemplateRef {
+    /// Places `t` (`sourced`: the route device of a sourced template, [`dev_code`]).
+    fn add_in(&mut self, t: &[u8], sourced: Option<u32>) -> TemplateRef {
         let hash = template_hash(t, sourced);
-        let seen = if sourced {
+        let seen = if sourced.is_some() {
             &self.seen_sourced
         } else {
             &self.seen
@@ -350,7 +406,7 @@ impl TemplatesBuilder {
         if let Some(r) = seen.get(&hash) {
             let start = r.start as usize;
             if self.bytes[start..start + r.len as usize] == *t
-                && self.sourced.contains(&r.start) == sourced
+                && self.sourced.get(&r.start).copied() == sourced
             {
                 *self.users.entry(r.start).or_insert(0) += 1;
                 return *r;
@@ -399,12 +455,14 @@ impl TemplatesBuilder {
     }
 
     /// Files template `r`, just placed with `hash`, with one user.
-    fn note_placed(&mut self, hash: u64, r: TemplateRef, sourced: bool) {
-        if sourced {
+    fn note_placed(&mut self, hash: u64, r: TemplateRef, sourced: Option<u32>) {
+        if let Some(dev) = sourced {
             // The newest takes the hash: while the sources change one tunnel at a time (a new address), the
             // templates with the new source are the ones the next tunnels share.
             self.seen_sourced.insert(hash, r);
-            self.sourced.insert(r.start);
+            self.sourced.insert(r.start, dev);
+            let (src, dst) = source_and_destination(&self.bytes, r.start);
+            self.selected.insert(dev_of(dev), src, dst, r.start);
         } else {
             self.seen.entry(hash).or_insert(r);
         }
@@ -425,8 +483,12 @@ impl TemplatesBuilder {
         let start = r.start as usize;
         let bytes = &self.bytes[start..start + r.len as usize];
         let sourced = self.sourced.remove(&r.start);
+        if let Some(dev) = sourced {
+            let (src, dst) = source_and_destination(&self.bytes, r.start);
+            self.selected.remove(dev_of(dev), src, dst, r.start);
+        }
         let hash = template_hash(bytes, sourced);
-        let seen = if sourced {
+        let seen = if sourced.is_some() {
             &mut self.seen_sourced
         } else {
             &mut self.seen
