@@ -386,7 +386,7 @@ fn a_reject_route_hides_the_shorter_route_until_removed() {
     snap.apply(&add).unwrap();
     let r = snap.fib().lookup_v6(inside).unwrap();
     assert_eq!(r.origin, Origin::Reject(RejectKind::Blackhole));
-    assert_eq!((r.dev, r.via, r.tunnel), (None, None, None));
+    assert_eq!((r.dev.get(), r.via, r.tunnel.get()), (None, None, None));
     assert_eq!(snap.fib().best_v6(inside).unwrap().plan_or_max(), u32::MAX);
     assert_eq!(
         snap.fib().lookup_v6(outside).unwrap().origin,

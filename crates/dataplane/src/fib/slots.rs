@@ -150,8 +150,8 @@ mod tests {
         assert_eq!(b.routes.shared_with(&a.routes), chunks - 1);
         // The original is untouched.
         assert_eq!(a.route(0x300).unwrap().prefix, gone);
-        assert_eq!(a.route(0x300).unwrap().dev, Some(1));
-        let at = |f: &Fib, s: &str| f.lookup_v6(s.parse().unwrap()).and_then(|r| r.dev);
+        assert_eq!(a.route(0x300).unwrap().dev.get(), Some(1));
+        let at = |f: &Fib, s: &str| f.lookup_v6(s.parse().unwrap()).and_then(|r| r.dev.get());
         assert_eq!(at(&a, "2001:db8:0:300::1"), Some(1));
         assert_eq!(at(&b, "2001:db8:0:300::1"), None);
         assert_eq!(at(&b, "2001:db8:0:1388::1"), Some(2));

@@ -1,7 +1,7 @@
 //! A [`Change`] applied to a snapshot: the next snapshot, re-planning only the routes the change reaches.
 
 use super::{Change, DynNeigh, Snapshot, cfg_err};
-use crate::fib::{Origin, RouteEntry};
+use crate::fib::{OptId, Origin, RouteEntry};
 use crate::spec::{ConfigError, Encap, MAIN_TABLE, Route};
 use std::net::IpAddr;
 
@@ -107,10 +107,10 @@ impl Snapshot {
                 let id = self.fib.insert(RouteEntry {
                     prefix: *prefix,
                     via: None,
-                    dev: None,
+                    dev: OptId::NONE,
                     metric: *metric,
                     mtu: None,
-                    tunnel: None,
+                    tunnel: OptId::NONE,
                     origin: Origin::Reject(*kind),
                     line: 0,
                     plan: None,

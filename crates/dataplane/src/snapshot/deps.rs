@@ -53,7 +53,7 @@ struct GatewayRoutes {
 
 /// The gateway a route goes through, when it has one (an IPv6 `via` and a device).
 fn gateway_of(r: &RouteEntry) -> Option<(DevId, Ipv6Addr)> {
-    match (r.dev, r.via) {
+    match (r.dev.get(), r.via) {
         (Some(d), Some(IpAddr::V6(gw))) => Some((d, gw)),
         _ => None,
     }
@@ -78,11 +78,11 @@ impl Snapshot {
         let Some(next) = self
             .fib
             .lookup_v6(dst)
-            .filter(|n| n.tunnel.is_none_or(|t| t == tid))
+            .filter(|n| n.tunnel.get().is_none_or(|t| t == tid))
         else {
             return false;
         };
-        let Some(dev) = next.dev else {
+        let Some(dev) = next.dev.get() else {
             return false;
         };
         let nh = match next.via {
@@ -256,7 +256,7 @@ impl Snapshot {
 
     /// Files the plan key of plain route `r` (just planned) under its gateway.
     pub(super) fn note_gateway_key(&mut self, r: &RouteEntry, key: PlanKey) {
-        if r.tunnel.is_none()
+        if r.tunnel.get().is_none()
             && let Some(g) = gateway_of(r)
         {
             self.deps.gateway_keys.entry(g).or_default().insert(key);

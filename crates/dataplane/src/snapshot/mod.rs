@@ -287,7 +287,7 @@ impl Snapshot {
             IpAddr::V6(a) => self.connected.lookup_v6(a),
             IpAddr::V4(a) => self.connected.lookup_v4(a),
         };
-        found.and_then(|c| c.dev).ok_or_else(|| {
+        found.and_then(|c| c.dev.get()).ok_or_else(|| {
             cfg_err(
                 r.line,
                 &via.to_string(),
@@ -402,8 +402,8 @@ impl Snapshot {
         let base = r
             .mtu
             .map(|m| m.value)
-            .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
-        match r.tunnel.map(|t| &self.tunnels[t]) {
+            .unwrap_or_else(|| r.dev.get().map_or(1500, |d| self.links[d].mtu));
+        match r.tunnel.get().map(|t| &self.tunnels[t]) {
             Some(Tunnel::Local(_)) | None => (base, base),
             Some(t) => {
                 let linux = t.linux_mtu_headroom() as u32;
