@@ -405,3 +405,19 @@ fn a_reject_route_hides_the_shorter_route_until_removed() {
     .unwrap();
     assert_eq!(snap.fib().lookup_v6(inside).unwrap().origin, Origin::Static);
 }
+
+/// `catch_up` applies the published batch to the spare at once: the next batch has nothing to catch up, and
+/// the spare it publishes holds both batches (the deletion of the route the first batch added applies to it).
+#[test]
+fn the_writer_catches_up_at_once() {
+    let base: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
+    let handle = Arc::new(SnapshotHandle::new(build(&base)));
+    let mut writer = SnapshotWriter::new(Arc::clone(&handle));
+    let probe = "-6 route add fd00:7::/64 via fd00:2::2 dev r1";
+    writer.apply(&[Change::AddRoute(route(probe))]).unwrap();
+    writer.catch_up();
+    writer.apply(&[del(probe)]).unwrap();
+    assert_eq!(writer.caught_up(), 0, "nothing was left to catch up");
+    let f = frames(&[base.clone(), vec![probe.to_string()]].concat());
+    assert_eq!(run(&handle.load(), &f), run(&build(&base), &f));
+}

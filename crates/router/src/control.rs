@@ -582,6 +582,7 @@ impl Control {
         match result {
             Ok(()) => {
                 tx.commit();
+                crate::trim::after_request(writer, changes.len());
                 self.monitor.join(events);
                 crate::kroutes::configured_changed(self, keys);
                 Ok(())

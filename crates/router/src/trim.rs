@@ -10,6 +10,17 @@ pub fn release_free_memory() {
     lwt6_io::heap::release_free_memory();
 }
 
+/// After a request of `changes` changes was published: a large one (a batch of route deletions) is caught up by
+/// the spare snapshot at once and the heap trimmed after it. Left to the next request, the spare's share of the
+/// deletions (the route slots and maps the two snapshots hold, freed by whichever lets go last) would be freed
+/// after this request's trim, and the next request, however small, would not trim.
+pub fn after_request(writer: &mut lwt6_dataplane::snapshot::SnapshotWriter, changes: usize) {
+    if changes >= LARGE_REQUEST {
+        writer.catch_up();
+        release_free_memory();
+    }
+}
+
 /// After a change published through the writer: when the spare snapshot has just caught up with a large batch
 /// (a large deletion is freed there, by the request after it, however small), the heap is trimmed too.
 pub fn after_catch_up(writer: &lwt6_dataplane::snapshot::SnapshotWriter) {

@@ -711,9 +711,10 @@ impl Fib {
     }
 
     /// Gives back the memory of removed routes (at the next insertion or removal: a removed route stays readable
-    /// by its id until then): the free slots at the end of the route slots are dropped (the ids of the routes in
-    /// the table do not change), and with them the chunks they leave empty.
-    fn trim_free(&mut self) {
+    /// by its id until then; a snapshot calls it once it has read the route it removed, so that a batch of
+    /// deletions frees its slots within the batch): the free slots at the end of the route slots are dropped (the
+    /// ids of the routes in the table do not change), and with them the chunks they leave empty.
+    pub(crate) fn trim_free(&mut self) {
         // Chunks of slots left empty are freed as they empty (fib/slots.rs).
         while let Some(&last) = self.free.last() {
             if last as usize + 1 != self.routes.len() {

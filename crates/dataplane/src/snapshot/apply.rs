@@ -89,6 +89,9 @@ impl Snapshot {
                     self.release_tunnel(&r);
                     self.forget_gateway_route(&r);
                 }
+                // Its slot freed now, not at the next change: the last deletion of a batch often frees the
+                // most (the slots after it, removed earlier, wait for it), and the request trims the heap after it.
+                self.fib.trim_free();
                 self.replan_within(*prefix);
                 Ok(())
             }

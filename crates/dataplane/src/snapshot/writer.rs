@@ -139,24 +139,8 @@ impl SnapshotWriter {
     /// Applies `changes` in order and publishes the result. A change that cannot apply stops the batch: the
     /// ones before it are published, it and the ones after are not, and its index comes back with the error.
     pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ConfigError)> {
-        let spare = loop {
-            // Workers drop the snapshot they loaded at the end of their batch.
-            if let Some(s) = Arc::get_mut(&mut self.spare) {
-                break s;
-            }
-            std::thread::yield_now();
-        };
-        // Taken, not drained: a large batch's log is freed here rather than kept as the vector's capacity.
         self.caught_up = self.pending.len();
-        for c in std::mem::take(&mut self.pending) {
-            // Applied to the published copy already, from the same state: it applies here too.
-            spare
-                .apply(&c)
-                .expect("a change that applied to the published snapshot applies to the spare");
-        }
-        // The spare now holds what the published snapshot holds: their route slots are shared again, so the two
-        // keep one copy of the routes but for the chunks the next batch writes (fib/slots.rs).
-        spare.share_routes_from(&self.handle.load());
+        let spare = self.spare_caught_up();
         let mut done = 0;
         let mut failed = None;
         for (i, c) in changes.iter().enumerate() {
@@ -177,6 +161,37 @@ impl SnapshotWriter {
             self.pending = changes[..done].to_vec();
         }
         failed.map_or(Ok(()), Err)
+    }
+
+    /// Brings the spare up to date with the published snapshot now rather than at the next
+    /// [`apply`](Self::apply) (waiting for the workers to drop it): after a large batch, so that what the spare
+    /// frees (the slots and maps of deleted routes, which the two snapshots share) is freed before the caller gives
+    /// memory back to the system, not after.
+    pub fn catch_up(&mut self) {
+        self.spare_caught_up();
+    }
+
+    /// The spare, once no worker holds it, with the pending changes applied.
+    fn spare_caught_up(&mut self) -> &mut Snapshot {
+        // Workers drop the snapshot they loaded at the end of their batch.
+        while Arc::get_mut(&mut self.spare).is_none() {
+            std::thread::yield_now();
+        }
+        let spare = Arc::get_mut(&mut self.spare).expect("no worker holds the spare");
+        if self.pending.is_empty() {
+            return spare;
+        }
+        // Taken, not drained: a large batch's log is freed here rather than kept as the vector's capacity.
+        for c in std::mem::take(&mut self.pending) {
+            // Applied to the published copy already, from the same state: it applies here too.
+            spare
+                .apply(&c)
+                .expect("a change that applied to the published snapshot applies to the spare");
+        }
+        // The spare now holds what the published snapshot holds: their route slots are shared again, so the two
+        // keep one copy of the routes but for the chunks the next batch writes (fib/slots.rs).
+        spare.share_routes_from(&self.handle.load());
+        spare
     }
 
     /// How many changes of the batch before the last [`apply`](Self::apply) were applied to the spare by it (the
