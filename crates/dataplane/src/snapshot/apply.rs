@@ -62,7 +62,10 @@ impl Snapshot {
                 if *table != MAIN_TABLE {
                     let gone = self.tables.get_mut(table).and_then(|f| {
                         let id = f.remove(*prefix, *metric)?;
-                        f.route(id).cloned()
+                        let gone = f.route(id).cloned();
+                        // Its slot freed now, as in the main table (below).
+                        f.trim_free();
+                        gone
                     });
                     return match gone {
                         Some(r) => {
