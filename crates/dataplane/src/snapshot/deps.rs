@@ -229,6 +229,8 @@ impl Snapshot {
             });
             ids.sort_unstable();
             ids.dedup();
+            // The room of the removed ones goes back too (the list held more than twice these: amortised).
+            ids.shrink_to_fit();
             if let Some(e) = self.deps.gateways.get_mut(&g) {
                 e.live = ids.len();
                 e.ids = ids;
@@ -285,5 +287,16 @@ impl Snapshot {
             .remove(&(dev, nh))
             .map(|s| s.into_iter().collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+impl Snapshot {
+    /// The length and capacity of gateway `nh` on `dev`'s route list (tests).
+    pub(super) fn gateway_list_room(&self, dev: DevId, nh: Ipv6Addr) -> Option<(usize, usize)> {
+        self.deps
+            .gateways
+            .get(&(dev, nh))
+            .map(|e| (e.ids.len(), e.ids.capacity()))
     }
 }

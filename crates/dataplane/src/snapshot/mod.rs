@@ -504,6 +504,45 @@ mod tests {
         Snapshot::build(&c).unwrap()
     }
 
+    /// A gateway's route list gives back the room of removed routes when it is compacted: 4,096 routes through
+    /// one gateway, all but 16 deleted, leave a list of at most twice the live routes (and 16), not the room of
+    /// 4,096.
+    #[test]
+    fn gateway_lists_shrink_after_deletions() {
+        let mut s = links_and_addrs(&["r1"], &[("fd00:2::1", "r1")]);
+        let gw: Ipv6Addr = "fd00:2::2".parse().unwrap();
+        let route = |i: u32| crate::spec::Route {
+            reject: None,
+            prefix: format!("2001:db8:{i:x}::/64").parse().unwrap(),
+            via: Some(gw.into()),
+            dev: Some("r1".into()),
+            metric: 1024,
+            mtu: None,
+            encap: None,
+            table: MAIN_TABLE,
+            line: 0,
+        };
+        for i in 0..4096 {
+            s.apply(&Change::AddRoute(route(i))).unwrap();
+        }
+        assert_eq!(s.gateway_list_room(0, gw).map(|r| r.0), Some(4096));
+        for i in 16..4096 {
+            let r = route(i);
+            s.apply(&Change::DelRoute {
+                prefix: r.prefix,
+                metric: r.metric,
+                table: r.table,
+                line: 0,
+            })
+            .unwrap();
+        }
+        let (len, room) = s.gateway_list_room(0, gw).unwrap();
+        assert!(
+            len <= 2 * 16 + 16 && room <= 2 * 16 + 16,
+            "{len} ids in room for {room}"
+        );
+    }
+
     /// Tied sources as the kernel breaks the tie (observed with `ip -6 route get` on Linux 6.18.44, and on the
     /// wire by tests/kernel/test_saddr.py): addresses fd00:2::9, fd00:2::1, fd00:2::5 added to one device in that
     /// order, fd00:1::2 to a device before it; a route to fc00::a on the second device takes its newest address
