@@ -225,7 +225,7 @@ impl Control {
         }
         match toks.first().copied() {
             None => (false, "empty request".into()),
-            Some("show") => self.show(&toks[1..]),
+            Some("show") => crate::trim::after_reply(self.show(&toks[1..])),
             Some("clear") => self.clear(&toks[1..]),
             Some("trace") => {
                 let r = self.trace(&toks[1..]);

@@ -5,6 +5,18 @@
 /// Lines in a request from which the heap is trimmed after it.
 pub const LARGE_REQUEST: usize = 10_000;
 
+/// Bytes of a reply from which the heap is trimmed after it is made.
+pub const LARGE_REPLY: usize = 1 << 20;
+
+/// After a reply was made: a large one (`show routes` of a large table, megabytes) freed as much in the heap
+/// while it was made, given back here rather than kept at the high-water mark.
+pub fn after_reply(reply: (bool, String)) -> (bool, String) {
+    if reply.1.len() >= LARGE_REPLY {
+        release_free_memory();
+    }
+    reply
+}
+
 /// Returns the free memory of the heap to the system.
 pub fn release_free_memory() {
     lwt6_io::heap::release_free_memory();
