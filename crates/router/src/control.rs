@@ -545,7 +545,7 @@ impl Control {
                     prefix: r.prefix,
                     metric: r.metric,
                     table: r.table,
-                    line: r.line,
+                    line: r.line as usize,
                 })
                 .chain(delta.added.into_iter().map(Change::AddRoute)),
         );

@@ -26,7 +26,7 @@ impl Snapshot {
                         prefix: r.prefix,
                         metric: r.metric,
                         table: r.table,
-                        line: r.line,
+                        line: r.line as usize,
                     })?;
                 }
                 self.apply(&Change::AddRoute(r.clone()))
@@ -40,7 +40,7 @@ impl Snapshot {
                     .is_some_and(|f| f.contains(r.prefix, r.metric))
                 {
                     return Err(cfg_err(
-                        r.line,
+                        r.line as usize,
                         &r.prefix.to_string(),
                         format!("route already exists (same prefix and metric {})", r.metric),
                     ));
@@ -209,7 +209,7 @@ impl Snapshot {
             && !self.hmac.contains_key(&k)
         {
             return Err(cfg_err(
-                r.line,
+                r.line as usize,
                 &k.to_string(),
                 format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
             ));
@@ -219,7 +219,7 @@ impl Snapshot {
             && !self.hmac.contains_key(&k)
         {
             return Err(cfg_err(
-                r.line,
+                r.line as usize,
                 &k.to_string(),
                 format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
             ));

@@ -154,7 +154,7 @@ impl Snapshot {
                 mtu: r.mtu,
                 tunnel: OptId::NONE,
                 origin: Origin::Reject(kind),
-                line: line32(r.line),
+                line: r.line,
                 plan: None,
             };
             if !main {
@@ -203,7 +203,7 @@ impl Snapshot {
             mtu: r.mtu,
             tunnel: OptId::new(tunnel),
             origin: Origin::Static,
-            line: line32(r.line),
+            line: r.line,
             plan: None,
         };
         if !main {

@@ -274,14 +274,16 @@ impl Snapshot {
     /// The device of a route: named, or the one of the connected network its gateway is on.
     fn route_dev(&self, r: &Route) -> Result<DevId, ConfigError> {
         if let Some(n) = &r.dev {
-            return self
-                .by_name
-                .get(&**n)
-                .copied()
-                .ok_or_else(|| cfg_err(r.line, n, "no such device (declare it with 'link add')"));
+            return self.by_name.get(&**n).copied().ok_or_else(|| {
+                cfg_err(
+                    r.line as usize,
+                    n,
+                    "no such device (declare it with 'link add')",
+                )
+            });
         }
         let Some(via) = r.via else {
-            return Err(cfg_err(r.line, "", "a route needs 'dev' or 'via'"));
+            return Err(cfg_err(r.line as usize, "", "a route needs 'dev' or 'via'"));
         };
         let found = match via {
             IpAddr::V6(a) => self.connected.lookup_v6(a),
@@ -289,7 +291,7 @@ impl Snapshot {
         };
         found.and_then(|c| c.dev.get()).ok_or_else(|| {
             cfg_err(
-                r.line,
+                r.line as usize,
                 &via.to_string(),
                 "gateway is not on a connected network (add 'dev')",
             )

@@ -228,7 +228,7 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
                 }))
             }),
             table: 254,
-            line: 4 + n,
+            line: lwt6_dataplane::fib::line32(4 + n),
         });
     }
     c
