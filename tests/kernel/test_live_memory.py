@@ -50,11 +50,11 @@ def topo(request):
 
 
 # Not met yet (docs/BENCHMARKS.md *Memory per route*): on this small table, 438 bytes per route added over the
-# socket (about 64 of them in a mapping an AF_PACKET router does not have) and 30 -> 33 MiB after deleting them
-# (before route entries shrank and deletions were freed before the heap is trimmed: 505 bytes, 31 -> 46 MiB;
-# earlier 771 bytes, 31 -> 59 MiB). The batch is five times the table here, so what its requests leave behind
-# weighs more than on the 300k table of scripts/bench-route-memory.py (370 bytes per route, +3.1 %). Run with
-# --runxfail to see the figures.
+# socket (about 64 of them in a mapping an AF_PACKET router does not have: likely the XDP tier's route mirror)
+# and 30 -> 33 MiB after deleting them (before route entries shrank and deletions were freed before the heap is
+# trimmed: 505 bytes, 31 -> 46 MiB; earlier 771 bytes, 31 -> 59 MiB). The batch is five times the table here, so
+# what its requests leave behind weighs more than on the 300k table of scripts/bench-route-memory.py (370 bytes
+# per route, +3.1 %). Run with --runxfail to see the figures.
 @pytest.mark.xfail(strict=True, reason="issue 24 item 3's targets not met: ~438 B/route; 30 -> 33 MiB after deletes")
 def test_a_large_batch_of_routes_costs_little_and_is_given_back(topo, tmp_path):
     # A table to start from: 20,000 /48s from the file.
