@@ -115,8 +115,9 @@ pub struct Route {
     pub reject: Option<RejectKind>,
     /// Routing table (`table N`; [`MAIN_TABLE`] when omitted, as `ip route` does).
     pub table: u32,
-    /// Line the route was declared on.
-    pub line: usize,
+    /// Line the route was declared on, in 32 bits (the configuration holds one route per route of the table:
+    /// 80 bytes rather than 88; past `u32::MAX`, `u32::MAX`, see [`line32`](crate::fib::line32)).
+    pub line: u32,
 }
 
 /// What a [`Origin::Reject`](crate::fib::Origin::Reject) route does with a packet (Linux: `ip6_pkt_discard`, `ip6_pkt_prohibit`,

@@ -262,7 +262,7 @@ fn the_writer_publishes_batches_under_traffic() {
     assert!(traffic.join().unwrap() > 0);
 }
 
-/// The spare caught up between requests (`SnapshotWriter::catch_up`, as the control thread does once it has
+/// The spare caught up between requests (`SnapshotWriter::try_catch_up`, as the control thread does once it has
 /// answered): not while a reader holds it, then with the whole batch before; the next batch then applies only its
 /// own changes; and every published snapshot, and the spare once published, equals a rebuild.
 #[test]
@@ -270,18 +270,18 @@ fn the_spare_catches_up_between_batches() {
     let base: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
     let handle = Arc::new(SnapshotHandle::new(build(&base)));
     let mut writer = SnapshotWriter::new(Arc::clone(&handle));
-    assert!(!writer.catch_up(), "nothing to catch up with");
+    assert!(!writer.try_catch_up(), "nothing to catch up with");
     for (i, (changes, lines)) in steps().into_iter().enumerate() {
         // A reader holding the published snapshot: once the batch is published it holds the spare.
         let reader = handle.load();
         writer.apply(&changes).unwrap();
         assert_eq!(writer.caught_up(), 0, "step {i}: caught up before");
         if !changes.is_empty() {
-            assert!(!writer.catch_up(), "step {i}: a reader holds the spare");
+            assert!(!writer.try_catch_up(), "step {i}: a reader holds the spare");
             drop(reader);
-            assert!(writer.catch_up(), "step {i}");
+            assert!(writer.try_catch_up(), "step {i}");
             assert_eq!(writer.caught_up(), changes.len(), "step {i}");
-            assert!(!writer.catch_up(), "step {i}: once");
+            assert!(!writer.try_catch_up(), "step {i}: once");
         }
         let f = frames(&lines);
         assert_eq!(run(&handle.load(), &f), run(&build(&lines), &f), "step {i}");
@@ -420,7 +420,7 @@ fn a_reject_route_hides_the_shorter_route_until_removed() {
     snap.apply(&add).unwrap();
     let r = snap.fib().lookup_v6(inside).unwrap();
     assert_eq!(r.origin, Origin::Reject(RejectKind::Blackhole));
-    assert_eq!((r.dev, r.via, r.tunnel), (None, None, None));
+    assert_eq!((r.dev.get(), r.via, r.tunnel.get()), (None, None, None));
     assert_eq!(snap.fib().best_v6(inside).unwrap().plan_or_max(), u32::MAX);
     assert_eq!(
         snap.fib().lookup_v6(outside).unwrap().origin,
@@ -438,4 +438,20 @@ fn a_reject_route_hides_the_shorter_route_until_removed() {
     })
     .unwrap();
     assert_eq!(snap.fib().lookup_v6(inside).unwrap().origin, Origin::Static);
+}
+
+/// `catch_up` applies the published batch to the spare at once: the next batch has nothing to catch up, and
+/// the spare it publishes holds both batches (the deletion of the route the first batch added applies to it).
+#[test]
+fn the_writer_catches_up_at_once() {
+    let base: Vec<String> = ROUTES.iter().map(|s| s.to_string()).collect();
+    let handle = Arc::new(SnapshotHandle::new(build(&base)));
+    let mut writer = SnapshotWriter::new(Arc::clone(&handle));
+    let probe = "-6 route add fd00:7::/64 via fd00:2::2 dev r1";
+    writer.apply(&[Change::AddRoute(route(probe))]).unwrap();
+    writer.catch_up();
+    writer.apply(&[del(probe)]).unwrap();
+    assert_eq!(writer.caught_up(), 0, "nothing was left to catch up");
+    let f = frames(&[base.clone(), vec![probe.to_string()]].concat());
+    assert_eq!(run(&handle.load(), &f), run(&build(&base), &f));
 }

@@ -347,7 +347,7 @@ fn kernel_table_becomes_a_snapshot_and_follows_changes() {
         "other tables and seg6local are not forwarded"
     );
     let r = fib.lookup_v6(v6("fc00:2::9")).expect("a route");
-    assert!(r.tunnel.is_some(), "the seg6 route has its tunnel");
+    assert!(r.tunnel.get().is_some(), "the seg6 route has its tunnel");
     let r = fib.lookup_v4("10.9.1.1".parse().unwrap()).expect("a route");
     assert_eq!(r.via, Some("10.0.0.3".parse().unwrap()), "the replacement");
     // fd00::/64, 10.0.0.0/24, 10.9.0.0/16, fc00:1::/64 (not the link-local fe80::/64 of d0 and d1).

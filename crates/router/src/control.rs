@@ -225,7 +225,7 @@ impl Control {
         }
         match toks.first().copied() {
             None => (false, "empty request".into()),
-            Some("show") => self.show(&toks[1..]),
+            Some("show") => crate::trim::after_reply(self.show(&toks[1..])),
             Some("clear") => self.clear(&toks[1..]),
             Some("trace") => {
                 let r = self.trace(&toks[1..]);
@@ -545,7 +545,7 @@ impl Control {
                     prefix: r.prefix,
                     metric: r.metric,
                     table: r.table,
-                    line: r.line,
+                    line: r.line as usize,
                 })
                 .chain(delta.added.into_iter().map(Change::AddRoute)),
         );
@@ -582,6 +582,7 @@ impl Control {
         match result {
             Ok(()) => {
                 tx.commit();
+                crate::trim::after_request(writer, changes.len());
                 self.monitor.join(events);
                 crate::kroutes::configured_changed(self, keys);
                 Ok(())
@@ -627,11 +628,11 @@ impl Control {
     }
 
     /// Brings the writer's spare snapshot up to date with the last request's changes, when no worker holds it
-    /// ([`SnapshotWriter::catch_up`]): called once a request is answered, so that the next one does not wait for
+    /// ([`SnapshotWriter::try_catch_up`]): called once a request is answered, so that the next one does not wait for
     /// it (a line costs one application of its changes before its answer, not two).
     pub fn catch_up_spare(&mut self) {
         if let Some(w) = &mut self.writer
-            && w.catch_up()
+            && w.try_catch_up()
         {
             crate::trim::after_catch_up(w);
         }

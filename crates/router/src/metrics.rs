@@ -333,7 +333,7 @@ pub fn render_with(
             .map(|(n, h)| counters(&mut reg, n, h))
             .collect();
         for (table, r) in crate::show::counted_routes(snap) {
-            let Some(t) = r.tunnel else { continue };
+            let Some(t) = r.tunnel.get() else { continue };
             let Tunnel::Local(l) = &snap.tunnels[t] else {
                 continue;
             };
@@ -673,7 +673,7 @@ mod tests {
         let (_, route) = crate::show::counted_routes(&snap).next().unwrap();
         let mut r = WorkerReport::default();
         r.stats.seg6local = vec![Default::default(); snap.tunnels.len()];
-        let c = &mut r.stats.seg6local[route.tunnel.unwrap()];
+        let c = &mut r.stats.seg6local[route.tunnel.get().unwrap()];
         (c.packets, c.bytes, c.errors) = (3, 300, 1);
         let t = render(&[r], &["r0".into()], Some(&snap), &ReloadStatus::default());
         let labels = "{table=\"main\",prefix=\"fc00:1::e/128\",action=\"End\"}";

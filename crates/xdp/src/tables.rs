@@ -489,7 +489,7 @@ pub(crate) fn unplanned(snap: &Snapshot, r: &RouteEntry) -> Unplanned {
 /// The table of an End.DT6 route the driver executes (`table T`, else `vrftable T`, else main, as the worker
 /// does); `Err` for one with counters or flavours; None for other routes.
 pub(crate) fn dt6_table(snap: &Snapshot, r: &RouteEntry) -> Option<Result<u32, Why>> {
-    let Some(Tunnel::Local(l)) = r.tunnel.map(|t| &snap.tunnels[t]) else {
+    let Some(Tunnel::Local(l)) = r.tunnel.get().map(|t| &snap.tunnels[t]) else {
         return None;
     };
     if !matches!(l.spec.action, Seg6LocalAction::EndDt6) {
@@ -523,10 +523,10 @@ pub(crate) fn dt6_entry(table: u32) -> PlanEntry {
 /// gateway route (`Snapshot::plan_for`): the Ethernet header to the gateway's address (a static or not stale
 /// neighbour), the hop limit, the route's MTU or the device's.
 fn forward_entry(snap: &Snapshot, r: &RouteEntry) -> Result<PlanEntry, Why> {
-    if r.tunnel.is_some() {
+    if r.tunnel.get().is_some() {
         return Err(Why::Kind);
     }
-    let (Some(dev), Some(IpAddr::V6(gw))) = (r.dev, r.via) else {
+    let (Some(dev), Some(IpAddr::V6(gw))) = (r.dev.get(), r.via) else {
         return Err(Why::NoPlan);
     };
     let link = snap.links.get(dev).ok_or(Why::NoPlan)?;

@@ -697,7 +697,7 @@ impl Parser<'_> {
             // Only routes still there (a later `route replace` or `route del` may have taken it).
             let there = key
                 .and_then(|k| self.routes.get(&k))
-                .is_some_and(|i| self.cfg.routes[*i as usize].line == *line);
+                .is_some_and(|i| self.cfg.routes[*i as usize].line as usize == *line);
             if !there {
                 continue;
             }
@@ -1205,7 +1205,7 @@ impl Parser<'_> {
             mtu,
             encap: encap.map(Box::new),
             table,
-            line: c.line,
+            line: lwt6_dataplane::fib::line32(c.line),
         };
         let key = (table, prefix, metric);
         let existing = self.routes.get(&key).map(|&i| i as usize);

@@ -19,6 +19,52 @@ pub type DevId = usize;
 /// Index of a tunnel in the router's tunnel table.
 pub type TunnelId = usize;
 
+/// An optional index (a route's device or tunnel) held in 32 bits, `u32::MAX` standing for none: a route entry is
+/// held once per route, and an `Option<usize>` takes 16 bytes where this takes 4 (issue 24 item 3).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OptId(u32);
+
+impl OptId {
+    /// No index.
+    pub const NONE: OptId = OptId(u32::MAX);
+
+    /// `id` as stored. Panics if `id` is `u32::MAX` or more (device and tunnel tables are far smaller: a tunnel
+    /// is at most one per route, and a table has fewer than 2^32 routes).
+    pub fn new(id: Option<usize>) -> OptId {
+        match id {
+            Some(i) => OptId(
+                u32::try_from(i)
+                    .ok()
+                    .filter(|&v| v != u32::MAX)
+                    .expect("an index under 2^32 - 1"),
+            ),
+            None => OptId::NONE,
+        }
+    }
+
+    /// The index, if any.
+    pub fn get(self) -> Option<usize> {
+        (self.0 != u32::MAX).then_some(self.0 as usize)
+    }
+}
+
+impl From<Option<usize>> for OptId {
+    fn from(id: Option<usize>) -> OptId {
+        OptId::new(id)
+    }
+}
+
+impl std::fmt::Debug for OptId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// A configuration line number as a route entry stores it (lines past `u32::MAX` are stored as `u32::MAX`).
+pub fn line32(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
 /// Where a route came from (as `ip route` shows in `proto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -40,18 +86,18 @@ pub struct RouteEntry {
     pub prefix: IpNet,
     /// Gateway.
     pub via: Option<IpAddr>,
-    /// Output interface.
-    pub dev: Option<DevId>,
+    /// Output interface ([`DevId`], in 32 bits: see [`OptId`]).
+    pub dev: OptId,
     /// Metric: the lowest wins among routes for the same prefix.
     pub metric: u32,
     /// Route MTU (`mtu [lock] N`); the interface MTU applies otherwise.
     pub mtu: Option<crate::spec::RouteMtu>,
-    /// Attached tunnel.
-    pub tunnel: Option<TunnelId>,
+    /// Attached tunnel ([`TunnelId`], in 32 bits: see [`OptId`]).
+    pub tunnel: OptId,
     /// Origin.
     pub origin: Origin,
-    /// Configuration line (0 for derived routes).
-    pub line: usize,
+    /// Configuration line (0 for derived routes; see [`line32`]).
+    pub line: u32,
     /// Index of this route's precomputed forwarding [`Plan`](crate::plan::Plan) in the snapshot, when it has one.
     pub plan: Option<u32>,
 }
@@ -107,6 +153,41 @@ impl RouteSet {
             RouteSet::Many(v) => v,
         }
     }
+
+    /// Adds `id`, in metric order among the routes of `routes` already here; returns the best route.
+    fn add(&mut self, routes: &RouteSlots, id: RouteId) -> RouteId {
+        let metric = routes[id as usize].metric;
+        let mut v = self.ids().to_vec();
+        let pos = v.partition_point(|x| routes[*x as usize].metric <= metric);
+        v.insert(pos, id);
+        let best = v[0];
+        *self = RouteSet::Many(Box::new(v));
+        best
+    }
+
+    /// Takes out the route of `metric`: its id and the set's new best route (None: the set is left empty, for
+    /// the caller to remove).
+    fn take(&mut self, routes: &RouteSlots, metric: u32) -> Option<(RouteId, Option<RouteId>)> {
+        let ids = self.ids();
+        let pos = ids
+            .iter()
+            .position(|x| routes[*x as usize].metric == metric)?;
+        let id = ids[pos];
+        let mut rest = ids.to_vec();
+        rest.remove(pos);
+        match rest.len() {
+            0 => Some((id, None)),
+            1 => {
+                *self = RouteSet::One(rest[0]);
+                Some((id, Some(rest[0])))
+            }
+            _ => {
+                let best = rest[0];
+                *self = RouteSet::Many(Box::new(rest));
+                Some((id, Some(best)))
+            }
+        }
+    }
 }
 
 /// An immutable-once-published routing table: every route once, in a vector, indexed by prefix (with metric
@@ -116,9 +197,15 @@ pub struct Fib {
     /// Route slots, indexed by [`RouteId`], in chunks shared with the other snapshot of the writer
     /// ([`Fib::share_routes_from`]).
     routes: RouteSlots,
+    /// IPv6 routes by prefix, but for host routes (/128), which are in `hosts6`.
     v6: PrefixMap<Ipv6Net, RouteSet>,
+    /// IPv6 host routes (/128) by address, kept out of the prefix map: there a random /128 takes a node for
+    /// every five bits below the path it shares with others (about 300 bytes in each of the writer's two
+    /// snapshots), here a B-tree entry (about 50). A /128 covers no other prefix, so the longest-prefix questions
+    /// `v6` answers (a removed prefix's cover, always shorter than /128) need not look here.
+    hosts6: std::collections::BTreeMap<u128, RouteSet>,
     v4: PrefixMap<Ipv4Net, RouteSet>,
-    /// Lookup index of `v6`: the best route of every prefix, by prefix length.
+    /// Lookup index of `v6` and `hosts6`: the best route of every prefix, by prefix length.
     fast6: LpmIndex,
     /// Lookup index of `v4` (addresses widened to `u128`).
     fast4: LpmIndex,
@@ -541,7 +628,7 @@ impl Fib {
         let best = Best::of(id, plan);
         match r.prefix {
             IpNet::V6(p) => {
-                if self.v6.get(&p).is_some_and(|s| s.ids()[0] == id) {
+                if self.set6(&p).is_some_and(|s| s.ids()[0] == id) {
                     self.fast6
                         .set(u128::from(p.addr()), p.prefix_len(), 128, best, false);
                 }
@@ -573,34 +660,25 @@ impl Fib {
             p: &P,
             metric: u32,
         ) -> Option<(RouteId, Option<RouteId>)> {
-            let set = map.get_mut(p)?;
-            let ids = set.ids();
-            let pos = ids
-                .iter()
-                .position(|x| routes[*x as usize].metric == metric)?;
-            let id = ids[pos];
-            let mut rest = ids.to_vec();
-            rest.remove(pos);
-            match rest.len() {
-                0 => {
-                    map.remove(p);
-                    Some((id, None))
-                }
-                1 => {
-                    *set = RouteSet::One(rest[0]);
-                    Some((id, Some(rest[0])))
-                }
-                _ => {
-                    let best = rest[0];
-                    *set = RouteSet::Many(Box::new(rest));
-                    Some((id, Some(best)))
-                }
+            let taken = map.get_mut(p)?.take(routes, metric)?;
+            if taken.1.is_none() {
+                map.remove(p);
             }
+            Some(taken)
         }
         let best_of = |routes: &RouteSlots, id: RouteId| Best::of(id, routes[id as usize].plan);
         match prefix.trunc() {
             IpNet::V6(p) => {
-                let (id, next) = take(&mut self.v6, &self.routes, &p, metric)?;
+                let (id, next) = if p.prefix_len() == 128 {
+                    let key = u128::from(p.addr());
+                    let taken = self.hosts6.get_mut(&key)?.take(&self.routes, metric)?;
+                    if taken.1.is_none() {
+                        self.hosts6.remove(&key);
+                    }
+                    taken
+                } else {
+                    take(&mut self.v6, &self.routes, &p, metric)?
+                };
                 let bits = u128::from(p.addr());
                 match next {
                     Some(n) => {
@@ -665,9 +743,10 @@ impl Fib {
     }
 
     /// Gives back the memory of removed routes (at the next insertion or removal: a removed route stays readable
-    /// by its id until then): the free slots at the end of the route slots are dropped (the ids of the routes in
-    /// the table do not change), and with them the chunks they leave empty.
-    fn trim_free(&mut self) {
+    /// by its id until then; a snapshot calls it once it has read the route it removed, so that a batch of
+    /// deletions frees its slots within the batch): the free slots at the end of the route slots are dropped (the
+    /// ids of the routes in the table do not change), and with them the chunks they leave empty.
+    pub(crate) fn trim_free(&mut self) {
         // Chunks of slots left empty are freed as they empty (fib/slots.rs).
         while let Some(&last) = self.free.last() {
             if last as usize + 1 != self.routes.len() {
@@ -687,20 +766,12 @@ impl Fib {
             p: P,
             id: RouteId,
         ) -> (RouteId, bool) {
-            let metric = routes[id as usize].metric;
             match map.get_mut(&p) {
                 None => {
                     map.insert(p, RouteSet::One(id));
                     (id, true)
                 }
-                Some(set) => {
-                    let mut v = set.ids().to_vec();
-                    let pos = v.partition_point(|x| routes[*x as usize].metric <= metric);
-                    v.insert(pos, id);
-                    let best = v[0];
-                    *set = RouteSet::Many(Box::new(v));
-                    (best, false)
-                }
+                Some(set) => (set.add(routes, id), false),
             }
         }
         self.trim_free();
@@ -722,7 +793,19 @@ impl Fib {
         self.live += 1;
         match prefix {
             IpNet::V6(p) => {
-                let (best, new) = add(&mut self.v6, &self.routes, p, id);
+                let (best, new) = if p.prefix_len() == 128 {
+                    match self.hosts6.entry(u128::from(p.addr())) {
+                        std::collections::btree_map::Entry::Vacant(e) => {
+                            e.insert(RouteSet::One(id));
+                            (id, true)
+                        }
+                        std::collections::btree_map::Entry::Occupied(mut e) => {
+                            (e.get_mut().add(&self.routes, id), false)
+                        }
+                    }
+                } else {
+                    add(&mut self.v6, &self.routes, p, id)
+                };
                 self.peak.0 = self.peak.0.max(self.v6.len());
                 let best = Best::of(best, self.routes[best as usize].plan);
                 self.fast6
@@ -771,15 +854,36 @@ impl Fib {
 
     /// The route of IPv6 prefix `prefix` a lookup finds (the lowest metric), if the table has one.
     pub fn first_v6(&self, prefix: Ipv6Net) -> Option<&RouteEntry> {
-        let set = self.v6.get(&prefix.trunc())?;
+        let set = self.set6(&prefix.trunc())?;
         self.route(*set.ids().first()?)
     }
 
-    /// Every IPv6 route, in prefix order (lowest metric first within a prefix).
+    /// The route set of IPv6 prefix `p` (truncated), in `v6` or, a /128, in `hosts6`.
+    fn set6(&self, p: &Ipv6Net) -> Option<&RouteSet> {
+        if p.prefix_len() == 128 {
+            self.hosts6.get(&u128::from(p.addr()))
+        } else {
+            self.v6.get(p)
+        }
+    }
+
+    /// Every IPv6 route, in prefix order (lowest metric first within a prefix): the prefix map's order, by
+    /// address then length (a prefix before the longer ones it contains), with the host routes merged in.
     pub fn routes_v6(&self) -> impl Iterator<Item = &RouteEntry> {
-        self.v6
-            .iter()
-            .flat_map(|(_, set)| set.ids().iter().map(|id| &self.routes[*id as usize]))
+        let mut nets = self.v6.iter().peekable();
+        let mut hosts = self.hosts6.iter().peekable();
+        std::iter::from_fn(move || {
+            let net_first = match (nets.peek(), hosts.peek()) {
+                (Some((p, _)), Some((h, _))) => u128::from(p.addr()) <= **h,
+                (n, _) => n.is_some(),
+            };
+            if net_first {
+                nets.next().map(|(_, set)| set)
+            } else {
+                hosts.next().map(|(_, set)| set)
+            }
+        })
+        .flat_map(|set| set.ids().iter().map(|id| &self.routes[*id as usize]))
     }
 
     /// Every IPv4 route, in prefix order.
@@ -796,7 +900,7 @@ impl Fib {
                 .any(|id| self.routes[*id as usize].metric == metric)
         };
         match prefix.trunc() {
-            IpNet::V6(p) => self.v6.get(&p).is_some_and(|s| has(s.ids())),
+            IpNet::V6(p) => self.set6(&p).is_some_and(|s| has(s.ids())),
             IpNet::V4(p) => self.v4.get(&p).is_some_and(|s| has(s.ids())),
         }
     }
@@ -805,7 +909,7 @@ impl Fib {
     pub fn covering_v6(&self, addr: Ipv6Addr) -> Vec<RouteId> {
         (0..=128u8)
             .filter_map(|len| Ipv6Net::new(addr, len).ok())
-            .filter_map(|p| self.v6.get(&p.trunc()))
+            .filter_map(|p| self.set6(&p.trunc()))
             .flat_map(|s| s.ids().iter().copied())
             .collect()
     }
@@ -847,10 +951,10 @@ mod tests {
         RouteEntry {
             prefix: prefix.parse().unwrap(),
             via: None,
-            dev: Some(dev),
+            dev: OptId::new(Some(dev)),
             metric,
             mtu: None,
-            tunnel: None,
+            tunnel: OptId::NONE,
             origin: Origin::Static,
             line: 0,
             plan: None,
@@ -874,14 +978,63 @@ mod tests {
         }
         assert_eq!(f.len(), 101);
         assert_eq!(f.routes().len(), 101, "removed slots were not reused");
-        assert_eq!(f.route(keep).unwrap().dev, Some(9));
-        let at = |a: &str| f.lookup_v6(a.parse().unwrap()).map(|r| (r.prefix, r.dev));
+        assert_eq!(f.route(keep).unwrap().dev.get(), Some(9));
+        let at = |a: &str| {
+            f.lookup_v6(a.parse().unwrap())
+                .map(|r| (r.prefix, r.dev.get()))
+        };
         assert_eq!(
             at("2001:db8:2700::1"),
             Some(("2001:db8:2700::/48".parse().unwrap(), Some(2)))
         );
         assert_eq!(at("2001:db8:26ab::1"), None);
         assert_eq!(at("fc00::1").map(|x| x.1), Some(Some(9)));
+    }
+
+    /// Host routes (/128) live outside the prefix map: they are found, ordered among the other prefixes (by
+    /// address, a prefix before the longer ones it contains, as `ip -6 route` lists them), sorted by metric,
+    /// removed, and a /128's removal falls back to the prefix covering it.
+    #[test]
+    fn host_routes_beside_the_prefix_map() {
+        let mut f = Fib::new();
+        for (p, metric, dev) in [
+            ("2001:db8::5/128", 1024, 1),
+            ("2001:db8::/64", 1024, 2),
+            ("2001:db8::5/128", 10, 3),
+            ("2001:db8::4/127", 1024, 4),
+            ("2001:db8::4/128", 1024, 5),
+            ("::/0", 1024, 6),
+            ("2001:db9::/32", 1024, 7),
+            ("2001:db8:ffff::1/128", 1024, 8),
+        ] {
+            f.insert(r(p, metric, dev));
+        }
+        let order: Vec<(String, u32)> = f
+            .routes_v6()
+            .map(|r| (r.prefix.to_string(), r.metric))
+            .collect();
+        let mut want = order.clone();
+        want.sort_by_key(|(p, m)| {
+            let n: Ipv6Net = p.parse().unwrap();
+            (u128::from(n.addr()), n.prefix_len(), *m)
+        });
+        assert_eq!(order, want);
+        assert_eq!(order.len(), 8);
+        let dev = |f: &Fib, a: &str| f.lookup_v6(a.parse().unwrap()).and_then(|r| r.dev.get());
+        assert_eq!(dev(&f, "2001:db8::5"), Some(3), "the lower metric");
+        assert_eq!(dev(&f, "2001:db8::4"), Some(5));
+        assert_eq!(dev(&f, "2001:db8::6"), Some(2));
+        assert!(f.contains("2001:db8::5/128".parse().unwrap(), 1024));
+        assert_eq!(f.covering_v6("2001:db8::5".parse().unwrap()).len(), 5);
+        assert!(f.remove("2001:db8::5/128".parse().unwrap(), 10).is_some());
+        assert_eq!(dev(&f, "2001:db8::5"), Some(1));
+        assert!(f.remove("2001:db8::5/128".parse().unwrap(), 1024).is_some());
+        assert!(f.remove("2001:db8::5/128".parse().unwrap(), 1024).is_none());
+        assert_eq!(dev(&f, "2001:db8::5"), Some(4), "the /127 covers it again");
+        assert!(f.remove("2001:db8::4/128".parse().unwrap(), 1024).is_some());
+        assert_eq!(dev(&f, "2001:db8::4"), Some(4));
+        assert_eq!(f.len(), 5);
+        assert!(f.hosts6.len() == 1 && f.routes_v6().count() == 5);
     }
 
     #[test]
@@ -891,14 +1044,17 @@ mod tests {
         f.insert(r("fc00::/16", 1024, 1));
         f.insert(r("fc00:1::/32", 1024, 2));
         f.insert(r("fc00:1::/32", 10, 3));
-        let dev = |a: &str| f.lookup_v6(a.parse().unwrap()).map(|r| r.dev.unwrap());
+        let dev = |a: &str| {
+            f.lookup_v6(a.parse().unwrap())
+                .map(|r| r.dev.get().unwrap())
+        };
         assert_eq!(dev("fc00:1::5"), Some(3));
         assert_eq!(dev("fc00:2::5"), Some(1));
         assert_eq!(dev("2001:db8::1"), Some(0));
         assert_eq!(f.lookup_v4("10.0.0.1".parse().unwrap()), None);
         f.insert(r("10.0.0.0/8", 0, 4));
         assert_eq!(
-            f.lookup_v4("10.1.2.3".parse().unwrap()).unwrap().dev,
+            f.lookup_v4("10.1.2.3".parse().unwrap()).unwrap().dev.get(),
             Some(4)
         );
         assert_eq!(f.routes_v6().count(), 4);
@@ -930,9 +1086,10 @@ mod tests {
                 for &a in all {
                     let a = Ipv6Addr::from(a);
                     let key = Ipv6Net::new(a, 128).unwrap();
-                    let want =
-                        f.v6.get_lpm(&key)
-                            .map(|(_, set)| &f.routes[set.ids()[0] as usize]);
+                    let want = f
+                        .set6(&key)
+                        .or_else(|| f.v6.get_lpm(&key).map(|(_, set)| set))
+                        .map(|set| &f.routes[set.ids()[0] as usize]);
                     prop_assert_eq!(f.lookup_v6(a), want);
                 }
                 Ok(())
@@ -982,7 +1139,7 @@ mod tests {
                             .filter(|(p, _, _)| p.contains(&a))
                             .max_by_key(|(p, m, _)| (p.prefix_len(), std::cmp::Reverse(*m)))
                             .map(|x| x.2);
-                        prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev), want, "{}", a);
+                        prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev.get()), want, "{}", a);
                     }
                 }
                 prop_assert_eq!(f.routes_v6().count(), live.len());
@@ -1079,7 +1236,7 @@ mod tests {
                             .filter(|(p, _, _)| p.contains(&a))
                             .max_by_key(|(p, m, _)| (p.prefix_len(), std::cmp::Reverse(*m)))
                             .map(|x| x.2);
-                        prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev), want, "{}", a);
+                        prop_assert_eq!(f.lookup_v6(a).and_then(|r| r.dev.get()), want, "{}", a);
                     }
                 }
                 Ok(())
@@ -1126,7 +1283,7 @@ mod tests {
                             .filter(|(p, _)| p.contains(&a))
                             .max_by_key(|(p, _)| p.prefix_len())
                             .map(|x| x.1);
-                        prop_assert_eq!(f.lookup_v4(a).and_then(|r| r.dev), want, "{}", a);
+                        prop_assert_eq!(f.lookup_v4(a).and_then(|r| r.dev.get()), want, "{}", a);
                     }
                 }
                 Ok(())

@@ -1,7 +1,7 @@
 //! The route slots of a [`Fib`](super::Fib), in chunks that two snapshots share.
 //!
 //! The snapshot writer keeps two snapshots that hold the same routes (the published one and its spare, see
-//! [`SnapshotWriter`](crate::snapshot::SnapshotWriter)). A route entry is about 100 bytes; held twice, the
+//! [`SnapshotWriter`](crate::snapshot::SnapshotWriter)). A route entry is 68 bytes; held twice, the
 //! entries were the largest part of what a route costs. Here they are stored in chunks of [`CHUNK`] slots behind
 //! reference counts: a copy of the table shares every chunk, a change copies the one chunk it writes (copy on
 //! write), and [`RouteSlots::share_from`] lets two tables that have applied the same changes share the chunks
@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// log2 of [`CHUNK`].
 const SHIFT: u32 = 8;
-/// Slots per chunk: 256 entries of about 100 bytes (a chunk written by a change is copied whole).
+/// Slots per chunk: 256 entries of 68 bytes (a chunk written by a change is copied whole).
 pub const CHUNK: usize = 1 << SHIFT;
 
 /// Route slots indexed by [`RouteId`](super::RouteId), in shared chunks of `CHUNK` (256) (every chunk full but the
@@ -150,8 +150,8 @@ mod tests {
         assert_eq!(b.routes.shared_with(&a.routes), chunks - 1);
         // The original is untouched.
         assert_eq!(a.route(0x300).unwrap().prefix, gone);
-        assert_eq!(a.route(0x300).unwrap().dev, Some(1));
-        let at = |f: &Fib, s: &str| f.lookup_v6(s.parse().unwrap()).and_then(|r| r.dev);
+        assert_eq!(a.route(0x300).unwrap().dev.get(), Some(1));
+        let at = |f: &Fib, s: &str| f.lookup_v6(s.parse().unwrap()).and_then(|r| r.dev.get());
         assert_eq!(at(&a, "2001:db8:0:300::1"), Some(1));
         assert_eq!(at(&b, "2001:db8:0:300::1"), None);
         assert_eq!(at(&b, "2001:db8:0:1388::1"), Some(2));

@@ -3,7 +3,7 @@
 
 use super::{NO_ROUTE, Snapshot, cfg_err, source_among};
 use crate::fib::FastBuild;
-use crate::fib::{DevId, Origin, RouteEntry, RouteId};
+use crate::fib::{DevId, OptId, Origin, RouteEntry, RouteId, line32};
 use crate::hop::saddr;
 use crate::plan::{TakeOver, TemplateRef};
 use crate::spec::ConfigError;
@@ -26,12 +26,12 @@ impl Snapshot {
         Ok(RouteEntry {
             prefix: net.trunc(),
             via: None,
-            dev: Some(dev),
+            dev: OptId::new(Some(dev)),
             metric: if addr.is_ipv6() { 256 } else { 0 },
             mtu: None,
-            tunnel: None,
+            tunnel: OptId::NONE,
             origin: Origin::Connected,
-            line,
+            line: line32(line),
             plan: None,
         })
     }
@@ -86,7 +86,7 @@ impl Snapshot {
                 let Some(r) = self.fib.route(*id).cloned() else {
                     continue;
                 };
-                if r.tunnel.is_some() {
+                if r.tunnel.get().is_some() {
                     // Its key (its own) changes: forget the old one.
                     self.plan_keys.remove(&self.plan_key(&r));
                 } else if r.plan.is_some() {
@@ -222,7 +222,7 @@ impl Snapshot {
         // `a` is a candidate now (`source_for` ranks it in the kernel's order): the selection is either still
         // the template's source or `a`; anything else (a source the template no longer agrees with) is planned
         // again.
-        match self.source_for(r.dev, &s.first_sid)? {
+        match self.source_for(r.dev.get(), &s.first_sid)? {
             now if now == src => Some(None),
             now if now == a => Some(Some((tref, users))),
             _ => None,

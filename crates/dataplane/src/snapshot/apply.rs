@@ -1,7 +1,7 @@
 //! A [`Change`] applied to a snapshot: the next snapshot, re-planning only the routes the change reaches.
 
 use super::{Change, DynNeigh, Snapshot, cfg_err};
-use crate::fib::{Origin, RouteEntry};
+use crate::fib::{OptId, Origin, RouteEntry};
 use crate::spec::{ConfigError, Encap, MAIN_TABLE, Route};
 use std::net::IpAddr;
 
@@ -26,7 +26,7 @@ impl Snapshot {
                         prefix: r.prefix,
                         metric: r.metric,
                         table: r.table,
-                        line: r.line,
+                        line: r.line as usize,
                     })?;
                 }
                 self.apply(&Change::AddRoute(r.clone()))
@@ -40,7 +40,7 @@ impl Snapshot {
                     .is_some_and(|f| f.contains(r.prefix, r.metric))
                 {
                     return Err(cfg_err(
-                        r.line,
+                        r.line as usize,
                         &r.prefix.to_string(),
                         format!("route already exists (same prefix and metric {})", r.metric),
                     ));
@@ -62,7 +62,10 @@ impl Snapshot {
                 if *table != MAIN_TABLE {
                     let gone = self.tables.get_mut(table).and_then(|f| {
                         let id = f.remove(*prefix, *metric)?;
-                        f.route(id).cloned()
+                        let gone = f.route(id).cloned();
+                        // Its slot freed now, as in the main table (below).
+                        f.trim_free();
+                        gone
                     });
                     return match gone {
                         Some(r) => {
@@ -89,6 +92,9 @@ impl Snapshot {
                     self.release_tunnel(&r);
                     self.forget_gateway_route(&r);
                 }
+                // Its slot freed now, not at the next change: the last deletion of a batch often frees the
+                // most (the slots after it, removed earlier, wait for it), and the request trims the heap after it.
+                self.fib.trim_free();
                 self.replan_within(*prefix);
                 Ok(())
             }
@@ -107,10 +113,10 @@ impl Snapshot {
                 let id = self.fib.insert(RouteEntry {
                     prefix: *prefix,
                     via: None,
-                    dev: None,
+                    dev: OptId::NONE,
                     metric: *metric,
                     mtu: None,
-                    tunnel: None,
+                    tunnel: OptId::NONE,
                     origin: Origin::Reject(*kind),
                     line: 0,
                     plan: None,
@@ -203,7 +209,7 @@ impl Snapshot {
             && !self.hmac.contains_key(&k)
         {
             return Err(cfg_err(
-                r.line,
+                r.line as usize,
                 &k.to_string(),
                 format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
             ));
@@ -213,7 +219,7 @@ impl Snapshot {
             && !self.hmac.contains_key(&k)
         {
             return Err(cfg_err(
-                r.line,
+                r.line as usize,
                 &k.to_string(),
                 format!("HMAC key {k} is not defined (add 'sr hmac set {k} sha256 secret S')"),
             ));

@@ -2,7 +2,7 @@
 //! with each route's tunnel installed in a slot of its own.
 
 use super::{Link, MIN_RX_HEADROOM, NO_ROUTE, Snapshot, cfg_err};
-use crate::fib::{DevId, Fib, Origin, RouteEntry, RouteId, TunnelId};
+use crate::fib::{DevId, Fib, OptId, Origin, RouteEntry, RouteId, TunnelId, line32};
 use crate::hop::ioam::IoamNode;
 use crate::plan::{Templates, TemplatesBuilder};
 use crate::spec::{
@@ -81,12 +81,12 @@ impl Snapshot {
             fib.insert(RouteEntry {
                 prefix: net.trunc(),
                 via: None,
-                dev: Some(d),
+                dev: OptId::new(Some(d)),
                 metric: if a.addr.is_ipv6() { 256 } else { 0 },
                 mtu: None,
-                tunnel: None,
+                tunnel: OptId::NONE,
                 origin: Origin::Connected,
-                line: a.line,
+                line: line32(a.line),
                 plan: None,
             });
         }
@@ -149,10 +149,10 @@ impl Snapshot {
             let entry = RouteEntry {
                 prefix: r.prefix,
                 via: None,
-                dev: None,
+                dev: OptId::NONE,
                 metric: r.metric,
                 mtu: r.mtu,
-                tunnel: None,
+                tunnel: OptId::NONE,
                 origin: Origin::Reject(kind),
                 line: r.line,
                 plan: None,
@@ -198,10 +198,10 @@ impl Snapshot {
         let entry = RouteEntry {
             prefix: r.prefix,
             via: r.via,
-            dev: Some(d),
+            dev: OptId::new(Some(d)),
             metric: r.metric,
             mtu: r.mtu,
-            tunnel,
+            tunnel: OptId::new(tunnel),
             origin: Origin::Static,
             line: r.line,
             plan: None,
@@ -244,7 +244,7 @@ impl Snapshot {
     /// Frees the tunnel of removed route `r` (and its End.B6 policy) for reuse: its destination entry, its plan
     /// keys and its route's plan slot (the plan is the route's alone: its key names the tunnel).
     pub(super) fn release_tunnel(&mut self, r: &RouteEntry) {
-        let Some(tid) = r.tunnel else {
+        let Some(tid) = r.tunnel.get() else {
             return;
         };
         if let Some(dst) = self.tunnels[tid].routed_destination() {

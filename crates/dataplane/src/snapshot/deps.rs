@@ -53,7 +53,7 @@ struct GatewayRoutes {
 
 /// The gateway a route goes through, when it has one (an IPv6 `via` and a device).
 fn gateway_of(r: &RouteEntry) -> Option<(DevId, Ipv6Addr)> {
-    match (r.dev, r.via) {
+    match (r.dev.get(), r.via) {
         (Some(d), Some(IpAddr::V6(gw))) => Some((d, gw)),
         _ => None,
     }
@@ -78,11 +78,11 @@ impl Snapshot {
         let Some(next) = self
             .fib
             .lookup_v6(dst)
-            .filter(|n| n.tunnel.is_none_or(|t| t == tid))
+            .filter(|n| n.tunnel.get().is_none_or(|t| t == tid))
         else {
             return false;
         };
-        let Some(dev) = next.dev else {
+        let Some(dev) = next.dev.get() else {
             return false;
         };
         let nh = match next.via {
@@ -240,6 +240,8 @@ impl Snapshot {
             });
             ids.sort_unstable();
             ids.dedup();
+            // The room of the removed ones goes back too (the list held more than twice these: amortised).
+            ids.shrink_to_fit();
             if let Some(e) = self.deps.gateways.get_mut(&g) {
                 e.live = ids.len();
                 e.ids = ids;
@@ -267,7 +269,7 @@ impl Snapshot {
 
     /// Files the plan key of plain route `r` (just planned) under its gateway.
     pub(super) fn note_gateway_key(&mut self, r: &RouteEntry, key: PlanKey) {
-        if r.tunnel.is_none()
+        if r.tunnel.get().is_none()
             && let Some(g) = gateway_of(r)
         {
             self.deps.gateway_keys.entry(g).or_default().insert(key);
@@ -296,5 +298,16 @@ impl Snapshot {
             .remove(&(dev, nh))
             .map(|s| s.into_iter().collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+impl Snapshot {
+    /// The length and capacity of gateway `nh` on `dev`'s route list (tests).
+    pub(super) fn gateway_list_room(&self, dev: DevId, nh: Ipv6Addr) -> Option<(usize, usize)> {
+        self.deps
+            .gateways
+            .get(&(dev, nh))
+            .map(|e| (e.ids.len(), e.ids.capacity()))
     }
 }

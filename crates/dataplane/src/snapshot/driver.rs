@@ -52,7 +52,7 @@ impl Snapshot {
     /// device's `hop_limit`, less one.
     pub fn seg6_encap_way(&self, r: &RouteEntry) -> Result<EncapWay, NoWay> {
         let Some((tid, Tunnel::Input(InputTunnel::Seg6(s)))) =
-            r.tunnel.map(|t| (t, &self.tunnels[t]))
+            r.tunnel.get().map(|t| (t, &self.tunnels[t]))
         else {
             return Err(NoWay::Kind);
         };
@@ -69,10 +69,10 @@ impl Snapshot {
         let next = self
             .fib
             .lookup_v6(s.first_sid)
-            .filter(|n| n.tunnel.is_none_or(|t| t == tid))
+            .filter(|n| n.tunnel.get().is_none_or(|t| t == tid))
             .filter(|n| !matches!(n.origin, Origin::Reject(_)))
             .ok_or(NoWay::NoPlan)?;
-        let dev = next.dev.ok_or(NoWay::NoPlan)?;
+        let dev = next.dev.get().ok_or(NoWay::NoPlan)?;
         let nh = match next.via {
             Some(IpAddr::V6(gw)) => gw,
             Some(IpAddr::V4(_)) => return Err(NoWay::NoPlan),
@@ -94,7 +94,7 @@ impl Snapshot {
         let src = s
             .tunsrc
             .or(self.tunsrc)
-            .or_else(|| self.tunnel_source(tid, r.dev, &s.first_sid))
+            .or_else(|| self.tunnel_source(tid, r.dev.get(), &s.first_sid))
             .ok_or(NoWay::NoPlan)?;
         let hmac = match s.hmac_key {
             Some(k) => Some(self.hmac.get(&k).ok_or(NoWay::NoPlan)?),

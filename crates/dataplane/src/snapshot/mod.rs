@@ -274,22 +274,24 @@ impl Snapshot {
     /// The device of a route: named, or the one of the connected network its gateway is on.
     fn route_dev(&self, r: &Route) -> Result<DevId, ConfigError> {
         if let Some(n) = &r.dev {
-            return self
-                .by_name
-                .get(&**n)
-                .copied()
-                .ok_or_else(|| cfg_err(r.line, n, "no such device (declare it with 'link add')"));
+            return self.by_name.get(&**n).copied().ok_or_else(|| {
+                cfg_err(
+                    r.line as usize,
+                    n,
+                    "no such device (declare it with 'link add')",
+                )
+            });
         }
         let Some(via) = r.via else {
-            return Err(cfg_err(r.line, "", "a route needs 'dev' or 'via'"));
+            return Err(cfg_err(r.line as usize, "", "a route needs 'dev' or 'via'"));
         };
         let found = match via {
             IpAddr::V6(a) => self.connected.lookup_v6(a),
             IpAddr::V4(a) => self.connected.lookup_v4(a),
         };
-        found.and_then(|c| c.dev).ok_or_else(|| {
+        found.and_then(|c| c.dev.get()).ok_or_else(|| {
             cfg_err(
-                r.line,
+                r.line as usize,
                 &via.to_string(),
                 "gateway is not on a connected network (add 'dev')",
             )
@@ -402,8 +404,8 @@ impl Snapshot {
         let base = r
             .mtu
             .map(|m| m.value)
-            .unwrap_or_else(|| r.dev.map_or(1500, |d| self.links[d].mtu));
-        match r.tunnel.map(|t| &self.tunnels[t]) {
+            .unwrap_or_else(|| r.dev.get().map_or(1500, |d| self.links[d].mtu));
+        match r.tunnel.get().map(|t| &self.tunnels[t]) {
             Some(Tunnel::Local(_)) | None => (base, base),
             Some(t) => {
                 let linux = t.linux_mtu_headroom() as u32;
@@ -508,6 +510,45 @@ mod tests {
             });
         }
         Snapshot::build(&c).unwrap()
+    }
+
+    /// A gateway's route list gives back the room of removed routes when it is compacted: 4,096 routes through
+    /// one gateway, all but 16 deleted, leave a list of at most twice the live routes (and 16), not the room of
+    /// 4,096.
+    #[test]
+    fn gateway_lists_shrink_after_deletions() {
+        let mut s = links_and_addrs(&["r1"], &[("fd00:2::1", "r1")]);
+        let gw: Ipv6Addr = "fd00:2::2".parse().unwrap();
+        let route = |i: u32| crate::spec::Route {
+            reject: None,
+            prefix: format!("2001:db8:{i:x}::/64").parse().unwrap(),
+            via: Some(gw.into()),
+            dev: Some("r1".into()),
+            metric: 1024,
+            mtu: None,
+            encap: None,
+            table: MAIN_TABLE,
+            line: 0,
+        };
+        for i in 0..4096 {
+            s.apply(&Change::AddRoute(route(i))).unwrap();
+        }
+        assert_eq!(s.gateway_list_room(0, gw).map(|r| r.0), Some(4096));
+        for i in 16..4096 {
+            let r = route(i);
+            s.apply(&Change::DelRoute {
+                prefix: r.prefix,
+                metric: r.metric,
+                table: r.table,
+                line: 0,
+            })
+            .unwrap();
+        }
+        let (len, room) = s.gateway_list_room(0, gw).unwrap();
+        assert!(
+            len <= 2 * 16 + 16 && room <= 2 * 16 + 16,
+            "{len} ids in room for {room}"
+        );
     }
 
     /// Tied sources as the kernel breaks the tie (observed with `ip -6 route get` on Linux 6.18.44, and on the

@@ -2,7 +2,7 @@
 //! and how they follow neighbour and route changes.
 
 use super::{PlanKey, Snapshot};
-use crate::fib::{DevId, FastBuild, Fib, RouteEntry, RouteId, TunnelId};
+use crate::fib::{DevId, FastBuild, Fib, OptId, RouteEntry, RouteId, TunnelId};
 use crate::hop::ioam::{IfIds, NO_IF};
 use crate::plan::{
     IOAM_PATCH_MAX, IoamField, IoamPatch, Plan, PlanKind, Sampled, TemplatesBuilder,
@@ -72,7 +72,7 @@ impl Snapshot {
             .local6
             .iter()
             .any(|a| r.prefix.contains(&IpAddr::V6(*a)));
-        (r.tunnel, r.dev, r.via, r.mtu, contains_local)
+        (r.tunnel.get(), r.dev.get(), r.via, r.mtu, contains_local)
     }
 
     /// Plans route `id` after a change: a plain route shares the plan its key names (made now if no route has it
@@ -87,7 +87,7 @@ impl Snapshot {
         let mut plans = std::mem::take(&mut self.plans);
         let mut log = std::mem::take(&mut self.template_log);
         let (placed, before) = (log.len(), plans.len());
-        if r.tunnel.is_some() {
+        if r.tunnel.get().is_some() {
             // The tunnel is this route's alone, so is its key: forget it, and the plan is made anew.
             keys.remove(&self.plan_key(&r));
         }
@@ -118,7 +118,7 @@ impl Snapshot {
                     }
                 },
             };
-            let key = (r.tunnel, r.dev, r.via, r.mtu, p.contains_local);
+            let key = (r.tunnel.get(), r.dev.get(), r.via, r.mtu, p.contains_local);
             keys.insert(key, Some(slot));
             now = Some(slot);
         }
@@ -126,7 +126,7 @@ impl Snapshot {
         self.plans = plans;
         self.template_log = log;
         self.fib.set_plan(id, now);
-        if let Some(t) = r.tunnel {
+        if let Some(t) = r.tunnel.get() {
             self.note_tunnel_deps(t);
         } else if r.prefix.addr().is_ipv6() {
             let key = self.plan_key(&r);
@@ -262,7 +262,7 @@ impl Snapshot {
         // The way out along `route` towards `dst` (the gateway, or `dst` itself on a connected route; `None` when
         // that is the packet's own destination): egress, Ethernet header, MTU.
         let hop = |route: &RouteEntry, dst: Option<Ipv6Addr>| -> Option<(DevId, Vec<u8>, usize)> {
-            let dev = route.dev?;
+            let dev = route.dev.get()?;
             let nh = match route.via {
                 Some(IpAddr::V6(gw)) => gw,
                 Some(IpAddr::V4(_)) => return None,
@@ -282,7 +282,7 @@ impl Snapshot {
         // The route to a tunnel's new destination, when no other tunnel applies there.
         let next_route = |tid: TunnelId, dst: Ipv6Addr| {
             fib.lookup_v6(dst)
-                .filter(|n| n.tunnel.is_none_or(|t| t == tid))
+                .filter(|n| n.tunnel.get().is_none_or(|t| t == tid))
         };
         // `sourced`: the template holds the node's tunnel source ([`TemplatesBuilder::add_sourced`]).
         let mut make = |kind,
@@ -296,21 +296,21 @@ impl Snapshot {
                 // A Payload Length field describes at most 65,535 bytes.
                 max_len: mtu.min(H + u16::MAX as usize),
                 template: if sourced {
-                    templates.add_sourced(&template, r.dev)
+                    templates.add_sourced(&template, r.dev.get())
                 } else {
                     templates.add(&template)
                 },
                 kind,
                 growth,
-                tunnel: r.tunnel,
-                route_dev: r.dev,
+                tunnel: r.tunnel.get(),
+                route_dev: r.dev.get(),
                 contains_local,
                 ioam: IoamPatch::default(),
                 sampled: None,
                 rpl_tail: (0, 0),
             }
         };
-        let Some(tid) = r.tunnel else {
+        let Some(tid) = r.tunnel.get() else {
             return Some(make(PlanKind::Forward, hop(r, None)?, &[], 0, false));
         };
         // Each tunnel builds its own template; the plan adds the way out in front of it.
@@ -324,7 +324,7 @@ impl Snapshot {
                     let src = s
                         .tunsrc
                         .or(self.tunsrc)
-                        .or_else(|| self.source_for(r.dev, &s.first_sid))?;
+                        .or_else(|| self.source_for(r.dev.get(), &s.first_sid))?;
                     let hmac = match s.hmac_key {
                         Some(k) => Some(self.hmac.get(&k)?),
                         None => None,
@@ -381,7 +381,7 @@ impl Snapshot {
                     IoamMode::Inline => {
                         let way = hop(r, None)?;
                         let mut tpl = t.inline_template()?;
-                        let patch = self.ioam_patch(t, &mut tpl[H..], r.dev);
+                        let patch = self.ioam_patch(t, &mut tpl[H..], r.dev.get());
                         let mut p = make(PlanKind::IoamInline, way, &tpl, t.hbh_len, false);
                         p.ioam = patch;
                         Some(p)
@@ -392,9 +392,9 @@ impl Snapshot {
                         let way = hop(next, Some(tundst))?;
                         let src = t
                             .tunsrc
-                            .or_else(|| self.tunnel_source(tid, r.dev, &tundst))?;
+                            .or_else(|| self.tunnel_source(tid, r.dev.get(), &tundst))?;
                         let mut tpl = t.encap_template(src)?;
-                        let patch = self.ioam_patch(t, &mut tpl[H..], r.dev);
+                        let patch = self.ioam_patch(t, &mut tpl[H..], r.dev.get());
                         let mut p = make(PlanKind::IoamEncap, way, &tpl, tpl.len(), false);
                         p.ioam = patch;
                         Some(p)
@@ -413,14 +413,14 @@ impl Snapshot {
                     // The neighbour is nh6 itself unless the route to it has a gateway (out of oif when given).
                     let base = match l.oif {
                         Some(d) => RouteEntry {
-                            dev: Some(d),
+                            dev: OptId::new(Some(d)),
                             via: Some(IpAddr::V6(nh)),
                             mtu: None,
                             ..r.clone()
                         },
                         None => {
                             let n = fib.lookup_v6(nh)?;
-                            if n.tunnel.is_some() {
+                            if n.tunnel.get().is_some() {
                                 return None;
                             }
                             RouteEntry {
@@ -433,9 +433,13 @@ impl Snapshot {
                 };
                 match l.spec.action {
                     // The way out is the next SID's route's plan, found per packet.
-                    Seg6LocalAction::End => {
-                        Some(make(PlanKind::End, (r.dev?, Vec::new(), 0), &[], 0, false))
-                    }
+                    Seg6LocalAction::End => Some(make(
+                        PlanKind::End,
+                        (r.dev.get()?, Vec::new(), 0),
+                        &[],
+                        0,
+                        false,
+                    )),
                     Seg6LocalAction::EndX => {
                         Some(make(PlanKind::EndX, towards_nh6()?, &[], 0, false))
                     }

@@ -138,16 +138,11 @@ impl SnapshotWriter {
 
     /// Applies `changes` in order and publishes the result. A change that cannot apply stops the batch: the
     /// ones before it are published, it and the ones after are not, and its index comes back with the error.
-    /// The spare first catches up with the batch before, unless [`catch_up`](Self::catch_up) did already.
+    /// The spare first catches up with the batch before, unless [`catch_up`](Self::catch_up) or
+    /// [`try_catch_up`](Self::try_catch_up) did already.
     pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ConfigError)> {
         self.caught_up = 0;
-        let spare = loop {
-            // Workers drop the snapshot they loaded at the end of their batch.
-            if let Some(s) = Arc::get_mut(&mut self.spare) {
-                break s;
-            }
-            std::thread::yield_now();
-        };
+        let spare = free_spare(&mut self.spare);
         bring_up(spare, &mut self.pending, &mut self.caught_up, &self.handle);
         let mut done = 0;
         let mut failed = None;
@@ -171,11 +166,21 @@ impl SnapshotWriter {
         failed.map_or(Ok(()), Err)
     }
 
-    /// Brings the spare up to date with the published snapshot now, if no worker holds it (without waiting for
+    /// Brings the spare up to date with the published snapshot now, waiting for the workers to drop it, rather
+    /// than at the next [`apply`](Self::apply): after a large batch, so that what the spare frees (the slots and
+    /// maps of deleted routes, which the two snapshots share) is freed before the caller gives memory back to the
+    /// system, not after.
+    pub fn catch_up(&mut self) {
+        self.caught_up = 0;
+        let spare = free_spare(&mut self.spare);
+        bring_up(spare, &mut self.pending, &mut self.caught_up, &self.handle);
+    }
+
+    /// Brings the spare up to date with the published snapshot now if no worker holds it (without waiting for
     /// one): what the next [`apply`](Self::apply) would do first, done by the control thread once it has
     /// answered a request, so that a request waits for one application of its changes, not two. True when it
     /// applied something ([`caught_up`](Self::caught_up) says how much).
-    pub fn catch_up(&mut self) -> bool {
+    pub fn try_catch_up(&mut self) -> bool {
         self.caught_up = 0;
         if self.pending.is_empty() {
             return false;
@@ -187,8 +192,8 @@ impl SnapshotWriter {
         true
     }
 
-    /// How many changes of the batch before the last [`apply`](Self::apply) or [`catch_up`](Self::catch_up) were
-    /// applied to the spare by it (the spare catches up before it takes the new batch): a large number means the
+    /// How many changes of the batch before the last [`apply`](Self::apply), [`catch_up`](Self::catch_up) or
+    /// [`try_catch_up`](Self::try_catch_up) were applied to the spare by it (the spare catches up before it takes the new batch): a large number means the
     /// spare freed or grew as much as that batch did, during this call (the caller may give freed memory back to
     /// the system then).
     pub fn caught_up(&self) -> usize {
@@ -199,6 +204,14 @@ impl SnapshotWriter {
     pub fn handle(&self) -> &Arc<SnapshotHandle> {
         &self.handle
     }
+}
+
+/// The spare, once no worker holds it: workers drop the snapshot they loaded at the end of their batch.
+fn free_spare(spare: &mut Arc<Snapshot>) -> &mut Snapshot {
+    while Arc::get_mut(spare).is_none() {
+        std::thread::yield_now();
+    }
+    Arc::get_mut(spare).expect("no worker holds the spare")
 }
 
 /// Applies to `spare` the changes the published snapshot has and it has not (`pending`, taken), counted in

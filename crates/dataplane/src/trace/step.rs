@@ -392,9 +392,9 @@ impl Step {
             prefix: r.map(|r| r.prefix.to_string()),
             metric: r.map(|r| r.metric),
             via: r.and_then(|r| r.via),
-            dev: r.and_then(|r| r.dev).map(|d| dev_name(snap, d)),
+            dev: r.and_then(|r| r.dev.get()).map(|d| dev_name(snap, d)),
             encap: r
-                .and_then(|r| r.tunnel)
+                .and_then(|r| r.tunnel.get())
                 .and_then(|t| snap.tunnels.get(t))
                 .map(Tunnel::iproute2),
         }

@@ -154,7 +154,9 @@ impl Worker {
         let next1: RouteEntry;
         let mut route = route;
         let mut l2_frame = false;
-        if let Some((tid, Tunnel::Input(tunnel))) = route.tunnel.map(|t| (t, &snap.tunnels[t])) {
+        if let Some((tid, Tunnel::Input(tunnel))) =
+            route.tunnel.get().map(|t| (t, &snap.tunnels[t]))
+        {
             let (growth, new_dst, l2) = tunnel.growth(buf.data(), l3 == L3::V4)?;
             l2_frame = l2;
             input = Some(PlannedTunnel {
@@ -162,7 +164,7 @@ impl Worker {
                 id: tid,
                 growth,
                 new_dst: Some(new_dst),
-                route_dev: route.dev,
+                route_dev: route.dev.get(),
             });
             next0 = match self.tunnel_route(snap.fib(), tid, new_dst) {
                 Some(r) => r,
@@ -171,17 +173,20 @@ impl Worker {
                     return Err(DropReason::NoRoute);
                 }
             };
-            match next0.tunnel.map(|t| (t, &snap.tunnels[t])) {
+            match next0.tunnel.get().map(|t| (t, &snap.tunnels[t])) {
                 Some((t, Tunnel::Input(_))) if t != tid => return Err(DropReason::TunnelLoop),
                 _ => {}
             }
             route = &next0;
-        } else if l3 == L3::V4 && route.tunnel.is_some() {
+        } else if l3 == L3::V4 && route.tunnel.get().is_some() {
             return Err(DropReason::TunnelProtoMismatch);
         }
         // The hop limit check happens on the packet as received: Linux copies the inner hop limit to the outer
         // header and checks it after encapsulation, sending the Time Exceeded to itself; lwt6 tells the sender.
-        let out_hlim_v4 = route.dev.map_or(64, |d| snap.links[d].sysctl.hop_limit);
+        let out_hlim_v4 = route
+            .dev
+            .get()
+            .map_or(64, |d| snap.links[d].sysctl.hop_limit);
         match l3 {
             L3::V6 => {
                 if buf.data()[7] <= 1 {
@@ -206,7 +211,7 @@ impl Worker {
             }
         }
         if let Some((tid, Tunnel::Output(OutputTunnel::Ioam6(t)))) =
-            route.tunnel.map(|t| (t, &snap.tunnels[t]))
+            route.tunnel.get().map(|t| (t, &snap.tunnels[t]))
         {
             let carries_v6 = l3 == L3::V6 || input.is_some();
             if carries_v6 && t.should_insert(&mut self.freq[tid]) {
@@ -225,7 +230,7 @@ impl Worker {
                                     id: tid,
                                     growth,
                                     new_dst: None,
-                                    route_dev: route.dev,
+                                    route_dev: route.dev.get(),
                                 })
                             }
                             None => self.stats.ioam.not_inserted += 1,
@@ -238,7 +243,7 @@ impl Worker {
                             id: tid,
                             growth,
                             new_dst: t.tundst,
-                            route_dev: route.dev,
+                            route_dev: route.dev.get(),
                         });
                         let tundst = t.tundst.ok_or(DropReason::NoRoute)?;
                         next1 = match self.tunnel_route(snap.fib(), tid, tundst) {
@@ -248,7 +253,7 @@ impl Worker {
                                 return Err(DropReason::NoRoute);
                             }
                         };
-                        if next1.tunnel.is_some_and(|n| n != tid) {
+                        if next1.tunnel.get().is_some_and(|n| n != tid) {
                             return Err(DropReason::TunnelLoop);
                         }
                         route = &next1;
@@ -257,7 +262,7 @@ impl Worker {
             }
         }
         let growth = input.map_or(0, |s| s.growth) + output.map_or(0, |s| s.growth);
-        let egress = route.dev.ok_or(DropReason::NoRoute)?;
+        let egress = route.dev.get().ok_or(DropReason::NoRoute)?;
         let link_mtu = snap.links[egress].mtu;
         let mtu = route.mtu.map_or(link_mtu, |m| m.value.min(link_mtu)) as usize;
         // The IPv6 packet as it will leave: `buf` holds the received packet from its L3 header on, and `growth`

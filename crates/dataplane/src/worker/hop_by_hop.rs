@@ -26,7 +26,7 @@ impl Worker {
         let (snap, in_dev, ts) = (cx.snap, cx.in_dev, cx.ts);
         let ingress = &snap.links[in_dev];
         let egress = route
-            .and_then(|r| r.dev)
+            .and_then(|r| r.dev.get())
             .map_or(NO_IF, |d| if_ids(&snap.links[d].sysctl));
         let ctx = FillContext {
             hop_limit: hlim.wrapping_sub(1),
@@ -51,10 +51,10 @@ impl Worker {
         });
         self.stats.ioam_transit_filled += filled as u64;
         if enabled && self.ioam_export.enabled() {
-            self.direct_export(cx, buf, h, route.and_then(|r| r.dev), &ctx);
+            self.direct_export(cx, buf, h, route.and_then(|r| r.dev.get()), &ctx);
         }
         if filled > 0 && self.ioam_export.transit && self.ioam_export.enabled() {
-            let out_dev = route.and_then(|r| r.dev);
+            let out_dev = route.and_then(|r| r.dev.get());
             let hbh = &buf.data()[h.offset..h.offset + h.len];
             let known = |o: &[u8]| {
                 ioam_domain::option_namespace(o)

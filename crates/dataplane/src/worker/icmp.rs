@@ -79,7 +79,7 @@ impl Worker {
         let Some(route) = snap.fib().lookup_v4(to) else {
             return;
         };
-        let Some(dev) = route.dev else { return };
+        let Some(dev) = route.dev.get() else { return };
         if !self.icmp_allowed(IpAddr::V4(to), cx.ts) {
             return;
         }
@@ -128,7 +128,7 @@ impl Worker {
         let Some(route) = snap.fib().lookup_v6(to) else {
             return;
         };
-        let Some(dev) = route.dev else { return };
+        let Some(dev) = route.dev.get() else { return };
         // RFC 4443 §2.2 (a), as Linux does: an error about a packet sent to one of our unicast addresses comes
         // from that address (after a routing header, the destination it holds now: tests/hostile,
         // `*-next-local-hlim-1`). Otherwise Linux selects the source as if the error left by the interface the

@@ -228,7 +228,7 @@ impl Worker {
             self.icmp_error(cx, buf.data(), IcmpError::DestUnreachable { code: 0 });
             return Err(DropReason::NoRoute);
         };
-        if let Some(tid) = route.tunnel
+        if let Some(tid) = route.tunnel.get()
             && let Tunnel::Local(_) = &snap.tunnels[tid]
         {
             return self.seg6local_in(cx, buf, tid, pass + 1);
@@ -321,7 +321,7 @@ impl Worker {
         debug_assert!(echo::is_request6(buf.data(), at));
         let to = ipv6::Packet::new_unchecked(buf.data()).src_addr();
         let route = snap.fib().lookup_v6(to).ok_or(DropReason::NoRoute)?;
-        let dev = route.dev.ok_or(DropReason::NoRoute)?;
+        let dev = route.dev.get().ok_or(DropReason::NoRoute)?;
         let nh = match route.via {
             Some(IpAddr::V6(gw)) => gw,
             _ => to,
@@ -381,7 +381,7 @@ impl Worker {
     ) -> Verdict {
         let snap = cx.snap;
         let route = snap.fib().lookup_v4(to).ok_or(DropReason::NoRoute)?;
-        let dev = route.dev.ok_or(DropReason::NoRoute)?;
+        let dev = route.dev.get().ok_or(DropReason::NoRoute)?;
         let nh = match route.via {
             Some(IpAddr::V4(gw)) => gw,
             _ => to,

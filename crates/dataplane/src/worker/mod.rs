@@ -381,7 +381,7 @@ impl Worker {
             }
             if domains
                 && !local
-                && let Some(dev) = route.and_then(|r| r.dev)
+                && let Some(dev) = route.and_then(|r| r.dev.get())
             {
                 self.ioam_egress(cx, buf, h.len, dev)?;
             }
@@ -392,7 +392,7 @@ impl Worker {
         }
         // A local SID: the route's behaviour takes the packet (Linux: the seg6local tunnel's input, before
         // ip6_forward and its checks).
-        if let Some(tid) = route.and_then(|r| r.tunnel)
+        if let Some(tid) = route.and_then(|r| r.tunnel.get())
             && let Tunnel::Local(_) = &snap.tunnels[tid]
         {
             return self.seg6local_in(cx, buf, tid, pass);

@@ -7,7 +7,7 @@ use super::{Cx, L3, MAX_PASSES, RouteHint, Verdict, Worker};
 use crate::buffer::PacketBuf;
 use crate::copy::copy_bytes;
 use crate::fib::DevId;
-use crate::fib::{Origin, RouteEntry, TunnelId};
+use crate::fib::{OptId, Origin, RouteEntry, TunnelId};
 use crate::hop::srh as hop_srh;
 use crate::plan::{Plan, PlanKind};
 use crate::snapshot::Snapshot;
@@ -36,7 +36,7 @@ enum Next {
 fn towards(base: &RouteEntry, nh: IpAddr) -> RouteEntry {
     RouteEntry {
         via: Some(base.via.unwrap_or(nh)),
-        tunnel: None,
+        tunnel: OptId::NONE,
         plan: None,
         ..base.clone()
     }
@@ -315,7 +315,7 @@ impl Worker {
             self.unreachable_sent = true;
             return Err(DropReason::NoRoute);
         };
-        if let Some(t) = route.tunnel
+        if let Some(t) = route.tunnel.get()
             && let Tunnel::Local(_) = &snap.tunnels[t]
         {
             return self.seg6local_in(cx, buf, t, pass + 1);
@@ -376,10 +376,10 @@ impl Worker {
             Some(d) => RouteEntry {
                 prefix: IpNet::V6(Ipv6Net::new(nh, 128).expect("/128")),
                 via: Some(IpAddr::V6(nh)),
-                dev: Some(d),
+                dev: OptId::new(Some(d)),
                 metric: 0,
                 mtu: None,
-                tunnel: None,
+                tunnel: OptId::NONE,
                 origin: Origin::Static,
                 line: 0,
                 plan: None,
@@ -509,10 +509,10 @@ impl Worker {
         let route = RouteEntry {
             prefix: IpNet::V6(Ipv6Net::default()),
             via: None,
-            dev: l.dev,
+            dev: OptId::new(l.dev),
             metric: 0,
             mtu: None,
-            tunnel: Some(tid),
+            tunnel: OptId::new(Some(tid)),
             origin: Origin::Static,
             line: 0,
             plan: None,
@@ -642,7 +642,7 @@ fn end_dx4(
     )));
     let route = found
         .map(|r| RouteEntry {
-            tunnel: None,
+            tunnel: OptId::NONE,
             plan: None,
             ..r.clone()
         })

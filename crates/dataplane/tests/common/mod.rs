@@ -59,7 +59,7 @@ pub fn apply(b: &mut Builder<'_>, snap: &mut Snapshot, lines: &[String]) -> Opti
         prefix: r.prefix,
         metric: r.metric,
         table: r.table,
-        line: r.line,
+        line: r.line as usize,
     }));
     changes.extend(delta.added.into_iter().map(Change::AddRoute));
     let mut next = snap.clone();

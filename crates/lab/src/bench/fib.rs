@@ -228,7 +228,7 @@ pub fn config(routes: usize, seg6_every: usize) -> Config {
                 }))
             }),
             table: 254,
-            line: 4 + n,
+            line: lwt6_dataplane::fib::line32(4 + n),
         });
     }
     c
@@ -417,8 +417,15 @@ mod tests {
         assert!(c.per_sec > 0.0);
         let snap = Snapshot::build(&config(3000, 10)).unwrap();
         let got = snap.fib().lookup_v6(prefix(20)).unwrap();
-        assert!(got.tunnel.is_some(), "route 20 is seg6");
-        assert!(snap.fib().lookup_v6(prefix(21)).unwrap().tunnel.is_none());
+        assert!(got.tunnel.get().is_some(), "route 20 is seg6");
+        assert!(
+            snap.fib()
+                .lookup_v6(prefix(21))
+                .unwrap()
+                .tunnel
+                .get()
+                .is_none()
+        );
         assert!(snap.fib().lookup_v6("3fff::1".parse().unwrap()).is_none());
     }
 

@@ -40,6 +40,7 @@ pub fn routes_text(router: &Snapshot, as_json: bool, counters: Option<&[LocalCou
 pub fn counted_routes(router: &Snapshot) -> impl Iterator<Item = (u32, &RouteEntry)> {
     all_routes(router).filter(|(_, r)| {
         r.tunnel
+            .get()
             .is_some_and(|t| matches!(&router.tunnels[t], Tunnel::Local(l) if l.spec.count))
     })
 }
@@ -69,7 +70,7 @@ pub fn route_line(
         if let Origin::Reject(k) = r.origin {
             line = format!("{} {line}", k.name());
         }
-        if let Some(t) = r.tunnel {
+        if let Some(t) = r.tunnel.get() {
             let text = match &router.tunnels[t] {
                 Tunnel::Local(l) => l.iproute2_stats(
                     counters
@@ -83,7 +84,7 @@ pub fn route_line(
         if let Some(v) = r.via {
             line += &format!(" via {v}");
         }
-        if let Some(d) = r.dev {
+        if let Some(d) = r.dev.get() {
             line += &format!(" dev {}", router.links[d].name);
         }
         if let Some(d) = route_json::reject_dev(r) {
@@ -112,6 +113,7 @@ pub fn route_line(
         }
         let (linux, ours) = router.route_mtu(r);
         if r.tunnel
+            .get()
             .is_some_and(|t| !matches!(router.tunnels[t], Tunnel::Local(_)))
         {
             line += &format!("  # effective mtu {ours} (linux reports {linux})");

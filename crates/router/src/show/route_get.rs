@@ -188,12 +188,12 @@ struct NextHop {
 }
 
 fn next_hop(snap: &Snapshot, r: &RouteEntry, dst: IpAddr) -> NextHop {
-    let tunnel = r.tunnel.and_then(|t| snap.tunnels.get(t));
+    let tunnel = r.tunnel.get().and_then(|t| snap.tunnels.get(t));
     if let Some(t) = tunnel {
         if let Some(td) = t.routed_destination() {
             let next = snap.fib().lookup_v6(td);
             return NextHop {
-                dev: next.and_then(|n| n.dev),
+                dev: next.and_then(|n| n.dev.get()),
                 addr: Some(next.and_then(|n| n.via).unwrap_or(IpAddr::V6(td))),
                 via_route: Some(next.map_or_else(|| "none".into(), |n| n.prefix.to_string())),
                 per_packet: None,
@@ -211,7 +211,7 @@ fn next_hop(snap: &Snapshot, r: &RouteEntry, dst: IpAddr) -> NextHop {
         }
     }
     NextHop {
-        dev: r.dev,
+        dev: r.dev.get(),
         addr: Some(r.via.unwrap_or(dst)),
         via_route: None,
         per_packet: None,
@@ -268,8 +268,8 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
         return Err(reject_error(k, q.dst, table));
     }
     let src = match (&q.iif, q.dst) {
-        (None, IpAddr::V6(d)) => snap.source_for(r.dev, &d).map(IpAddr::V6),
-        (None, IpAddr::V4(d)) => r.dev.and_then(|dev| {
+        (None, IpAddr::V6(d)) => snap.source_for(r.dev.get(), &d).map(IpAddr::V6),
+        (None, IpAddr::V4(d)) => r.dev.get().and_then(|dev| {
             let addrs = &snap.links[dev].addrs4;
             addrs
                 .iter()
@@ -289,7 +289,7 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     let plan = r.plan.and_then(|id| snap.plan(id));
     let place = placement(snap, table, r, q.dst);
     let (linux_mtu, mtu) = snap.route_mtu(r);
-    let tunnel = r.tunnel.and_then(|t| snap.tunnels.get(t));
+    let tunnel = r.tunnel.get().and_then(|t| snap.tunnels.get(t));
     let neigh = match (nh.dev, nh.addr) {
         (Some(d), Some(a)) => Some(neighbour(snap, learned, d, a)),
         _ => None,
@@ -310,7 +310,7 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
         if let Some(v) = r.via {
             o.put("gateway", v.to_string());
         }
-        if let Some(d) = r.dev {
+        if let Some(d) = r.dev.get() {
             o.put("dev", dev_name(d));
         }
         if table != MAIN_TABLE {
@@ -420,7 +420,7 @@ pub fn answer(snap: &Snapshot, q: &Query, learned: Learned<'_>) -> Result<String
     if let Some(v) = r.via {
         line += &format!(" via {v}");
     }
-    if let Some(d) = r.dev {
+    if let Some(d) = r.dev.get() {
         line += &format!(" dev {}", dev_name(d));
     }
     if table != MAIN_TABLE {

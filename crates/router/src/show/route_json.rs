@@ -82,7 +82,7 @@ pub fn prefsrc(router: &Snapshot, r: &RouteEntry) -> Option<IpAddr> {
     if r.origin != Origin::Connected || !r.prefix.addr().is_ipv4() {
         return None;
     }
-    let link = &router.links[r.dev?];
+    let link = &router.links[r.dev.get()?];
     link.addrs4
         .iter()
         .find(|(a, _)| r.prefix.contains(&IpAddr::V4(*a)))
@@ -101,7 +101,7 @@ pub fn scope(r: &RouteEntry) -> Option<&'static str> {
 /// the loopback (not for lwt6's multipath stand-in: a kernel multipath route has its devices per next hop).
 pub fn reject_dev(r: &RouteEntry) -> Option<&'static str> {
     let reject = matches!(r.origin, Origin::Reject(k) if k != RejectKind::Multipath);
-    (r.dev.is_none() && r.prefix.addr().is_ipv6() && reject).then_some("lo")
+    (r.dev.get().is_none() && r.prefix.addr().is_ipv6() && reject).then_some("lo")
 }
 
 /// One route of table `table` as an `ip -j -s route show table all` object (`-s`: with `counters`), with lwt6's
@@ -118,14 +118,14 @@ pub fn route(
         o.put("type", k.name());
     }
     o.put("dst", dst_text(r));
-    if let Some(t) = r.tunnel {
+    if let Some(t) = r.tunnel.get() {
         let c = counters.map(|c| c.get(t).copied().unwrap_or_default());
         encap(&mut o, &router.tunnels[t], c.as_ref());
     }
     if let Some(v) = r.via {
         o.put("gateway", v.to_string());
     }
-    if let Some(d) = r.dev {
+    if let Some(d) = r.dev.get() {
         o.put("dev", &router.links[d].name);
     }
     if let Some(d) = reject_dev(r) {

@@ -29,7 +29,7 @@ struct Sid {
 fn sids(snap: &Snapshot, counters: &[LocalCounters]) -> Vec<Sid> {
     all_routes(snap)
         .filter_map(|(t, r)| {
-            let id = r.tunnel?;
+            let id = r.tunnel.get()?;
             match &snap.tunnels[id] {
                 Tunnel::Local(l) => Some(Sid {
                     sid: r.prefix.to_string(),
