@@ -358,3 +358,72 @@ fn settings_lines_plan_no_seg6_route_again() {
         }
     }
 }
+
+/// The builder keeps a sourced template's bytes as placed and its source now beside them (a rewrite stores into
+/// the block the workers read only): a block made anew, bigger, must hold the sources rewritten since, and a
+/// new tunnel must share a template only when its source is the one now. Rewrites by `addr add` (taken over) and
+/// by `sr tunsrc set`, each followed by enough new tunnels to outgrow the block; each step equals a rebuild.
+#[test]
+fn rewritten_sources_survive_a_bigger_block() {
+    let mut text = planned_head();
+    for i in 0..64 {
+        text += &format!(
+            "-6 route add fd01:{i:x}::/64 encap seg6 mode encap segs fc00:{:x}::1,fc00::b dev r1\n",
+            i % 3 + 2
+        );
+    }
+    let cfg = lwt6_config::parse(&text).unwrap();
+    let mut snap = Snapshot::build(&cfg).unwrap();
+    let mut b = Builder::from_config(cfg);
+    let mut f: Vec<Vec<u8>> = (0..64)
+        .map(|i| frame(format!("fd01:{i:x}::1").parse().unwrap()))
+        .collect();
+    let blocks = |s: &Snapshot| s.plan_stats().1;
+    for (round, rewrite) in ["addr add fd00:5::1/64 dev r1", "sr tunsrc set fd00:99::5"]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(
+            apply(&mut b, &mut snap, &[rewrite.to_string()]),
+            Some(true),
+            "{rewrite}"
+        );
+        let before = blocks(&snap);
+        // Enough to outgrow the room a block is made with (half of it after the first growth).
+        let n = 300 << round;
+        let lines: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "-6 route add fd05:{round:x}:{i:x}::/64 encap seg6 mode encap segs fc00:{:x}::1,fc00::{:x} dev r1",
+                    i % 3 + 2,
+                    0x100 + i
+                )
+            })
+            .collect();
+        // The first tunnels' segments again: a template to share with the old ones, whose source is the new one.
+        let mut lines = lines;
+        lines.push(format!(
+            "-6 route add fd06:{round:x}::/64 encap seg6 mode encap segs fc00:2::1,fc00::b dev r1"
+        ));
+        assert_eq!(apply(&mut b, &mut snap, &lines), Some(true));
+        assert!(
+            blocks(&snap) > before,
+            "{rewrite}: the block grew ({before} -> {})",
+            blocks(&snap)
+        );
+        f.extend((0..n).map(|i| frame(format!("fd05:{round:x}:{i:x}::1").parse().unwrap())));
+        f.push(frame(format!("fd06:{round:x}::1").parse().unwrap()));
+        let fresh = Snapshot::build(b.config()).unwrap();
+        for fast in [true, false] {
+            let (a, c) = (run(&snap, &f, fast), run(&fresh, &f, fast));
+            let first = (0..a.0.len().max(c.0.len())).find(|i| a.0.get(*i) != c.0.get(*i));
+            assert!(
+                a == c,
+                "{rewrite} (fast path {fast}): frame {first:?} of {}: in place {:?}, rebuilt {:?}",
+                f.len(),
+                first.and_then(|i| a.0.get(i)),
+                first.and_then(|i| c.0.get(i))
+            );
+        }
+    }
+}

@@ -261,9 +261,12 @@ pub struct TemplatesBuilder {
     /// reused by the next template of that rounded length.
     free: std::collections::BTreeMap<usize, Vec<u32>>,
     /// The templates holding the node's tunnel source at [`SOURCE_AT`] ([`TemplatesBuilder::add_sourced`]), by
-    /// start, with the device their routes leave by ([`NO_DEV`] for none): [`TemplatesBuilder::set_source`]
-    /// rewrites them in place, and so does [`TemplatesBuilder::take_over`] those a new address wins.
-    sourced: std::collections::HashMap<u32, u32, crate::fib::FastBuild>,
+    /// start, with the device their routes leave by ([`NO_DEV`] for none) and their source now:
+    /// [`TemplatesBuilder::set_source`] rewrites them in place, and so does [`TemplatesBuilder::take_over`] those
+    /// a new address wins, in the block alone. Here `bytes` keep the source a template was placed with (stale
+    /// once rewritten: one store per template instead of two, tens of megabytes apart); the source is this one,
+    /// and [`TemplatesBuilder::materialize`] writes it into a new block.
+    sourced: std::collections::HashMap<u32, (u32, Ipv6Addr), crate::fib::FastBuild>,
     /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place)
     /// and of their route device: they share only among themselves, and only through one device.
     seen_sourced: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
@@ -302,23 +305,23 @@ fn template_hash(t: &[u8], sourced: Option<u32>) -> u64 {
     }
 }
 
-/// The outer source and destination of the sourced template at `start` in `bytes`.
-fn source_and_destination(bytes: &[u8], start: u32) -> (Ipv6Addr, Ipv6Addr) {
-    let at = start as usize + SOURCE_AT;
-    let word = |i: usize| {
-        let mut o = [0u8; 16];
-        o.copy_from_slice(&bytes[i..i + 16]);
-        Ipv6Addr::from(o)
-    };
-    (word(at), word(at + 16))
+/// The address at `at` in `bytes`.
+fn address_at(bytes: &[u8], at: usize) -> Ipv6Addr {
+    let mut o = [0u8; 16];
+    o.copy_from_slice(&bytes[at..at + 16]);
+    Ipv6Addr::from(o)
 }
 
-/// Writes `src` as the outer source of the sourced template at `start`, in the builder's `bytes` and in the
-/// block `t` made from them.
-fn write_source(bytes: &mut [u8], t: &mut Templates, start: u32, src: std::net::Ipv6Addr) {
-    let at = start as usize + SOURCE_AT;
-    bytes[at..at + 16].copy_from_slice(&src.octets());
-    t.bytes[t.base + at..t.base + at + 16].copy_from_slice(&src.octets());
+/// The outer destination of the sourced template at `start` in `bytes` (it never changes in place).
+fn destination(bytes: &[u8], start: u32) -> Ipv6Addr {
+    address_at(bytes, start as usize + SOURCE_AT + 16)
+}
+
+/// Writes `src` as the outer source of the sourced template at `start` in the block `t` (the builder keeps it in
+/// [`TemplatesBuilder::sourced`]).
+fn write_source(t: &mut Templates, start: u32, src: std::net::Ipv6Addr) {
+    let at = t.base + start as usize + SOURCE_AT;
+    t.bytes[at..at + 16].copy_from_slice(&src.octets());
 }
 
 /// The space a template of `len` bytes takes: its length rounded up to a cache line.
@@ -345,8 +348,9 @@ impl TemplatesBuilder {
     /// them), here and in the block `t` made from these bytes: one store per distinct template,
     /// no plan made again. Their sharing stays right: their hashes leave the source out.
     pub fn set_source(&mut self, t: &mut Templates, src: std::net::Ipv6Addr) {
-        for &start in self.sourced.keys() {
-            write_source(&mut self.bytes, t, start, src);
+        for (&start, (_, s)) in &mut self.sourced {
+            write_source(t, start, src);
+            *s = src;
         }
         self.selected.set_all(src);
     }
@@ -354,20 +358,18 @@ impl TemplatesBuilder {
     /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
     /// many plans use it.
     pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
-        if !self.sourced.contains_key(&r.start) {
-            return None;
-        }
-        let (src, _) = source_and_destination(&self.bytes, r.start);
+        let &(_, src) = self.sourced.get(&r.start)?;
         Some((src, *self.users.get(&r.start)?))
     }
 
     /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
     pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
-        if let Some(&dev) = self.sourced.get(&r.start) {
-            let (old, dst) = source_and_destination(&self.bytes, r.start);
-            self.selected.remove(dev_of(dev), old, dst, r.start);
-            write_source(&mut self.bytes, t, r.start, src);
-            self.selected.insert(dev_of(dev), src, dst, r.start);
+        if let Some((dev, old)) = self.sourced.get_mut(&r.start) {
+            let dst = destination(&self.bytes, r.start);
+            self.selected.remove(dev_of(*dev), *old, dst, r.start);
+            write_source(t, r.start, src);
+            *old = src;
+            self.selected.insert(dev_of(*dev), src, dst, r.start);
         }
     }
 
@@ -385,9 +387,13 @@ impl TemplatesBuilder {
         select: impl Fn(Option<DevId>, &Ipv6Addr) -> Option<Ipv6Addr>,
         classes: fn(u128, u32) -> bool,
     ) -> TakeOver {
-        let bytes = &mut self.bytes;
-        self.selected
-            .take_over(a, select, classes, |start| write_source(bytes, t, start, a))
+        let sourced = &mut self.sourced;
+        self.selected.take_over(a, select, classes, |start| {
+            write_source(t, start, a);
+            if let Some((_, s)) = sourced.get_mut(&start) {
+                *s = a;
+            }
+        })
     }
 
     /// How many sourced templates there are (for tests).
@@ -405,9 +411,21 @@ impl TemplatesBuilder {
         };
         if let Some(r) = seen.get(&hash) {
             let start = r.start as usize;
-            if self.bytes[start..start + r.len as usize] == *t
-                && self.sourced.get(&r.start).copied() == sourced
-            {
+            let placed = &self.bytes[start..start + r.len as usize];
+            let same = match (sourced, self.sourced.get(&r.start)) {
+                // The bytes but the source (stale here once rewritten), which is compared with the one kept.
+                (Some(dev), Some(&(d, src))) => {
+                    let (a, b) = (SOURCE_AT, SOURCE_AT + 16);
+                    placed.len() == t.len()
+                        && placed[..a] == t[..a]
+                        && placed[b..] == t[b..]
+                        && d == dev
+                        && src == address_at(t, a)
+                }
+                (None, None) => placed == t,
+                _ => false,
+            };
+            if same {
                 *self.users.entry(r.start).or_insert(0) += 1;
                 return *r;
             }
@@ -460,8 +478,10 @@ impl TemplatesBuilder {
             // The newest takes the hash: while the sources change one tunnel at a time (a new address), the
             // templates with the new source are the ones the next tunnels share.
             self.seen_sourced.insert(hash, r);
-            self.sourced.insert(r.start, dev);
-            let (src, dst) = source_and_destination(&self.bytes, r.start);
+            // Just placed: the bytes hold its source.
+            let src = address_at(&self.bytes, r.start as usize + SOURCE_AT);
+            self.sourced.insert(r.start, (dev, src));
+            let dst = destination(&self.bytes, r.start);
             self.selected.insert(dev_of(dev), src, dst, r.start);
         } else {
             self.seen.entry(hash).or_insert(r);
@@ -482,11 +502,11 @@ impl TemplatesBuilder {
         self.users.remove(&r.start);
         let start = r.start as usize;
         let bytes = &self.bytes[start..start + r.len as usize];
-        let sourced = self.sourced.remove(&r.start);
-        if let Some(dev) = sourced {
-            let (src, dst) = source_and_destination(&self.bytes, r.start);
+        let sourced = self.sourced.remove(&r.start).map(|(dev, src)| {
+            let dst = destination(&self.bytes, r.start);
             self.selected.remove(dev_of(dev), src, dst, r.start);
-        }
+            dev
+        });
         let hash = template_hash(bytes, sourced);
         let seen = if sourced.is_some() {
             &mut self.seen_sourced
@@ -506,6 +526,10 @@ impl TemplatesBuilder {
     pub fn write_back(&self, t: &mut Templates, r: TemplateRef) {
         let (start, end) = (r.start as usize, (r.start + r.len) as usize);
         t.bytes[t.base + start..t.base + end].copy_from_slice(&self.bytes[start..end]);
+        // A template shared with plans already there may have had its source rewritten since it was placed.
+        if let Some(&(_, src)) = self.sourced.get(&r.start) {
+            write_source(t, r.start, src);
+        }
     }
 
     /// The packed block, page-aligned, with room for `spare` more bytes. The [`TemplateRef`]s handed out so far
@@ -515,7 +539,12 @@ impl TemplatesBuilder {
         let mut mem = crate::buffer::Aligned::zeroed_at(cap, crate::buffer::PAGE, 0);
         mem.as_mut_slice()[..self.bytes.len()].copy_from_slice(&self.bytes);
         let (bytes, base) = mem.into_parts();
-        Templates { bytes, base }
+        let mut t = Templates { bytes, base };
+        // The sources rewritten since the templates were placed.
+        for (&start, &(_, src)) in &self.sourced {
+            write_source(&mut t, start, src);
+        }
+        t
     }
 
     /// Bytes placed so far (padding included).
