@@ -220,6 +220,11 @@ pub struct Fib {
     peak: (usize, usize),
 }
 
+/// Whether address `x` (an IPv6 address as a `u128`) lies in prefix `p/len`.
+pub(crate) fn within(x: u128, p: u128, len: u32) -> bool {
+    len == 0 || (x ^ p).checked_shr(128 - len).unwrap_or(0) == 0
+}
+
 /// A multiplicative hasher for tables keyed by configured addresses (route prefixes, neighbours, local
 /// addresses). The keys are the configuration's, not the traffic's: packets only probe them, so the DoS resistance
 /// of SipHash buys nothing here and costs a third of a lookup.

@@ -74,17 +74,12 @@ const CLASS_PREFIXES: [(u128, u32); 10] = [
     (0, 96),             // IPv4-compatible (label 3)
 ];
 
-/// Whether `x` lies in `p/len`.
-fn within(x: u128, p: u128, len: u32) -> bool {
-    len == 0 || (x ^ p).checked_shr(128 - len).unwrap_or(0) == 0
-}
-
 /// Whether every address of `p/len` has the same scope, label and candidate set (no prefix these depend on lies
 /// strictly inside `p/len`): what a destination there selects then depends on it only through rule 8.
 pub fn classes_constant_on(p: u128, len: u32) -> bool {
     CLASS_PREFIXES
         .iter()
-        .all(|&(q, m)| m <= len || !within(q, p, len))
+        .all(|&(q, m)| m <= len || !crate::fib::within(q, p, len))
 }
 
 /// A candidate: its address, its prefix length, whether it is on the outgoing interface.

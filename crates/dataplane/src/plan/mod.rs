@@ -345,8 +345,8 @@ impl TemplatesBuilder {
     }
 
     /// Writes `src` as the outer source of every sourced template (as [`TemplatesBuilder::add_sourced`] placed
-    /// them), here and in the block `t` made from these bytes: one store per distinct template,
-    /// no plan made again. Their sharing stays right: their hashes leave the source out.
+    /// them) into the block `t` and keeps it here: one store per distinct template, no plan made again. Their
+    /// sharing stays right: their hashes leave the source out.
     pub fn set_source(&mut self, t: &mut Templates, src: std::net::Ipv6Addr) {
         for (&start, (_, s)) in &mut self.sourced {
             write_source(t, start, src);
@@ -362,7 +362,7 @@ impl TemplatesBuilder {
         Some((src, *self.users.get(&r.start)?))
     }
 
-    /// Writes `src` as the outer source of sourced template `r` alone, here and in the block `t`.
+    /// Writes `src` as the outer source of sourced template `r` alone into the block `t`, and keeps it here.
     pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
         if let Some((dev, old)) = self.sourced.get_mut(&r.start) {
             let dst = destination(&self.bytes, r.start);
@@ -374,8 +374,8 @@ impl TemplatesBuilder {
     }
 
     /// After address `a` came: the sourced templates whose selection it takes over (`select(dev, dst)`: the
-    /// source selected now for a route leaving by `dev` towards `dst`, `a` counted) get `a` as their source, here
-    /// and in the block `t`, without a look at the others (see [`selected`]'s text). Every sourced template must
+    /// source selected now for a route leaving by `dev` towards `dst`, `a` counted) get `a` as their source, in
+    /// the block `t` and kept here, without a look at the others (see [`selected`]'s text). Every sourced template must
     /// hold the source `select` gave it before `a` came (no node tunnel source): else the answer is
     /// [`TakeOver::Stale`] (some of them may have been rewritten, rightly). `classes`: whether the selection's
     /// scope, label and candidate set are constant over a prefix of destinations

@@ -14,7 +14,7 @@
 //! selection is asked once per such prefix holding templates, and the templates of the prefixes `a` wins are
 //! rewritten and move to group (`dev`, `a`) in sorted runs.
 
-use crate::fib::{DevId, FastBuild};
+use crate::fib::{DevId, FastBuild, within};
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv6Addr;
 
@@ -164,11 +164,6 @@ impl SelectedSources {
 /// The range of entries whose destination lies in `span`.
 fn bounds((first, last): Span) -> std::ops::RangeInclusive<Entry> {
     (first.to_be_bytes(), 0)..=(last.to_be_bytes(), u32::MAX)
-}
-
-/// Whether `x` lies in `p/len`.
-fn within(x: u128, p: u128, len: u32) -> bool {
-    len == 0 || (x ^ p).checked_shr(128 - len).unwrap_or(0) == 0
 }
 
 /// Appends to `out`, in order, the prefixes under `p/len` holding entries of `g` inside each of which the choice

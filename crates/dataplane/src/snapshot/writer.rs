@@ -141,9 +141,9 @@ impl SnapshotWriter {
     /// The spare first catches up with the batch before, unless [`catch_up`](Self::catch_up) or
     /// [`try_catch_up`](Self::try_catch_up) did already.
     pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ConfigError)> {
-        self.caught_up = 0;
-        let spare = free_spare(&mut self.spare);
-        bring_up(spare, &mut self.pending, &mut self.caught_up, &self.handle);
+        self.catch_up();
+        // Caught up, and not published: no worker can take it meanwhile.
+        let spare = Arc::get_mut(&mut self.spare).expect("no worker holds the spare");
         let mut done = 0;
         let mut failed = None;
         for (i, c) in changes.iter().enumerate() {
@@ -193,9 +193,9 @@ impl SnapshotWriter {
     }
 
     /// How many changes of the batch before the last [`apply`](Self::apply), [`catch_up`](Self::catch_up) or
-    /// [`try_catch_up`](Self::try_catch_up) were applied to the spare by it (the spare catches up before it takes the new batch): a large number means the
-    /// spare freed or grew as much as that batch did, during this call (the caller may give freed memory back to
-    /// the system then).
+    /// [`try_catch_up`](Self::try_catch_up) were applied to the spare by it (the spare catches up before it takes
+    /// the new batch): a large number means the spare freed or grew as much as that batch did, during this call
+    /// (the caller may give freed memory back to the system then).
     pub fn caught_up(&self) -> usize {
         self.caught_up
     }
