@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{apply, frame, run};
+use common::{apply, frame, run, same_as_rebuild};
 use lwt6_config::Builder;
 use lwt6_dataplane::snapshot::{Change, Snapshot, changes_between};
 use proptest::prelude::*;
@@ -121,18 +121,12 @@ fn in_place_equals_rebuild(
         apply(&mut b, &mut snap, &lines);
         let fresh = Snapshot::build(b.config()).unwrap();
         for fast in [true, false] {
-            let (a, b) = (run(&snap, &f, fast), run(&fresh, &f, fast));
-            let first = (0..a.0.len().max(b.0.len())).find(|i| a.0.get(*i) != b.0.get(*i));
+            let r = same_as_rebuild(&snap, &fresh, &f, fast);
             prop_assert!(
-                a == b,
-                "after {:?} (fast path {}): first different frame {:?}: in place {:?}, rebuilt {:?}; counters {} / {}",
+                r.is_ok(),
+                "after {:?}: {}",
                 lines,
-                fast,
-                first,
-                first.and_then(|i| a.0.get(i)),
-                first.and_then(|i| b.0.get(i)),
-                a.1,
-                b.1
+                r.err().unwrap_or_default()
             );
         }
     }
@@ -272,10 +266,9 @@ fn each_dependency_follows_its_line() {
         assert_eq!(apply(&mut b, &mut snap, &line), Some(true), "{l}");
         let fresh = Snapshot::build(b.config()).unwrap();
         for fast in [true, false] {
-            assert!(
-                run(&snap, &f, fast) == run(&fresh, &f, fast),
-                "{l} (fast path {fast})"
-            );
+            if let Err(e) = same_as_rebuild(&snap, &fresh, &f, fast) {
+                panic!("{l}: {e}");
+            }
         }
         assert!(run(&snap, &f, true).0 != before.0, "{l}: changed no frame");
     }
@@ -351,10 +344,9 @@ fn settings_lines_plan_no_seg6_route_again() {
         assert_eq!(planned(&snap), TUNNELS + 2, "{l}");
         let fresh = Snapshot::build(b.config()).unwrap();
         for fast in [true, false] {
-            assert!(
-                run(&snap, &f, fast) == run(&fresh, &f, fast),
-                "{l} (fast path {fast})"
-            );
+            if let Err(e) = same_as_rebuild(&snap, &fresh, &f, fast) {
+                panic!("{l}: {e}");
+            }
         }
     }
 }
@@ -415,15 +407,9 @@ fn rewritten_sources_survive_a_bigger_block() {
         f.push(frame(format!("fd06:{round:x}::1").parse().unwrap()));
         let fresh = Snapshot::build(b.config()).unwrap();
         for fast in [true, false] {
-            let (a, c) = (run(&snap, &f, fast), run(&fresh, &f, fast));
-            let first = (0..a.0.len().max(c.0.len())).find(|i| a.0.get(*i) != c.0.get(*i));
-            assert!(
-                a == c,
-                "{rewrite} (fast path {fast}): frame {first:?} of {}: in place {:?}, rebuilt {:?}",
-                f.len(),
-                first.and_then(|i| a.0.get(i)),
-                first.and_then(|i| c.0.get(i))
-            );
+            if let Err(e) = same_as_rebuild(&snap, &fresh, &f, fast) {
+                panic!("{rewrite}: {e}");
+            }
         }
     }
 }

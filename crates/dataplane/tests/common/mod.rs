@@ -33,6 +33,30 @@ pub fn run(snap: &Snapshot, frames: &[Vec<u8>], fast: bool) -> (Vec<(usize, Vec<
     (out, format!("{:?}", s))
 }
 
+/// Whether `snap` does with `frames` (fast path on or off) what `fresh`, built anew from the same configuration,
+/// does: the same frames out and the same counters; else what differs first (the frame's index, both frames,
+/// both counters).
+pub fn same_as_rebuild(
+    snap: &Snapshot,
+    fresh: &Snapshot,
+    frames: &[Vec<u8>],
+    fast: bool,
+) -> Result<(), String> {
+    let (a, b) = (run(snap, frames, fast), run(fresh, frames, fast));
+    if a == b {
+        return Ok(());
+    }
+    let first = (0..a.0.len().max(b.0.len())).find(|i| a.0.get(*i) != b.0.get(*i));
+    Err(format!(
+        "fast path {fast}: first different frame {first:?} of {}: in place {:?}, rebuilt {:?}; counters {} / {}",
+        frames.len(),
+        first.and_then(|i| a.0.get(i)),
+        first.and_then(|i| b.0.get(i)),
+        a.1,
+        b.1
+    ))
+}
+
 /// Applies `lines` as one transaction, as the control socket does: in place when `changes_between` says the
 /// snapshot can follow, else by a rebuild. `None` when a line is refused (nothing changes then); else whether
 /// it was in place.
