@@ -289,6 +289,18 @@ impl XdpTier {
     /// While a trace is armed (`tracing`), every route is left to the workers (counted `traced`), so that
     /// every frame can be traced.
     pub fn sync(&mut self, handle: &SnapshotHandle, tracing: bool) {
+        let counts = self.last.counts;
+        self.follow(handle, tracing);
+        let done = self.last.installed;
+        // A large deletion (a batch of route deletions) frees the driver's copy of those routes after the
+        // request's own trim (crate::trim::after_request): that memory goes back too.
+        if self.last.counts != counts && done.routes_removed >= crate::trim::LARGE_REQUEST {
+            crate::trim::release_free_memory();
+        }
+    }
+
+    /// [`XdpTier::sync`] but for the trim.
+    fn follow(&mut self, handle: &SnapshotHandle, tracing: bool) {
         // IOAM transit blocks for the trace types the driver met (docs/xdp.md, IOAM transit).
         if let Err(e) = self.tier.learn_ioam() {
             crate::log::line("xdp_ioam", &format!("XDP tier: IOAM transit blocks: {e}"));

@@ -119,7 +119,7 @@ impl Tier {
             || self.vrf_tables.contains(&MAIN_TABLE)
             || routes.iter().any(|(net, st)| {
                 matches!(st, Some(Ok(p)) if p.flags & F_TABLE != 0)
-                    || table_plan(self, self.routes.get(net))
+                    || table_plan(self, self.routes.get(net).as_ref())
             })
         {
             return Ok(None);
@@ -160,14 +160,14 @@ impl Tier {
         let mut unref = Vec::new();
         for (net, v) in want {
             let key = Key::new(u32::from(net.prefix_len()), net.network().octets());
-            let old = self.routes.get(net).copied();
+            let old = self.routes.get(net);
             match v {
                 Some(v) if old != Some(v) => {
                     lpm.insert(&key, v, 0).map_err(|e| Error::Map {
                         map: "routes",
                         err: e.to_string(),
                     })?;
-                    self.routes.insert(*net, v);
+                    self.routes.set(*net, v);
                     done.routes_set += 1;
                 }
                 Some(_) => {}

@@ -92,7 +92,7 @@ pub struct LpmKey4 {
 
 /// Value of the `routes` LPM trie.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RouteValue {
     /// Index of the route's plan in the `plans` array, or [`NO_PLAN`].
     pub plan: u32,

@@ -13,6 +13,7 @@
 pub mod delta;
 pub mod ioam_block;
 pub mod layout;
+mod mirror;
 mod sys;
 pub mod tables;
 pub mod tier;

@@ -141,7 +141,7 @@ pub struct Tier {
     pub(crate) ebpf: Ebpf,
     sizes: Sizes,
     /// The routes in the LPM trie, with the plan slots they name.
-    pub(crate) routes: HashMap<Ipv6Net, RouteValue>,
+    pub(crate) routes: crate::mirror::RouteMirror,
     /// Per plan slot in use: how many `routes` and `vrf` entries name it.
     pub(crate) refs: HashMap<u32, u32>,
     /// The slots holding End.DT6 plans (`F_TABLE`).
@@ -214,7 +214,7 @@ impl Tier {
         Ok(Tier {
             ebpf,
             sizes,
-            routes: HashMap::new(),
+            routes: crate::mirror::RouteMirror::default(),
             refs: HashMap::new(),
             table_slots: HashSet::new(),
             ways6: Vec::new(),
@@ -296,7 +296,7 @@ impl Tier {
             done.plans_written += usize::from(new);
         }
         // 2. Routes.
-        let want: HashMap<Ipv6Net, RouteValue> = t
+        let want: Vec<(Ipv6Net, RouteValue)> = t
             .routes
             .iter()
             .map(|(net, v)| {
@@ -315,20 +315,17 @@ impl Tier {
                 })?)
                 .map_err(map_err("routes"))?;
             let key = |net: &Ipv6Net| Key::new(u32::from(net.prefix_len()), net.network().octets());
-            for (net, v) in &want {
-                if self.routes.get(net) != Some(v) {
-                    routes.insert(&key(net), v, 0).map_err(map_err("routes"))?;
+            self.routes.replace_with(want, |net, v| match v {
+                Some(v) => {
                     done.routes_set += 1;
+                    routes.insert(&key(net), v, 0).map_err(map_err("routes"))
                 }
-            }
-            for net in self.routes.keys() {
-                if !want.contains_key(net) {
-                    routes.remove(&key(net)).map_err(map_err("routes"))?;
+                None => {
                     done.routes_removed += 1;
+                    routes.remove(&key(net)).map_err(map_err("routes"))
                 }
-            }
+            })?;
         }
-        self.routes = want;
         // The tables End.DT6 looks up, the same way.
         {
             let want: HashMap<(u32, Ipv6Net), RouteValue> = t
@@ -400,8 +397,8 @@ impl Tier {
         for v in self
             .routes
             .values()
-            .chain(self.vrf.values())
-            .chain(self.routes4.values())
+            .chain(self.vrf.values().copied())
+            .chain(self.routes4.values().copied())
         {
             if v.plan != crate::layout::NO_PLAN {
                 *self.refs.entry(v.plan).or_default() += 1;
