@@ -52,8 +52,11 @@ def batch(sock, lines):
     return time.perf_counter() - t0
 
 
+IO = "packet"
+
+
 def start(binary, ns, conf, sock):
-    proc = subprocess.Popen(["ip", "netns", "exec", ns.name, binary, "run", "-c", conf, "--io", "packet",
+    proc = subprocess.Popen(["ip", "netns", "exec", ns.name, binary, "run", "-c", conf, "--io", IO,
                              "--control", sock], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while True:
         if proc.poll() is not None:
@@ -197,10 +200,14 @@ def main():
     ap.add_argument("--routes", type=int, default=300_000)
     ap.add_argument("--lines-at", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--io", default="packet", choices=["packet", "xdp"],
+                    help="the router's I/O back end (default packet; xdp adds the driver tier's installation)")
     ap.add_argument("--planned", action="store_true",
                     help="lines part: first a route to the seg6 routes' first segments, so that every seg6 encap "
                          "route has a plan")
     args = ap.parse_args()
+    global IO
+    IO = args.io
     binary = os.path.abspath(args.lwt6)
     with tempfile.TemporaryDirectory(prefix="lwt6-mem-") as work:
         os.chmod(work, 0o755)

@@ -27,6 +27,10 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     let planned = args.iter().any(|a| a == "planned");
+    // `rounds=N` lines of each kind (default 5); `only=NAME` times the kind NAME alone (for a profile).
+    let opt = |name: &str| args.iter().find_map(|a| a.strip_prefix(name));
+    let rounds: u32 = opt("rounds=").and_then(|r| r.parse().ok()).unwrap_or(5);
+    let only = opt("only=");
     let mut text = String::from(HEAD);
     if planned {
         text += "-6 route add fc00::/16 via fd00:2::2 dev r1\n";
@@ -73,10 +77,10 @@ fn main() {
         ("sr hmac set", "sr hmac set {k} sha256 secret s{k}"),
         ("seg6_flowlabel", "sysctl net.ipv6.seg6_flowlabel={f}"),
     ];
-    for (name, line) in kinds {
+    for (name, line) in kinds.iter().filter(|(n, _)| only.is_none_or(|o| o == *n)) {
         let mut times = Vec::new();
         let mut replanned = Vec::new();
-        for k in 16..21u32 {
+        for k in 16..16 + rounds {
             let l = line
                 .replace("{k}", &k.to_string())
                 .replace("{f}", &((k % 2) as i32 * 2 - 1).to_string());

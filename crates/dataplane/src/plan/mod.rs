@@ -261,12 +261,13 @@ pub struct TemplatesBuilder {
     /// reused by the next template of that rounded length.
     free: std::collections::BTreeMap<usize, Vec<u32>>,
     /// The templates holding the node's tunnel source at [`SOURCE_AT`] ([`TemplatesBuilder::add_sourced`]), by
-    /// start, with the device their routes leave by ([`NO_DEV`] for none) and their source now:
-    /// [`TemplatesBuilder::set_source`] rewrites them in place, and so does [`TemplatesBuilder::take_over`] those
-    /// a new address wins, in the block alone. Here `bytes` keep the source a template was placed with (stale
-    /// once rewritten: one store per template instead of two, tens of megabytes apart); the source is this one,
-    /// and [`TemplatesBuilder::materialize`] writes it into a new block.
-    sourced: std::collections::HashMap<u32, (u32, Ipv6Addr), crate::fib::FastBuild>,
+    /// start, with the device their routes leave by ([`NO_DEV`] for none). Their source now is the one of the
+    /// group of `selected` that holds them: [`TemplatesBuilder::set_source`] rewrites them in place, and so does
+    /// [`TemplatesBuilder::take_over`] those a new address wins, in the block alone, moving them to the new
+    /// address's group (one store per template: `bytes` keep the source a template was placed with, stale once
+    /// rewritten, and nothing else is written per template). [`TemplatesBuilder::materialize`] writes each
+    /// group's source into a new block.
+    sourced: std::collections::HashMap<u32, u32, crate::fib::FastBuild>,
     /// Sourced templates placed, by a hash of their bytes but the source (which `set_source` changes in place)
     /// and of their route device: they share only among themselves, and only through one device.
     seen_sourced: std::collections::HashMap<u64, TemplateRef, crate::fib::FastBuild>,
@@ -348,9 +349,8 @@ impl TemplatesBuilder {
     /// them) into the block `t` and keeps it here: one store per distinct template, no plan made again. Their
     /// sharing stays right: their hashes leave the source out.
     pub fn set_source(&mut self, t: &mut Templates, src: std::net::Ipv6Addr) {
-        for (&start, (_, s)) in &mut self.sourced {
+        for &start in self.sourced.keys() {
             write_source(t, start, src);
-            *s = src;
         }
         self.selected.set_all(src);
     }
@@ -358,18 +358,17 @@ impl TemplatesBuilder {
     /// If template `r` (as [`TemplatesBuilder::add_sourced`] returned it) is sourced: its outer source and how
     /// many plans use it.
     pub fn sourced_use(&self, r: TemplateRef) -> Option<(std::net::Ipv6Addr, u32)> {
-        let &(_, src) = self.sourced.get(&r.start)?;
+        let src = self.source_now(r.start)?;
         Some((src, *self.users.get(&r.start)?))
     }
 
     /// Writes `src` as the outer source of sourced template `r` alone into the block `t`, and keeps it here.
     pub fn set_source_of(&mut self, t: &mut Templates, r: TemplateRef, src: std::net::Ipv6Addr) {
-        if let Some((dev, old)) = self.sourced.get_mut(&r.start) {
+        if let (Some(&dev), Some(old)) = (self.sourced.get(&r.start), self.source_now(r.start)) {
             let dst = destination(&self.bytes, r.start);
-            self.selected.remove(dev_of(*dev), *old, dst, r.start);
+            self.selected.remove(dev_of(dev), old, dst, r.start);
             write_source(t, r.start, src);
-            *old = src;
-            self.selected.insert(dev_of(*dev), src, dst, r.start);
+            self.selected.insert(dev_of(dev), src, dst, r.start);
         }
     }
 
@@ -387,13 +386,15 @@ impl TemplatesBuilder {
         select: impl Fn(Option<DevId>, &Ipv6Addr) -> Option<Ipv6Addr>,
         classes: fn(u128, u32) -> bool,
     ) -> TakeOver {
-        let sourced = &mut self.sourced;
-        self.selected.take_over(a, select, classes, |start| {
-            write_source(t, start, a);
-            if let Some((_, s)) = sourced.get_mut(&start) {
-                *s = a;
-            }
-        })
+        self.selected
+            .take_over(a, select, classes, |start| write_source(t, start, a))
+    }
+
+    /// The source sourced template `start` holds now: its group's.
+    fn source_now(&self, start: u32) -> Option<Ipv6Addr> {
+        let dev = *self.sourced.get(&start)?;
+        self.selected
+            .source_of(dev_of(dev), destination(&self.bytes, start), start)
     }
 
     /// How many sourced templates there are (for tests).
@@ -413,14 +414,14 @@ impl TemplatesBuilder {
             let start = r.start as usize;
             let placed = &self.bytes[start..start + r.len as usize];
             let same = match (sourced, self.sourced.get(&r.start)) {
-                // The bytes but the source (stale here once rewritten), which is compared with the one kept.
-                (Some(dev), Some(&(d, src))) => {
+                // The bytes but the source (stale here once rewritten), which is compared with its group's.
+                (Some(dev), Some(&d)) => {
                     let (a, b) = (SOURCE_AT, SOURCE_AT + 16);
                     placed.len() == t.len()
                         && placed[..a] == t[..a]
                         && placed[b..] == t[b..]
                         && d == dev
-                        && src == address_at(t, a)
+                        && self.source_now(r.start) == Some(address_at(t, a))
                 }
                 (None, None) => placed == t,
                 _ => false,
@@ -480,7 +481,7 @@ impl TemplatesBuilder {
             self.seen_sourced.insert(hash, r);
             // Just placed: the bytes hold its source.
             let src = address_at(&self.bytes, r.start as usize + SOURCE_AT);
-            self.sourced.insert(r.start, (dev, src));
+            self.sourced.insert(r.start, dev);
             let dst = destination(&self.bytes, r.start);
             self.selected.insert(dev_of(dev), src, dst, r.start);
         } else {
@@ -502,10 +503,12 @@ impl TemplatesBuilder {
         self.users.remove(&r.start);
         let start = r.start as usize;
         let bytes = &self.bytes[start..start + r.len as usize];
-        let sourced = self.sourced.remove(&r.start).map(|(dev, src)| {
-            let dst = destination(&self.bytes, r.start);
-            self.selected.remove(dev_of(dev), src, dst, r.start);
-            dev
+        let src = self.source_now(r.start);
+        let sourced = self.sourced.remove(&r.start).inspect(|&dev| {
+            if let Some(src) = src {
+                let dst = destination(&self.bytes, r.start);
+                self.selected.remove(dev_of(dev), src, dst, r.start);
+            }
         });
         let hash = template_hash(bytes, sourced);
         let seen = if sourced.is_some() {
@@ -527,7 +530,7 @@ impl TemplatesBuilder {
         let (start, end) = (r.start as usize, (r.start + r.len) as usize);
         t.bytes[t.base + start..t.base + end].copy_from_slice(&self.bytes[start..end]);
         // A template shared with plans already there may have had its source rewritten since it was placed.
-        if let Some(&(_, src)) = self.sourced.get(&r.start) {
+        if let Some(src) = self.source_now(r.start) {
             write_source(t, r.start, src);
         }
     }
@@ -541,9 +544,8 @@ impl TemplatesBuilder {
         let (bytes, base) = mem.into_parts();
         let mut t = Templates { bytes, base };
         // The sources rewritten since the templates were placed.
-        for (&start, &(_, src)) in &self.sourced {
-            write_source(&mut t, start, src);
-        }
+        self.selected
+            .for_each(|start, src| write_source(&mut t, start, src));
         t
     }
 

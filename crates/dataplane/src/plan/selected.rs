@@ -64,6 +64,30 @@ impl SelectedSources {
         }
     }
 
+    /// The source of the template at `start` (route device `dev`, outer destination `dst`): its group's. One
+    /// ordered-set lookup per group of the device (a few: one per source selected through it).
+    pub(crate) fn source_of(
+        &self,
+        dev: Option<DevId>,
+        dst: Ipv6Addr,
+        start: u32,
+    ) -> Option<Ipv6Addr> {
+        let e = (dst.octets(), start);
+        self.groups
+            .iter()
+            .find(|((d, _), g)| *d == dev && g.contains(&e))
+            .map(|((_, s), _)| *s)
+    }
+
+    /// Calls `f` with every template's start and source.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u32, Ipv6Addr)) {
+        for ((_, src), g) in &self.groups {
+            for &(_, start) in g {
+                f(start, *src);
+            }
+        }
+    }
+
     /// Every template now holds `src` (a node tunnel source): one group per device.
     pub(crate) fn set_all(&mut self, src: Ipv6Addr) {
         let old = std::mem::take(&mut self.groups);
