@@ -84,7 +84,7 @@ def test_a_large_batch_of_routes_costs_little_and_is_given_back(topo, tmp_path, 
         assert ps[0] not in r.ctl("show", "routes").stdout
         per_route = (added - before) / ADDED
         print(f"{io}: VmRSS {before >> 20} MiB, {added >> 20} MiB with {ADDED} /64s ({per_route:.0f} B/route), "
-              f"{after >> 20} MiB after deleting them")
+              f"{after >> 20} MiB after deleting them ({100 * (after - before) / before:+.1f} %)")
         assert after <= before * 1.10, f"deleting the batch left {after >> 20} MiB of {before >> 20} MiB"
         assert per_route <= PER_ROUTE, f"{per_route:.0f} bytes per route added over the socket"
     finally:

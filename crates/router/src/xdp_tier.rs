@@ -294,7 +294,9 @@ impl XdpTier {
         let done = self.last.installed;
         // A large deletion (a batch of route deletions) frees the driver's copy of those routes after the
         // request's own trim (crate::trim::after_request): that memory goes back too.
-        if self.last.counts != counts && done.routes_removed >= crate::trim::LARGE_REQUEST {
+        if self.last.counts != counts
+            && done.routes_set + done.routes_removed >= crate::trim::LARGE_REQUEST
+        {
             crate::trim::release_free_memory();
         }
     }

@@ -3,11 +3,12 @@
 //!
 //! A hash map from prefix to value costs 29 bytes a bucket, and its table doubles: between 33 and 66 bytes a
 //! route, held while the routes are (a table of 120,000 routes sits in 262,144 buckets, 7.25 MiB). This copy
-//! keeps its entries packed in one vector sorted by prefix (21 bytes each: the prefix and the index of its value
-//! among the distinct values met, which are few since routes share their plans; the vector's capacity exact after
-//! each merge), with the changes since the last merge in a small hash map beside it. The changes are merged
-//! into the vector once they are an eighth of it (at least [`MERGE_MIN`]): a merge moves every entry once, so
-//! each change pays for at most eight moves, and a lookup is one hash probe then a binary search.
+//! keeps its entries packed in vectors sorted by prefix: 13 bytes for a prefix of at most 64 bits (the top half of
+//! its address, its length, and the index of its value among the distinct values met, which are few since routes
+//! share their plans), 21 for a longer one; the vectors' capacity is exact after each merge. The changes since
+//! the last merge wait in a small hash map beside them and are merged once they are an eighth of the entries (at
+//! least [`MERGE_MIN`]): a merge moves every entry once, so each change pays for at most eight moves, and a lookup
+//! is one hash probe then a binary search.
 
 use crate::layout::RouteValue;
 use ipnet::Ipv6Net;
@@ -16,14 +17,26 @@ use std::collections::HashMap;
 /// Changes kept beside the sorted entries before they are merged, however small the table.
 pub(crate) const MERGE_MIN: usize = 1024;
 
-/// One route of the sorted vector: the prefix (address as given, length) and the index of its value in
-/// [`Values`], byte arrays only so that the entry takes 21 bytes with no padding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    addr: [u8; 16],
-    len: u8,
-    value: [u8; 4],
+/// The order of the vectors: address, then prefix length.
+type Key = ([u8; 16], u8);
+
+fn key_of(net: &Ipv6Net) -> Key {
+    (net.addr().octets(), net.prefix_len())
 }
+
+fn net_of((addr, len): Key) -> Ipv6Net {
+    // The key was made from a valid prefix: its length is at most 128.
+    Ipv6Net::new(addr.into(), len).unwrap_or_default()
+}
+
+/// Whether a prefix's entry fits the narrow vector: at most 64 bits long, nothing set below them (the usual case:
+/// a prefix as `ip route` takes it).
+fn narrow((addr, len): &Key) -> bool {
+    *len <= 64 && addr[8..] == [0; 8]
+}
+
+/// A value's index in [`Values`], as the entries hold it.
+type Index = [u8; 4];
 
 /// The distinct values the entries name, each once: a value's index never changes (values are plan slots and
 /// reasons, bounded by the `plans` array's size; they are not forgotten).
@@ -34,7 +47,7 @@ struct Values {
 }
 
 impl Values {
-    fn index_of(&mut self, v: RouteValue) -> [u8; 4] {
+    fn index_of(&mut self, v: RouteValue) -> Index {
         let i = *self.index.entry(v).or_insert_with(|| {
             self.list.push(v);
             // Fewer distinct values than entries, and entries are counted in a `usize` bounded by memory.
@@ -43,38 +56,111 @@ impl Values {
         i.to_ne_bytes()
     }
 
-    fn get(&self, i: [u8; 4]) -> RouteValue {
+    fn get(&self, i: Index) -> RouteValue {
         self.list[u32::from_ne_bytes(i) as usize]
     }
 }
 
-/// The order of the vector: address, then prefix length.
-type Key = ([u8; 16], u8);
-
-fn key_of(net: &Ipv6Net) -> Key {
-    (net.addr().octets(), net.prefix_len())
+/// The entries as of the last merge, in two vectors sorted by [`Key`] (no key twice), byte arrays with no padding:
+/// a [`narrow`] prefix in 13 bytes (the top 8 bytes of its address, its length, its value's index), any other in
+/// 21 (the whole address).
+#[derive(Debug, Default)]
+struct Packed {
+    narrow: Vec<[u8; 13]>,
+    wide: Vec<[u8; 21]>,
 }
 
-impl Entry {
-    fn new(net: &Ipv6Net, v: RouteValue, values: &mut Values) -> Entry {
-        let (addr, len) = key_of(net);
-        Entry {
-            addr,
-            len,
-            value: values.index_of(v),
+fn pack_narrow((addr, len): &Key, i: Index) -> [u8; 13] {
+    let mut e = [0u8; 13];
+    e[..8].copy_from_slice(&addr[..8]);
+    e[8] = *len;
+    e[9..].copy_from_slice(&i);
+    e
+}
+
+fn pack_wide((addr, len): &Key, i: Index) -> [u8; 21] {
+    let mut e = [0u8; 21];
+    e[..16].copy_from_slice(addr);
+    e[16] = *len;
+    e[17..].copy_from_slice(&i);
+    e
+}
+
+fn unpack_narrow(e: &[u8; 13]) -> (Key, Index) {
+    let mut addr = [0u8; 16];
+    addr[..8].copy_from_slice(&e[..8]);
+    let mut i = [0u8; 4];
+    i.copy_from_slice(&e[9..]);
+    ((addr, e[8]), i)
+}
+
+fn unpack_wide(e: &[u8; 21]) -> (Key, Index) {
+    let mut addr = [0u8; 16];
+    addr.copy_from_slice(&e[..16]);
+    let mut i = [0u8; 4];
+    i.copy_from_slice(&e[17..]);
+    ((addr, e[16]), i)
+}
+
+impl Packed {
+    /// The value index held for `key`.
+    fn find(&self, key: &Key) -> Option<Index> {
+        if narrow(key) {
+            let k = pack_narrow(key, [0; 4]);
+            let i = self.narrow.binary_search_by(|e| e[..9].cmp(&k[..9])).ok()?;
+            Some(unpack_narrow(&self.narrow[i]).1)
+        } else {
+            let k = pack_wide(key, [0; 4]);
+            let i = self.wide.binary_search_by(|e| e[..17].cmp(&k[..17])).ok()?;
+            Some(unpack_wide(&self.wide[i]).1)
         }
     }
 
-    fn key(&self) -> Key {
-        (self.addr, self.len)
+    fn len(&self) -> usize {
+        self.narrow.len() + self.wide.len()
+    }
+
+    /// Every entry, in key order.
+    fn iter(&self) -> impl Iterator<Item = (Key, Index)> + '_ {
+        let mut n = self.narrow.iter().map(unpack_narrow).peekable();
+        let mut w = self.wide.iter().map(unpack_wide).peekable();
+        std::iter::from_fn(move || match (n.peek(), w.peek()) {
+            (Some(a), Some(b)) if a.0 < b.0 => n.next(),
+            (Some(_), Some(_)) | (None, Some(_)) => w.next(),
+            (Some(_), None) => n.next(),
+            (None, None) => None,
+        })
+    }
+
+    /// Appends an entry (keys in order, each after the last).
+    fn push(&mut self, key: &Key, i: Index) {
+        if narrow(key) {
+            self.narrow.push(pack_narrow(key, i));
+        } else {
+            self.wide.push(pack_wide(key, i));
+        }
+    }
+
+    /// With room for `narrow` and `wide` entries.
+    fn with_capacity(narrow: usize, wide: usize) -> Packed {
+        Packed {
+            narrow: Vec::with_capacity(narrow),
+            wide: Vec::with_capacity(wide),
+        }
+    }
+
+    /// Gives back the room no entry takes.
+    fn shrink(&mut self) {
+        self.narrow.shrink_to_fit();
+        self.wide.shrink_to_fit();
     }
 }
 
 /// Prefix → value, as the `routes` map holds them.
 #[derive(Debug, Default)]
 pub(crate) struct RouteMirror {
-    /// Entries as of the last merge, sorted by [`Key`], no two with the same key.
-    sorted: Vec<Entry>,
+    /// Entries as of the last merge.
+    sorted: Packed,
     /// Changes since: the new value, or `None` for a prefix removed.
     changed: HashMap<Ipv6Net, Option<RouteValue>>,
     /// The values `sorted` names.
@@ -89,11 +175,7 @@ impl RouteMirror {
         if let Some(v) = self.changed.get(net) {
             return *v;
         }
-        let key = key_of(net);
-        self.sorted
-            .binary_search_by(|e| e.key().cmp(&key))
-            .ok()
-            .map(|i| self.values.get(self.sorted[i].value))
+        self.sorted.find(&key_of(net)).map(|i| self.values.get(i))
     }
 
     /// Prefixes held.
@@ -122,7 +204,7 @@ impl RouteMirror {
     /// Every value held (for counting the plan slots named), in no particular order.
     pub(crate) fn values(&mut self) -> impl Iterator<Item = RouteValue> + '_ {
         self.merge();
-        self.sorted.iter().map(|e| self.values.get(e.value))
+        self.sorted.iter().map(|(_, i)| self.values.get(i))
     }
 
     /// Replaces the whole content with `want` (prefix → value; of two entries with the same prefix the later
@@ -147,22 +229,22 @@ impl RouteMirror {
         let mut old = self.sorted.iter().peekable();
         for (net, v) in &want {
             let key = key_of(net);
-            while let Some(o) = old.next_if(|o| o.key() < key) {
+            while let Some((o, _)) = old.next_if(|(o, _)| *o < key) {
                 write(&net_of(o), None)?;
             }
-            match old.next_if(|o| o.key() == key) {
-                Some(o) if self.values.get(o.value) == *v => {}
+            match old.next_if(|(o, _)| *o == key) {
+                Some((_, i)) if self.values.get(i) == *v => {}
                 _ => write(net, Some(v))?,
             }
         }
-        for o in old {
+        for (o, _) in old {
             write(&net_of(o), None)?;
         }
-        let mut sorted = Vec::with_capacity(want.len());
-        sorted.extend(
-            want.iter()
-                .map(|(net, v)| Entry::new(net, *v, &mut self.values)),
-        );
+        let narrows = want.iter().filter(|(net, _)| narrow(&key_of(net))).count();
+        let mut sorted = Packed::with_capacity(narrows, want.len() - narrows);
+        for (net, v) in &want {
+            sorted.push(&key_of(net), self.values.index_of(*v));
+        }
         self.len = sorted.len();
         self.sorted = sorted;
         Ok(())
@@ -174,41 +256,43 @@ impl RouteMirror {
         }
     }
 
-    /// Merges the changes into the sorted vector, which is made anew at its exact size (and the change map
+    /// Merges the changes into the sorted vectors, which are made anew at their exact size (and the change map
     /// freed: after a large batch it would keep its buckets).
     fn merge(&mut self) {
         if self.changed.is_empty() {
             return;
         }
         let changed = std::mem::take(&mut self.changed);
-        let mut news: Vec<Entry> = changed
+        let mut news: Vec<(Key, Index)> = changed
             .iter()
-            .filter_map(|(net, v)| v.map(|v| Entry::new(net, v, &mut self.values)))
+            .filter_map(|(net, v)| v.map(|v| (key_of(net), self.values.index_of(v))))
             .collect();
-        news.sort_unstable_by_key(Entry::key);
-        let mut sorted = Vec::with_capacity(self.len);
+        news.sort_unstable_by_key(|(k, _)| *k);
+        let new_narrow = news.iter().filter(|(k, _)| narrow(k)).count();
+        let mut sorted = Packed::with_capacity(
+            self.sorted.narrow.len() + new_narrow,
+            self.sorted.wide.len() + news.len() - new_narrow,
+        );
         let mut news = news.into_iter().peekable();
-        for e in &self.sorted {
-            while let Some(n) = news.next_if(|n| n.key() < e.key()) {
-                sorted.push(n);
+        for (k, i) in self.sorted.iter() {
+            while let Some((n, j)) = news.next_if(|(n, _)| *n < k) {
+                sorted.push(&n, j);
             }
-            if news.peek().is_some_and(|n| n.key() == e.key()) {
+            if news.peek().is_some_and(|(n, _)| *n == k) {
                 continue; // replaced: the new entry comes next
             }
-            if changed.contains_key(&net_of(e)) {
+            if changed.contains_key(&net_of(k)) {
                 continue; // removed
             }
-            sorted.push(*e);
+            sorted.push(&k, i);
         }
-        sorted.extend(news);
+        for (n, j) in news {
+            sorted.push(&n, j);
+        }
+        sorted.shrink();
         debug_assert_eq!(sorted.len(), self.len);
         self.sorted = sorted;
     }
-}
-
-fn net_of(e: &Entry) -> Ipv6Net {
-    // The entry was made from a valid prefix: its length is at most 128.
-    Ipv6Net::new(e.addr.into(), e.len).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -221,6 +305,10 @@ mod tests {
         let mut a = [0u8; 16];
         a[0] = 0x20;
         a[2..4].copy_from_slice(&i.to_be_bytes());
+        if i % 3 == 0 {
+            // Bits below the first 64: kept in the wide vector whatever the length.
+            a[12..14].copy_from_slice(&i.to_be_bytes());
+        }
         Ipv6Net::new(a.into(), len).expect("a valid length")
     }
 
@@ -231,9 +319,21 @@ mod tests {
         }
     }
 
+    /// A prefix with bits set below its first 64 is no narrow prefix: kept whole, apart from the prefix
+    /// without them.
     #[test]
-    fn an_entry_is_21_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 21);
+    fn host_bits_keep_a_prefix_wide() {
+        let mut m = RouteMirror::default();
+        let plain: Ipv6Net = "2001:db8::/64".parse().expect("a prefix");
+        let bits = Ipv6Net::new("2001:db8::1".parse().expect("an address"), 64).expect("a prefix");
+        m.set(plain, value(1));
+        m.set(bits, value(2));
+        m.merge();
+        assert_eq!((m.sorted.narrow.len(), m.sorted.wide.len()), (1, 1));
+        assert_eq!(
+            (m.get(&plain), m.get(&bits)),
+            (Some(value(1)), Some(value(2)))
+        );
     }
 
     /// A prefix length is part of the key: 2000::/16 and 2000::/24 are two routes.
@@ -264,7 +364,7 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         // Few distinct prefixes, so that sets, removals and replacements meet the same ones.
-        let prefix = (0u16..3000, prop::sample::select(vec![32u8, 48, 64]));
+        let prefix = (0u16..3000, prop::sample::select(vec![32u8, 48, 64, 128]));
         prop_oneof![
             40 => (prefix.clone(), any::<u8>()).prop_map(|((i, l), v)| Op::Set(i, l, v)),
             40 => prefix.clone().prop_map(|(i, l)| Op::Remove(i, l)),
@@ -319,7 +419,7 @@ mod tests {
                 prop_assert_eq!(m.len(), model.len());
             }
             for i in 0..3000 {
-                for l in [32, 48, 64] {
+                for l in [32, 48, 64, 128] {
                     prop_assert_eq!(m.get(&net(i, l)), model.get(&net(i, l)).copied());
                 }
             }
