@@ -305,7 +305,7 @@ mod tests {
         let mut a = [0u8; 16];
         a[0] = 0x20;
         a[2..4].copy_from_slice(&i.to_be_bytes());
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             // Bits below the first 64: kept in the wide vector whatever the length.
             a[12..14].copy_from_slice(&i.to_be_bytes());
         }
