@@ -49,12 +49,12 @@ def topo(request):
     return live_topo(request, "mm")
 
 
-# Both I/O back ends (docs/BENCHMARKS.md, *Memory per route*). AF_XDP: 393 bytes per route, 30 -> 31 MiB after the
-# deletions (before the XDP tier's copy of its route map was packed: 438 bytes, 30 -> 33 MiB). AF_PACKET: 388 bytes
-# per route, but 11 -> 16 MiB after the deletions: on this small table the heap keeps about 4 MiB of pages that
-# the batch left partly used (its live size is back to what it was before the batch). The batch is five times
-# the table here, so what its requests leave behind weighs more than on the 300k table of
-# scripts/bench-route-memory.py (370 bytes per route, +3.1 %). Run with --runxfail to see the figures.
+# Both I/O back ends (docs/BENCHMARKS.md, *Memory per route*), 2026-11-28. AF_XDP: 393 bytes per route, 29 -> 31
+# MiB after the deletions, +6.2 % (before the XDP tier's copy of its route map was packed: 438 bytes, 30 -> 33 MiB).
+# AF_PACKET: 388 bytes per route, but 11 -> 16 MiB after the deletions: on this small table the heap keeps about
+# 4 MiB of pages that the batch left partly used (heaptrack: the live heap is back to its size before the batch).
+# The batch is five times the table here, so what its requests leave behind weighs more than on the 300k table of
+# scripts/bench-route-memory.py (371 bytes per route, +3.1 %). Run with --runxfail to see the figures.
 @pytest.mark.parametrize("io", [
     "xdp",
     pytest.param("packet", marks=pytest.mark.xfail(
