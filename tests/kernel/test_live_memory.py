@@ -51,14 +51,15 @@ def topo(request):
 
 # Both I/O back ends (docs/BENCHMARKS.md, *Memory per route*), 2026-11-28. AF_XDP: 393 bytes per route, 29 -> 31
 # MiB after the deletions, +6.2 % (before the XDP tier's copy of its route map was packed: 438 bytes, 30 -> 33 MiB).
-# AF_PACKET: 388 bytes per route, but 11 -> 16 MiB after the deletions: on this small table the heap keeps about
-# 4 MiB of pages that the batch left partly used (heaptrack: the live heap is back to its size before the batch).
+# AF_PACKET: 388 bytes per route, but 11 -> 14 MiB after the deletions (+25 %; +42 % before the heap was trimmed
+# once more at the end of a large request): on this small table the heap keeps pages that the batch left partly
+# used (heaptrack: the live heap within 1.1 MB of its size before the batch).
 # The batch is five times the table here, so what its requests leave behind weighs more than on the 300k table of
 # scripts/bench-route-memory.py (371 bytes per route, +3.1 %). Run with --runxfail to see the figures.
 @pytest.mark.parametrize("io", [
     "xdp",
     pytest.param("packet", marks=pytest.mark.xfail(
-        strict=True, reason="issue 24 item 3 on AF_PACKET: 11 -> 16 MiB after deleting the batch (heap pages left "
+        strict=True, reason="issue 24 item 3 on AF_PACKET: 11 -> 14 MiB after deleting the batch (heap pages left "
                             "partly used)")),
 ])
 def test_a_large_batch_of_routes_costs_little_and_is_given_back(topo, tmp_path, io):

@@ -569,7 +569,15 @@ impl Clients {
                                 bump(&control.counters.too_large);
                                 (false, format!("batch of more than {MAX_BATCH_LINES} lines"))
                             } else {
-                                control.handle_batch(&lines)
+                                let large = lines.len() >= crate::trim::LARGE_REQUEST;
+                                let r = control.handle_batch(&lines);
+                                drop(lines);
+                                if large {
+                                    // Once more, the request done: test_live_memory's deletion of 100,000 routes
+                                    // on AF_PACKET keeps 2 MiB less (+42 % -> +25 %).
+                                    crate::trim::release_free_memory();
+                                }
+                                r
                             }
                         }
                         None => control.handle_line(first.trim_end_matches(['\n', '\r'])),
