@@ -51,8 +51,8 @@ def topo(request):
 
 # Both I/O back ends (docs/BENCHMARKS.md, *Memory per route*), 2026-11-28. AF_XDP: 393 bytes per route, 29 -> 31
 # MiB after the deletions, +6.2 % (before the XDP tier's copy of its route map was packed: 438 bytes, 30 -> 33 MiB).
-# AF_PACKET: 388 bytes per route, but 11 -> 14 MiB after the deletions (+25 %; +42 % before the heap was trimmed
-# once more at the end of a large request): on this small table the heap keeps pages that the batch left partly
+# AF_PACKET: 388 bytes per route, but 11 -> 14 MiB after the deletions (+25 %; +42 % while the heap was trimmed
+# before the batch's text and lines were freed): on this small table the heap keeps pages that the batch left partly
 # used (heaptrack: the live heap within 1.1 MB of its size before the batch).
 # The batch is five times the table here, so what its requests leave behind weighs more than on the 300k table of
 # scripts/bench-route-memory.py (371 bytes per route, +3.1 %). Run with --runxfail to see the figures.

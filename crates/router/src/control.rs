@@ -268,10 +268,8 @@ impl Control {
                 ),
             );
         }
+        // A large batch's memory is given back by the caller, once its lines are freed too (clients.rs).
         let res = self.apply(lines);
-        if lines.len() >= crate::trim::LARGE_REQUEST {
-            crate::trim::release_free_memory();
-        }
         match res {
             Ok(()) => (true, String::new()),
             Err(e) => (false, e),

@@ -292,8 +292,8 @@ impl XdpTier {
         let counts = self.last.counts;
         self.follow(handle, tracing);
         let done = self.last.installed;
-        // A large deletion (a batch of route deletions) frees the driver's copy of those routes after the
-        // request's own trim (crate::trim::after_request): that memory goes back too.
+        // A large installation (a batch of routes added or deleted) frees and makes tables after the request's
+        // own trim (crate::trim::after_request): that memory goes back too.
         if self.last.counts != counts
             && done.routes_set + done.routes_removed >= crate::trim::LARGE_REQUEST
         {
