@@ -304,6 +304,12 @@ def test_sigterm_late_in_a_large_batch_exits_within_2s(live, workdir):
         finally:
             t.join(timeout=20)
             rt.kill()
+        if reply.get("text") == "ok\n" and attempt < 2:
+            # The batch was through when the signal was seen (this run was quicker than the first by more than a
+            # fifth): it still exited in time; again, at 80 % of this run's time.
+            assert took < 2.0, f"lwt6 run took {took:.1f} s to exit after SIGTERM"
+            length = reply["done"] - reply["sent"]
+            continue
         break
     assert took is not None, "the batch was applied before the signal three times: the test tests nothing"
     print(f"batch {length:.1f} s; exit {took:.2f} s after SIGTERM; reply {reply.get('text')!r}")

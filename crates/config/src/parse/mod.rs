@@ -18,7 +18,7 @@ use lwt6_wire::ethernet::Mac;
 use lwt6_wire::ioam::{LWT_FORBIDDEN_BITS, TRACE_DATA_MAX};
 use lwt6_wire::rpl::MAX_ADDRESSES;
 use lwt6_wire::srh::HmacAlgo;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -105,7 +105,7 @@ impl<'s> Builder<'s> {
                 links: HashMap::new(),
                 addrs: HashMap::new(),
                 neighs: HashMap::new(),
-                routes: BTreeMap::new(),
+                routes: route_index::RouteIndex::default(),
                 undo: None,
                 stdin_secret: None,
                 stdin_used_by: None,
@@ -139,15 +139,14 @@ impl<'s> Builder<'s> {
         for n in &cfg.neighs {
             p.neighs.insert((n.addr, n.dev.clone()), n.line);
         }
-        // Built in one go rather than by one insertion per route: from sorted keys the tree's nodes are full,
-        // where insertions in file order leave them about half full (300,000 routes: about 25 bytes per route
-        // less for as long as the router runs). The last of equal keys wins, as with insertions.
-        p.routes = cfg
-            .routes
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (route_key(r), route_at(i)))
-            .collect();
+        // Built in one go: one sorted vector of exactly the table's size (parse::route_index).
+        p.routes = route_index::RouteIndex::from_entries(
+            cfg.routes
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (route_key(r), route_at(i)))
+                .collect(),
+        );
         for r in &mut cfg.routes {
             // One shared copy of each device name (a configuration built elsewhere may hold one per route).
             if let Some(d) = &mut r.dev {
@@ -578,7 +577,7 @@ struct Parser<'s> {
     neighs: HashMap<(IpAddr, String), usize>,
     /// (table, prefix, metric) -> index in `cfg.routes` (ordered: a prefix's metrics and a table's routes are
     /// ranges). The index is a `u32`: one entry per route of the table, so its size counts (issue 22 item 7).
-    routes: BTreeMap<RouteKey, u32>,
+    routes: route_index::RouteIndex,
     /// What the open transaction changed, to undo it ([`Builder::transaction`]); `None` outside one.
     undo: Option<txn::Undo>,
     stdin_secret: Option<&'s str>,
@@ -697,7 +696,7 @@ impl Parser<'_> {
             // Only routes still there (a later `route replace` or `route del` may have taken it).
             let there = key
                 .and_then(|k| self.routes.get(&k))
-                .is_some_and(|i| self.cfg.routes[*i as usize].line as usize == *line);
+                .is_some_and(|i| self.cfg.routes[i as usize].line as usize == *line);
             if !there {
                 continue;
             }
@@ -1208,7 +1207,7 @@ impl Parser<'_> {
             line: lwt6_dataplane::fib::line32(c.line),
         };
         let key = (table, prefix, metric);
-        let existing = self.routes.get(&key).map(|&i| i as usize);
+        let existing = self.routes.get(&key).map(|i| i as usize);
         // The traces this line's ioam6 encap inserts belong to this route (if the line succeeds).
         for t in self.trace_refs.iter_mut().rev() {
             if t.0 != c.line || t.4.is_some() {
@@ -1268,7 +1267,7 @@ impl Parser<'_> {
         let found = self
             .routes
             .range((table, prefix, lo)..=(table, prefix, hi))
-            .map(|(_, i)| *i as usize)
+            .map(|(_, i)| i as usize)
             .find(|i| {
                 let r = &self.cfg.routes[*i];
                 via.is_none_or(|v| r.via == Some(v))
@@ -2194,6 +2193,7 @@ mod trace;
 pub use trace::trace_filter;
 
 mod keywords;
+mod route_index;
 mod route_type;
 mod txn;
 pub use txn::{RouteDelta, Transaction};

@@ -125,7 +125,7 @@ impl Transaction<'_, '_> {
         };
         for key in order {
             let was = before[&key];
-            let now = p.routes.get(&key).map(|i| &p.cfg.routes[*i as usize]);
+            let now = p.routes.get(&key).map(|i| &p.cfg.routes[i as usize]);
             if was == now {
                 continue;
             }
@@ -207,15 +207,10 @@ impl Parser<'_> {
         }
     }
 
-    /// Builds the route index anew after a transaction of `ops` route operations that were at least an eighth of
-    /// it (and 1,024): insertions in random order leave the tree's nodes about two thirds full and removals
-    /// leave them emptier, where a tree built from its sorted entries has them full (a batch of 100,000 random
-    /// /64s added to 300,000 routes: about 20 bytes per route). The pass over the index is paid for by the
-    /// eighth (amortised: at most 8 entries moved per operation).
+    /// Merges the route index's changes after a transaction of `ops` route operations, if they were many
+    /// ([`RouteIndex::compact`](super::route_index::RouteIndex::compact)).
     pub(super) fn compact_index(&mut self, ops: usize) {
-        if ops >= 1024 && ops >= self.routes.len() / 8 {
-            self.routes = std::mem::take(&mut self.routes).into_iter().collect();
-        }
+        self.routes.compact(ops);
     }
 
     /// In a transaction, saves everything but the routes before the first line that may change it.
