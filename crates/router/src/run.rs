@@ -501,6 +501,10 @@ fn serve(
     if let Some(m) = &monitor {
         fds.push(m.raw_fd());
     }
+    // What loading left free in the heap (the file's text and lines, the index its parser built, the snapshot's
+    // build) is given back before serving: otherwise it stays resident until a large request trims the heap, or
+    // is reused piecemeal by what comes next.
+    crate::trim::release_free_memory();
     let notify = crate::notify::Notifier::from_env();
     let status = |c: &Control| crate::notify::status(&names, io, &c.handle.load(), a.workers);
     notify.ready(&status(&control));

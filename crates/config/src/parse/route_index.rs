@@ -13,6 +13,9 @@ use super::RouteKey;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
+/// Changes from which a merge is worth its pass over the index.
+const MERGE_MIN: usize = 1024;
+
 /// The route index (see the module's documentation).
 #[derive(Debug, Default)]
 pub(super) struct RouteIndex {
@@ -109,12 +112,25 @@ impl RouteIndex {
     /// whole index, is paid for by them (amortised: at most 8 entries moved per operation). Smaller transactions
     /// leave their changes in the tree.
     pub fn compact(&mut self, ops: usize) {
-        if ops >= 1024 && ops >= self.len / 8 && !self.changed.is_empty() {
-            let mut merged = Vec::with_capacity(self.len);
-            merged.extend(self.range(..));
-            self.sorted = merged;
-            self.changed = BTreeMap::new();
+        if ops >= MERGE_MIN && ops >= self.len / 8 && !self.changed.is_empty() {
+            self.merge();
         }
+    }
+
+    /// Merges the changes into the sorted vector once they are an eighth of it (and 1,024): each merge is paid for
+    /// by the changes since the last one (amortised: at most 8 entries moved per change).
+    pub fn merge_if_due(&mut self) {
+        if self.changed.len() >= MERGE_MIN.max(self.sorted.len() / 8) {
+            self.merge();
+        }
+    }
+
+    /// The changes merged into a sorted vector of the index's exact size.
+    fn merge(&mut self) {
+        let mut merged = Vec::with_capacity(self.len);
+        merged.extend(self.range(..));
+        self.sorted = merged;
+        self.changed = BTreeMap::new();
     }
 
     /// `key`'s position in the sorted vector (changes aside).
@@ -214,6 +230,36 @@ mod tests {
     }
 
     #[test]
+    fn changes_are_merged_once_they_are_an_eighth_of_the_index() {
+        let mut ix = RouteIndex::default();
+        for m in 0..1023 {
+            ix.insert(key(254, 1, m), m);
+            ix.merge_if_due();
+        }
+        assert_eq!(
+            (ix.sorted.len(), ix.changed.len()),
+            (0, 1023),
+            "fewer than 1,024 changes: kept apart"
+        );
+        ix.insert(key(254, 1, 1023), 1023);
+        ix.merge_if_due();
+        assert_eq!((ix.sorted.len(), ix.changed.len()), (1024, 0));
+        // 8,192 entries: the next merge waits for 1,024 changes again (an eighth).
+        for m in 1024..8192 {
+            ix.insert(key(254, 1, m), m);
+            ix.merge_if_due();
+        }
+        assert!(ix.changed.len() < 1024, "{}", ix.changed.len());
+        for m in 0..1023 {
+            assert_eq!(ix.remove(&key(254, 1, m)), Some(m));
+            ix.merge_if_due();
+        }
+        assert_eq!(ix.len(), 8192 - 1023);
+        assert_eq!(ix.get(&key(254, 1, 8000)), Some(8000));
+        assert_eq!(ix.range(..).count(), ix.len());
+    }
+
+    #[test]
     fn a_table_is_a_range_from_its_first_possible_key() {
         let ix = RouteIndex::from_entries(vec![(key(100, 1, 1), 0), (key(300, 1, 1), 1)]);
         let first = (200, IpNet::V4(Ipv4Net::default()), 0);
@@ -225,6 +271,7 @@ mod tests {
         Insert(RouteKey, u32),
         Remove(RouteKey),
         Compact(usize),
+        MergeIfDue,
     }
 
     fn small_key() -> impl Strategy<Value = RouteKey> {
@@ -236,6 +283,7 @@ mod tests {
             4 => (small_key(), 0u32..50).prop_map(|(k, v)| Op::Insert(k, v)),
             3 => small_key().prop_map(Op::Remove),
             1 => prop_oneof![Just(0usize), Just(1024), Just(5000)].prop_map(Op::Compact),
+            1 => Just(Op::MergeIfDue),
         ]
     }
 
@@ -259,6 +307,7 @@ mod tests {
                     }
                     Op::Remove(k) => prop_assert_eq!(ix.remove(&k), model.remove(&k)),
                     Op::Compact(n) => ix.compact(n),
+                    Op::MergeIfDue => ix.merge_if_due(),
                 }
                 prop_assert_eq!(ix.len(), model.len());
             }
