@@ -56,14 +56,14 @@ def topo(request):
     return live_topo(request, "mm")
 
 
-# Both I/O back ends (docs/BENCHMARKS.md, *Memory per route*), 2026-11-28, Intel Xeon (Cascade Lake) 2 vCPUs:
-# AF_XDP 381 bytes per route, 30 -> 31 MiB after the deletions (+1.9 to +2.5 %); AF_PACKET 369-372 bytes per route,
-# 13 -> 14 MiB (+7.1 to +8.4 %). Until then the AF_PACKET case failed (+24 %): its figure "before" lacked the writer's
-# spare snapshot (a batch that adds and deletes one route changes nothing, so it did not make it), the route index
-# was a tree whose nodes the deletions scattered over the heap, and glibc's per-thread cache of freed blocks held
-# pages after the heap was trimmed (crates/config/src/parse/route_index.rs, crates/io/src/heap.rs). The batch is
-# five times the table here, so what its requests leave behind weighs more than on the 300k table of
-# scripts/bench-route-memory.py. Run with -s to see the figures.
+# Both I/O back ends (docs/BENCHMARKS.md, *Memory per route*), 2026-11-28, Intel Xeon (Cascade Lake) 2 vCPUs, three
+# runs: AF_XDP 377-381 bytes per route, +0.5 to +2.2 % after the deletions; AF_PACKET 367-369 bytes per route, 13.6
+# -> 14.3 MiB (+4.5 to +5.2 %). The AF_PACKET case used to fail (+24 %): its figure "before" lacked the writer's
+# spare snapshot (a batch that adds and deletes one route changes nothing, so it did not make it: +8.7 to +9.0 %
+# once it did), the route index was a tree whose nodes the deletions scattered over the heap, and glibc's
+# per-thread cache of freed blocks held pages after the heap was trimmed (crates/config/src/parse/route_index.rs,
+# crates/io/src/heap.rs). The batch is five times the table here, so what its requests leave behind weighs more
+# than on the 300k table of scripts/bench-route-memory.py. Run with -s to see the figures.
 @pytest.mark.parametrize("io", ["xdp", "packet"])
 def test_a_large_batch_of_routes_costs_little_and_is_given_back(topo, tmp_path, io):
     # A table to start from: 20,000 /48s from the file.
