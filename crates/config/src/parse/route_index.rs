@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
 /// Changes from which a merge is worth its pass over the index.
-const MERGE_MIN: usize = 1024;
+pub(super) const MERGE_MIN: usize = 1024;
 
 /// The route index (see the module's documentation).
 #[derive(Debug, Default)]
@@ -56,18 +56,16 @@ impl RouteIndex {
 
     /// The position of `key`'s route.
     pub fn get(&self, key: &RouteKey) -> Option<u32> {
-        match self.changed.get(key) {
-            Some(c) => *c,
-            None => self.in_sorted(key),
-        }
+        self.with_sorted(key, self.in_sorted(key))
     }
 
     /// Sets `key`'s position.
     pub fn insert(&mut self, key: RouteKey, at: u32) {
-        if self.get(&key).is_none() {
+        let sorted = self.in_sorted(&key);
+        if self.with_sorted(&key, sorted).is_none() {
             self.len += 1;
         }
-        if self.in_sorted(&key) == Some(at) {
+        if sorted == Some(at) {
             self.changed.remove(&key);
         } else {
             self.changed.insert(key, Some(at));
@@ -76,14 +74,23 @@ impl RouteIndex {
 
     /// Removes `key`: its position, if it was there.
     pub fn remove(&mut self, key: &RouteKey) -> Option<u32> {
-        let at = self.get(key)?;
-        if self.in_sorted(key).is_some() {
+        let sorted = self.in_sorted(key);
+        let at = self.with_sorted(key, sorted)?;
+        if sorted.is_some() {
             self.changed.insert(*key, None);
         } else {
             self.changed.remove(key);
         }
         self.len -= 1;
         Some(at)
+    }
+
+    /// `key`'s position given its position in the sorted vector (`sorted`): the change of `key`, if any, wins.
+    fn with_sorted(&self, key: &RouteKey, sorted: Option<u32>) -> Option<u32> {
+        match self.changed.get(key) {
+            Some(c) => *c,
+            None => sorted,
+        }
     }
 
     /// The entries with keys in `range`, in key order.

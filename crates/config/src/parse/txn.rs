@@ -150,7 +150,7 @@ impl Transaction<'_, '_> {
             {
                 p.shrink_routes();
             }
-            p.compact_index(u.routes.len());
+            p.routes.compact(u.routes.len());
         }
     }
 }
@@ -180,7 +180,11 @@ impl Parser<'_> {
     /// holes stay resident around them (300,000 routes from a file: 10 MiB). A small request never merges (its
     /// cost stays that of a lookup); its changes wait for a large one.
     fn index_changed(&mut self) {
-        if self.undo.as_ref().is_none_or(|u| u.routes.len() >= 1024) {
+        if self
+            .undo
+            .as_ref()
+            .is_none_or(|u| u.routes.len() >= super::route_index::MERGE_MIN)
+        {
             self.routes.merge_if_due();
         }
     }
@@ -219,12 +223,6 @@ impl Parser<'_> {
         if cap > 1024 && len + len / 8 < cap {
             self.cfg.routes.shrink_to(len + len / 16);
         }
-    }
-
-    /// Merges the route index's changes after a transaction of `ops` route operations, if they were many
-    /// ([`RouteIndex::compact`](super::route_index::RouteIndex::compact)).
-    pub(super) fn compact_index(&mut self, ops: usize) {
-        self.routes.compact(ops);
     }
 
     /// In a transaction, saves everything but the routes before the first line that may change it.
